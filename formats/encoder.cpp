@@ -1,0 +1,109 @@
+#include "formats/encoder.h"
+
+#include <lz4.h>
+#include <lz4hc.h>
+#include <xxhash.h>
+
+#include <cstring>
+
+namespace memtide::fmt {
+
+RecordBuilder::RecordBuilder(uint8_t* buf, std::size_t cap, RecordType type)
+    : buf_(buf), cap_(cap), pos_(1 + kLengthSlot) {
+  if (cap_ < pos_) {
+    overflow_ = true;
+    return;
+  }
+  buf_[0] = tag_of(type);
+}
+
+bool RecordBuilder::room(std::size_t n) {
+  if (overflow_ || cap_ - pos_ < n) {
+    overflow_ = true;
+    return false;
+  }
+  return true;
+}
+
+RecordBuilder& RecordBuilder::u8(uint8_t v) {
+  if (room(1)) buf_[pos_++] = v;
+  return *this;
+}
+
+RecordBuilder& RecordBuilder::varint(uint64_t v) {
+  if (room(wire::kMaxVarint)) pos_ = static_cast<std::size_t>(wire::put_varint(buf_ + pos_, v) - buf_);
+  return *this;
+}
+
+RecordBuilder& RecordBuilder::svarint(int64_t v) { return varint(wire::zigzag(v)); }
+
+RecordBuilder& RecordBuilder::bytes(const void* data, std::size_t n) {
+  if (room(wire::kMaxVarint + n)) pos_ = static_cast<std::size_t>(wire::put_bytes(buf_ + pos_, data, n) - buf_);
+  return *this;
+}
+
+std::size_t RecordBuilder::finish() {
+  if (overflow_) return 0;
+  const std::size_t payload = pos_ - (1 + kLengthSlot);
+  if (payload >= kMaxBlockPayload) return 0;
+  uint8_t len[wire::kMaxVarint];
+  const std::size_t len_size = static_cast<std::size_t>(wire::put_varint(len, payload) - len);
+  std::memmove(buf_ + 1 + len_size, buf_ + 1 + kLengthSlot, payload);
+  std::memcpy(buf_ + 1, len, len_size);
+  return 1 + len_size + payload;
+}
+
+uint32_t checksum32(const void* data, std::size_t n) {
+  return static_cast<uint32_t>(XXH3_64bits(data, n));
+}
+
+void encode_file_header(uint8_t* out, uint32_t flags) {
+  std::memset(out, 0, kFileHeaderSize);
+  std::memcpy(out, kFileMagic, sizeof kFileMagic);
+  wire::store_le<uint16_t>(out + 8, kVersionMajor);
+  wire::store_le<uint16_t>(out + 10, kVersionMinor);
+  wire::store_le<uint32_t>(out + 12, kFileHeaderSize);
+  wire::store_le<uint32_t>(out + 16, flags);
+  wire::store_le<uint32_t>(out + 28, checksum32(out, 28));
+}
+
+std::size_t block_bound(std::size_t raw_size) {
+  return kBlockHeaderSize + static_cast<std::size_t>(LZ4_compressBound(static_cast<int>(raw_size))) + raw_size;
+}
+
+std::size_t encode_block(const BlockHeader& hdr, const uint8_t* raw, std::size_t raw_size, uint8_t* out,
+                         std::size_t out_cap, int lz4_level) {
+  if (raw_size > kMaxBlockPayload || out_cap < kBlockHeaderSize + raw_size) return 0;
+  uint8_t* payload = out + kBlockHeaderSize;
+  const int cap = static_cast<int>(out_cap - kBlockHeaderSize);
+  int stored = 0;
+  Codec codec = Codec::Lz4;
+  if (raw_size > 0) {
+    stored = lz4_level <= 0
+                 ? LZ4_compress_default(reinterpret_cast<const char*>(raw), reinterpret_cast<char*>(payload),
+                                        static_cast<int>(raw_size), cap)
+                 : LZ4_compress_HC(reinterpret_cast<const char*>(raw), reinterpret_cast<char*>(payload),
+                                   static_cast<int>(raw_size), cap, lz4_level);
+  }
+  if (stored <= 0 || static_cast<std::size_t>(stored) >= raw_size) {
+    codec = Codec::None;
+    stored = static_cast<int>(raw_size);
+    if (raw_size) std::memcpy(payload, raw, raw_size);
+  }
+
+  std::memset(out, 0, kBlockHeaderSize);
+  wire::store_le<uint32_t>(out + 0, kBlockMagic);
+  out[4] = static_cast<uint8_t>(hdr.kind);
+  out[5] = static_cast<uint8_t>(codec);
+  wire::store_le<uint16_t>(out + 6, hdr.flags);
+  wire::store_le<uint32_t>(out + 8, static_cast<uint32_t>(stored));
+  wire::store_le<uint32_t>(out + 12, static_cast<uint32_t>(raw_size));
+  wire::store_le<uint32_t>(out + 16, hdr.stream);
+  wire::store_le<uint32_t>(out + 20, checksum32(payload, static_cast<std::size_t>(stored)));
+  wire::store_le<uint64_t>(out + 24, hdr.base_time);
+  wire::store_le<uint64_t>(out + 32, hdr.base_addr);
+  wire::store_le<uint32_t>(out + 44, checksum32(out, 44));
+  return kBlockHeaderSize + static_cast<std::size_t>(stored);
+}
+
+}  // namespace memtide::fmt

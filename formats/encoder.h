@@ -1,0 +1,60 @@
+// Encoders for the length-prefixed records and for blocks. Allocation-free: every function
+// writes into memory its caller owns, so the recorder can use them inside a host process.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "formats/records.h"
+
+namespace memtide::fmt {
+
+// Builds one length-prefixed record in a caller-provided buffer:
+//   RecordBuilder b(buf, cap, RecordType::Marker);
+//   b.varint(dt).bytes(label);
+//   size_t n = b.finish();  // 0 when the record did not fit
+// The payload is written after a reserved 5-byte length slot (payloads are < 16 MiB); finish()
+// moves it down behind the real varint length.
+class RecordBuilder {
+ public:
+  RecordBuilder(uint8_t* buf, std::size_t cap, RecordType type);
+
+  RecordBuilder& u8(uint8_t v);
+  RecordBuilder& varint(uint64_t v);
+  RecordBuilder& svarint(int64_t v);
+  RecordBuilder& bytes(const void* data, std::size_t n);
+  RecordBuilder& bytes(std::string_view s) { return bytes(s.data(), s.size()); }
+
+  // Total bytes of the finished record (tag + length + payload), or 0 on overflow.
+  std::size_t finish();
+  bool overflowed() const { return overflow_; }
+
+ private:
+  bool room(std::size_t n);
+  uint8_t* buf_;
+  std::size_t cap_;
+  std::size_t pos_;
+  bool overflow_ = false;
+};
+
+inline constexpr std::size_t kLengthSlot = 5;
+
+// File header (kFileHeaderSize bytes).
+void encode_file_header(uint8_t* out, uint32_t flags);
+
+// Bytes `encode_block` may need for a payload of `raw_size` bytes.
+std::size_t block_bound(std::size_t raw_size);
+
+// Frames `raw` as one block into `out` (capacity >= block_bound(raw_size)): compresses with LZ4
+// when that is smaller (otherwise stores it raw), fills in sizes and checksums.
+// `hdr.kind`, `hdr.stream`, `hdr.base_time`, `hdr.base_addr` are taken from `hdr`.
+// Returns the block's total size, or 0 if raw_size exceeds kMaxBlockPayload.
+// `lz4_level` 0 uses the fast compressor; 1..12 use LZ4-HC at that level.
+std::size_t encode_block(const BlockHeader& hdr, const uint8_t* raw, std::size_t raw_size,
+                         uint8_t* out, std::size_t out_cap, int lz4_level = 0);
+
+// Low 32 bits of XXH3_64: the checksum used for headers and payloads.
+uint32_t checksum32(const void* data, std::size_t n);
+
+}  // namespace memtide::fmt

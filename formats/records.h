@@ -1,0 +1,391 @@
+// Every record of the memtide trace format, declared once.
+//
+// Sections:
+//   [1] File and block framing constants
+//   [2] Allocation APIs
+//   [3] Record types and their wire tags
+//   [4] Decoded record structs (what a reader hands to its visitor)
+//   [5] Hot-path encoders for Alloc / Free (used by the recorder)
+//
+// docs/FORMAT.md describes the same bytes in prose; keep them in step.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "formats/wire.h"
+
+namespace memtide::fmt {
+
+// ---------------------------------------------------------------------------------------
+// [1] Framing
+// ---------------------------------------------------------------------------------------
+
+// File header: 32 bytes at offset 0.
+//   0  u8[8]  magic "\x8AMTIDE\r\n"  (high bit and CR/LF catch 7-bit and newline mangling)
+//   8  u16    version_major  (a reader refuses a different major)
+//   10 u16    version_minor  (newer minor: read with a warning)
+//   12 u32    header_size    (32 in this version; readers skip any extra bytes)
+//   16 u32    flags          (bit 0: sampled recording)
+//   20 u64    reserved (0)
+//   28 u32    checksum: low 32 bits of XXH3_64 over bytes [0, 28)
+inline constexpr uint8_t kFileMagic[8] = {0x8A, 'M', 'T', 'I', 'D', 'E', '\r', '\n'};
+inline constexpr uint16_t kVersionMajor = 1;
+inline constexpr uint16_t kVersionMinor = 0;
+inline constexpr uint32_t kFileHeaderSize = 32;
+inline constexpr uint32_t kFileFlagSampled = 1u << 0;
+
+// Block header: 48 bytes, then `stored_size` payload bytes.
+//   0  u32  magic "MTBK" (0x4B42544D little-endian)
+//   4  u8   kind   (BlockKind)
+//   5  u8   codec  (Codec)
+//   6  u16  flags  (0)
+//   8  u32  stored_size  payload bytes that follow in the file
+//   12 u32  raw_size     payload bytes after decompression (== stored_size for Codec::None)
+//   16 u32  stream       thread index the records belong to (0: process stream)
+//   20 u32  payload_checksum: low 32 bits of XXH3_64 over the stored payload bytes
+//   24 u64  base_time    stream's time (ns, CLOCK_MONOTONIC) before the first record
+//   32 u64  base_addr    stream's address state before the first record
+//   40 u32  reserved (0)
+//   44 u32  header_checksum: low 32 bits of XXH3_64 over header bytes [0, 44)
+inline constexpr uint32_t kBlockMagic = 0x4B42544D;  // "MTBK"
+inline constexpr uint32_t kBlockHeaderSize = 48;
+// No block may claim more than this, stored or raw: a reader's allocation is bounded by it.
+inline constexpr uint32_t kMaxBlockPayload = 16u << 20;
+
+enum class BlockKind : uint8_t { Records = 0, Count };
+enum class Codec : uint8_t { None = 0, Lz4 = 1, Count };
+
+struct BlockHeader {
+  BlockKind kind = BlockKind::Records;
+  Codec codec = Codec::Lz4;
+  uint16_t flags = 0;
+  uint32_t stored_size = 0;
+  uint32_t raw_size = 0;
+  uint32_t stream = 0;
+  uint32_t payload_checksum = 0;
+  uint64_t base_time = 0;
+  uint64_t base_addr = 0;
+};
+
+// ---------------------------------------------------------------------------------------
+// [2] Allocation APIs: which call made or released a block.
+// ---------------------------------------------------------------------------------------
+
+enum class Api : uint8_t {
+  Malloc = 0,
+  Calloc,
+  Realloc,        // realloc: the alloc side (new block) and the free side (old block)
+  Reallocarray,   // likewise
+  PosixMemalign,
+  AlignedAlloc,
+  Memalign,
+  Valloc,
+  Pvalloc,
+  Free,
+  New,             // operator new (also nothrow)
+  NewArray,        // operator new[] (also nothrow)
+  NewAligned,      // operator new(size, align_val_t) (also nothrow)
+  NewArrayAligned, // operator new[](size, align_val_t)
+  Delete,          // operator delete(p) and sized / nothrow forms
+  DeleteArray,     // operator delete[](p) and sized / nothrow forms
+  DeleteAligned,   // operator delete(p, align_val_t) and sized form
+  DeleteArrayAligned,
+  Mmap,            // anonymous mmap
+  Munmap,
+  Mremap,          // alloc side: the new mapping; free side: the old one
+  Custom,          // memtide_alloc / memtide_free from memtide.h
+  Count
+};
+inline constexpr unsigned kApiCount = static_cast<unsigned>(Api::Count);
+static_assert(kApiCount <= 32, "Alloc/Free wire tags reserve 32 APIs each");
+
+// The family decides which release matches which allocation (new[] released by free is a
+// mismatch). Mmap blocks are not heap blocks and are reported apart.
+enum class Family : uint8_t { Malloc, New, NewArray, NewAligned, NewArrayAligned, Mmap, Custom, Count };
+
+constexpr Family family_of(Api a) {
+  switch (a) {
+    case Api::New: case Api::Delete: return Family::New;
+    case Api::NewArray: case Api::DeleteArray: return Family::NewArray;
+    case Api::NewAligned: case Api::DeleteAligned: return Family::NewAligned;
+    case Api::NewArrayAligned: case Api::DeleteArrayAligned: return Family::NewArrayAligned;
+    case Api::Mmap: case Api::Munmap: case Api::Mremap: return Family::Mmap;
+    case Api::Custom: return Family::Custom;
+    default: return Family::Malloc;
+  }
+}
+
+constexpr bool is_heap(Api a) { return family_of(a) != Family::Mmap; }
+
+constexpr std::string_view api_name(Api a) {
+  constexpr std::string_view names[] = {
+      "malloc", "calloc", "realloc", "reallocarray", "posix_memalign", "aligned_alloc",
+      "memalign", "valloc", "pvalloc", "free", "new", "new[]", "new(align)", "new[](align)",
+      "delete", "delete[]", "delete(align)", "delete[](align)", "mmap", "munmap", "mremap",
+      "custom"};
+  static_assert(sizeof(names) / sizeof(names[0]) == kApiCount, "api_name out of step with Api");
+  const auto i = static_cast<unsigned>(a);
+  return i < kApiCount ? names[i] : std::string_view("?");
+}
+
+// ---------------------------------------------------------------------------------------
+// [3] Record types
+//
+// A block's payload is a sequence of records. Each starts with a one-byte tag:
+//   0x40 + api   Alloc: varint dt, svarint daddr, varint size, varint stack
+//   0x60 + api   Free:  varint dt, svarint daddr [, varint length if api == Munmap]
+//   anything else: a length-prefixed record: tag, varint payload_len, payload.
+// Length-prefixed records may gain trailing fields in later minor versions (readers skip
+// what they do not know), and a reader skips a whole record whose tag it does not know.
+//
+// Per stream the decoder keeps two registers, reset from the block header at each block:
+//   time  (ns): every timed record carries dt = its time - previous time (never negative)
+//   addr      : Alloc and Free carry daddr = address - previous address (zigzag)
+// ---------------------------------------------------------------------------------------
+
+enum class RecordType : uint8_t {
+  ProcessInfo = 0,
+  ModuleLoad,
+  ModuleUnload,
+  ThreadStart,
+  ThreadName,
+  ThreadExit,
+  StackDef,
+  Counters,
+  Marker,
+  SampleWeight,
+  Watermark,
+  End,
+  Symbols,
+  Alloc,
+  Free,
+  Count
+};
+inline constexpr unsigned kRecordTypeCount = static_cast<unsigned>(RecordType::Count);
+
+inline constexpr uint8_t kTagAllocBase = 0x40;
+inline constexpr uint8_t kTagFreeBase = 0x60;
+
+// Wire tags of the length-prefixed records, indexed by RecordType (Alloc/Free: base tags).
+inline constexpr uint8_t kRecordTag[kRecordTypeCount] = {
+    0x01,  // ProcessInfo
+    0x02,  // ModuleLoad
+    0x03,  // ModuleUnload
+    0x04,  // ThreadStart
+    0x05,  // ThreadName
+    0x06,  // ThreadExit
+    0x07,  // StackDef
+    0x08,  // Counters
+    0x09,  // Marker
+    0x0A,  // SampleWeight
+    0x0B,  // Watermark
+    0x0C,  // End
+    0x0D,  // Symbols
+    kTagAllocBase,
+    kTagFreeBase,
+};
+static_assert(sizeof(kRecordTag) == kRecordTypeCount, "kRecordTag out of step with RecordType");
+
+constexpr uint8_t tag_of(RecordType t) { return kRecordTag[static_cast<unsigned>(t)]; }
+constexpr bool is_alloc_tag(uint8_t tag) { return tag >= kTagAllocBase && tag < kTagAllocBase + 32; }
+constexpr bool is_free_tag(uint8_t tag) { return tag >= kTagFreeBase && tag < kTagFreeBase + 32; }
+
+constexpr std::string_view record_type_name(RecordType t) {
+  constexpr std::string_view names[] = {"process",    "module_load", "module_unload", "thread_start",
+                                        "thread_name", "thread_exit", "stack",         "counters",
+                                        "marker",     "sample_weight", "watermark",    "end",
+                                        "symbols",    "alloc",       "free"};
+  static_assert(sizeof(names) / sizeof(names[0]) == kRecordTypeCount);
+  const auto i = static_cast<unsigned>(t);
+  return i < kRecordTypeCount ? names[i] : std::string_view("?");
+}
+
+// Whether a record type carries a dt (time delta) as its first payload field.
+constexpr bool is_timed(RecordType t) {
+  switch (t) {
+    case RecordType::ProcessInfo: case RecordType::StackDef: case RecordType::SampleWeight:
+    case RecordType::Symbols: return false;
+    default: return true;
+  }
+}
+
+enum class RecordingMode : uint8_t { Exact = 0, Sampled = 1, Count };
+
+// Why the trace ended (End record).
+enum class EndReason : uint8_t {
+  Exit = 0,         // normal exit / return from main / exit() from any thread
+  QuickExit = 1,    // _exit / _Exit
+  Signal = 2,       // fatal signal: flushed, then re-raised; `status` is the signal number
+  Exec = 3,         // the process exec'd another program (which records into its own file)
+  Error = 4,        // recording stopped after an error (see the message on stderr)
+  Detached = 5,     // recording stopped on request
+  Count
+};
+
+// Segment flags of a module (ModuleLoad).
+inline constexpr uint8_t kSegRead = 4, kSegWrite = 2, kSegExec = 1;
+
+// Limits a reader enforces on decoded values, so a hostile file cannot force unbounded work.
+inline constexpr uint32_t kMaxStackDefFrames = 4096;
+inline constexpr uint32_t kMaxSegments = 256;
+
+// ---------------------------------------------------------------------------------------
+// [4] Decoded records. Strings and byte arrays are views into the decoder's block buffer,
+//     valid only during the visitor call. `stream` is the block's stream (thread index).
+// ---------------------------------------------------------------------------------------
+
+// ProcessInfo (0x01), untimed, first record of stream 0:
+//   varint pid, varint ppid, varint realtime_start_ns, varint monotonic_start_ns,
+//   varint page_size, u8 mode, varint sample_interval, varint max_depth,
+//   varint counter_interval_ns, bytes exe, bytes cwd, varint argc, argc x bytes arg,
+//   bytes options ("name=value" pairs separated by '\n')
+struct ProcessInfo {
+  uint64_t pid = 0, ppid = 0;
+  uint64_t realtime_start_ns = 0, monotonic_start_ns = 0;
+  uint64_t page_size = 0;
+  RecordingMode mode = RecordingMode::Exact;
+  uint64_t sample_interval = 0;  // bytes; 0 in exact mode
+  uint64_t max_depth = 0;
+  uint64_t counter_interval_ns = 0;
+  std::string_view exe, cwd, options;
+  // argv: `argc` length-prefixed strings starting at `argv_data` (use ArgvIterator).
+  uint64_t argc = 0;
+  const uint8_t* argv_data = nullptr;
+  const uint8_t* argv_end = nullptr;
+};
+
+// ModuleLoad (0x02): varint dt, varint module_id, varint load_bias, bytes path,
+//   bytes build_id, varint nseg, nseg x (varint vaddr, varint memsz, u8 flags)
+//   Segment vaddr is as in the ELF program header; runtime address = load_bias + vaddr.
+struct Segment {
+  uint64_t vaddr = 0, memsz = 0;
+  uint8_t flags = 0;
+};
+struct ModuleLoad {
+  uint64_t time = 0;
+  uint64_t module_id = 0;
+  uint64_t load_bias = 0;
+  std::string_view path;
+  std::string_view build_id;  // raw bytes (not hex)
+  uint32_t nseg = 0;
+  Segment segments[kMaxSegments];
+};
+
+// ModuleUnload (0x03): varint dt, varint module_id
+struct ModuleUnload {
+  uint64_t time = 0, module_id = 0;
+};
+
+// ThreadStart (0x04): varint dt, varint thread (index), varint os_tid, varint parent (index)
+struct ThreadStart {
+  uint64_t time = 0, thread = 0, os_tid = 0, parent = 0;
+};
+// ThreadName (0x05): varint dt, varint thread, bytes name
+struct ThreadName {
+  uint64_t time = 0, thread = 0;
+  std::string_view name;
+};
+// ThreadExit (0x06): varint dt, varint thread
+struct ThreadExit {
+  uint64_t time = 0, thread = 0;
+};
+
+// StackDef (0x07), untimed: varint first_id, varint parent_id, varint count,
+//   count x svarint (ip - previous ip; the first relative to 0).
+// Defines `count` trie nodes: node first_id + i has parent (i == 0 ? parent_id : first_id + i - 1)
+// and return address ip[i]. Frames go from the outermost caller towards the allocation site;
+// a stack id names a node, and the stack is the path from the root (id 0, the empty stack).
+struct StackDef {
+  uint64_t first_id = 0, parent_id = 0;
+  uint32_t count = 0;
+  const uint64_t* ips = nullptr;  // decoded into the decoder's scratch array
+};
+
+// Counters (0x08): varint dt, varint rss_bytes, varint vm_bytes, varint heap_live_bytes,
+//   varint heap_blocks   (heap_* as tracked by the recorder)
+struct Counters {
+  uint64_t time = 0, rss_bytes = 0, vm_bytes = 0, heap_live_bytes = 0, heap_blocks = 0;
+};
+
+// Marker (0x09): varint dt, bytes label       (memtide_mark)
+struct Marker {
+  uint64_t time = 0;
+  std::string_view label;
+};
+
+// SampleWeight (0x0A), untimed: varint weight. Applies to the next Alloc of the same stream:
+// that allocation stands for `weight` bytes (sampled mode). Absent: the weight is the size.
+struct SampleWeight {
+  uint64_t weight = 0;
+};
+
+// Watermark (0x0B), process stream: varint dt. Every record of any stream with a time before
+// this one is in a block that precedes the next Watermark in the file.
+struct Watermark {
+  uint64_t time = 0;
+};
+
+// End (0x0C): varint dt, u8 reason, varint status, varint allocations, varint frees,
+//   varint lost_events. Last record of a complete trace.
+struct End {
+  uint64_t time = 0;
+  EndReason reason = EndReason::Exit;
+  uint64_t status = 0;  // exit status, or signal number for EndReason::Signal
+  uint64_t allocations = 0, frees = 0;
+  uint64_t lost_events = 0;  // events the recorder could not record (e.g. re-entrant calls)
+};
+
+// Symbols (0x0D), untimed, appended by `memtide symbolize`: varint module_id, varint count,
+//   count x (varint offset, bytes function, bytes file, varint line, varint inline_depth)
+//   (the record's layout is documented in docs/FORMAT.md; readers that do not symbolise skip it)
+struct Symbols {
+  uint64_t module_id = 0;
+  uint64_t count = 0;
+  const uint8_t* data = nullptr;
+  const uint8_t* end = nullptr;
+};
+
+// Alloc (0x40 + api): varint dt, svarint daddr, varint size, varint stack
+struct Alloc {
+  uint64_t time = 0;
+  uint64_t addr = 0;
+  uint64_t size = 0;
+  uint64_t stack = 0;
+  uint64_t weight = 0;  // from a preceding SampleWeight; 0 when exact
+  Api api = Api::Malloc;
+};
+
+// Free (0x60 + api): varint dt, svarint daddr [, varint length for Munmap]
+struct Free {
+  uint64_t time = 0;
+  uint64_t addr = 0;
+  uint64_t length = 0;  // munmap length; 0 otherwise
+  Api api = Api::Free;
+};
+
+// ---------------------------------------------------------------------------------------
+// [5] Hot-path encoders. `p` must have room for kMaxAllocRecord / kMaxFreeRecord bytes.
+// ---------------------------------------------------------------------------------------
+
+inline constexpr std::size_t kMaxAllocRecord = 1 + 4 * wire::kMaxVarint;
+inline constexpr std::size_t kMaxFreeRecord = 1 + 3 * wire::kMaxVarint;
+
+inline uint8_t* encode_alloc(uint8_t* p, Api api, uint64_t dt, int64_t daddr, uint64_t size,
+                             uint64_t stack) {
+  *p++ = static_cast<uint8_t>(kTagAllocBase + static_cast<uint8_t>(api));
+  p = wire::put_varint(p, dt);
+  p = wire::put_svarint(p, daddr);
+  p = wire::put_varint(p, size);
+  return wire::put_varint(p, stack);
+}
+
+inline uint8_t* encode_free(uint8_t* p, Api api, uint64_t dt, int64_t daddr, uint64_t length) {
+  *p++ = static_cast<uint8_t>(kTagFreeBase + static_cast<uint8_t>(api));
+  p = wire::put_varint(p, dt);
+  p = wire::put_svarint(p, daddr);
+  if (api == Api::Munmap) p = wire::put_varint(p, length);
+  return p;
+}
+
+}  // namespace memtide::fmt
