@@ -1,0 +1,417 @@
+// libmemtide.so: the interposed functions. Each is a shim: forward to the backing allocator
+// or the real function (recorder/backing.h), tell the recorder, return. All logic lives in
+// recorder/.
+//
+// Sections:
+//   [1] C allocation API
+//   [2] C++ operators new / delete
+//   [3] Anonymous mappings
+//   [4] Modules, threads, exit, exec
+//   [5] memtide.h entry points
+//   [6] Start-up and exit
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdarg>
+#include <cstdlib>
+#include <cstdint>
+#include <cstring>
+#include <new>
+
+#include "recorder/backing.h"
+#include "recorder/recorder.h"
+
+#define MT_EXPORT extern "C" __attribute__((visibility("default")))
+#define MT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+using memtide::fmt::Api;
+namespace rec = memtide::rec;
+
+namespace {
+
+// Before the real functions are resolved (dlsym allocates), blocks come from the pool.
+inline bool ready() {
+  if (MT_UNLIKELY(!rec::backing_ready())) rec::resolve_backing();
+  return rec::backing_ready();
+}
+
+inline void* checked_mul(size_t a, size_t b, size_t& out) {
+  if (__builtin_mul_overflow(a, b, &out)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  return reinterpret_cast<void*>(1);
+}
+
+inline void free_block(Api api, void* p) {
+  if (!p) return;
+  rec::on_free(api, p);  // timestamped before the block can be reused
+  rec::backing_free(p);
+}
+
+// operator new on the backing allocator. When it fails, libstdc++'s own operator (found by
+// name) runs the new-handler loop and throws std::bad_alloc (or returns null for nothrow), so
+// libmemtide itself needs no C++ runtime.
+template <typename Fn, typename... A>
+void* real_operator(const char* name, A... args) {
+  auto fn = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
+  if (!fn) return nullptr;
+  return rec::call_backing(fn, args...);
+}
+
+inline void* new_block(Api api, size_t n, size_t align, const char* real_name, bool nothrow) {
+  const size_t want = n ? n : 1;
+  void* p = !ready()      ? rec::pool_alloc(want, align)
+            : align <= 16 ? rec::call_backing(rec::backing.malloc, want)
+                          : rec::call_backing(rec::backing.memalign, align, want);
+  if (MT_UNLIKELY(!p)) {
+    if (align <= 16 && nothrow)
+      p = real_operator<void* (*)(size_t, const std::nothrow_t&)>(real_name, n, std::nothrow);
+    else if (align <= 16)
+      p = real_operator<void* (*)(size_t)>(real_name, n);
+    else if (nothrow)
+      p = real_operator<void* (*)(size_t, std::align_val_t, const std::nothrow_t&)>(real_name, n, std::align_val_t(align), std::nothrow);
+    else
+      p = real_operator<void* (*)(size_t, std::align_val_t)>(real_name, n, std::align_val_t(align));
+    if (!p) return nullptr;
+  }
+  rec::on_alloc(api, p, n);
+  return p;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// [1] C allocation API
+// ---------------------------------------------------------------------------------------
+MT_EXPORT void* malloc(size_t n) {
+  if (MT_UNLIKELY(!ready())) return rec::pool_alloc(n, 16);
+  void* p = rec::call_backing(rec::backing.malloc, n);
+  rec::on_alloc(Api::Malloc, p, n);
+  return p;
+}
+
+MT_EXPORT void free(void* p) { free_block(Api::Free, p); }
+
+MT_EXPORT void* calloc(size_t n, size_t size) {
+  size_t total;
+  if (!checked_mul(n, size, total)) return nullptr;
+  if (MT_UNLIKELY(!ready())) return rec::pool_alloc(total, 16);
+  void* p = rec::call_backing(rec::backing.calloc, n, size);
+  rec::on_alloc(Api::Calloc, p, total);
+  return p;
+}
+
+MT_EXPORT void* realloc(void* old, size_t n) {
+  if (MT_UNLIKELY(!ready())) {
+    void* p = rec::pool_alloc(n, 16);
+    if (p && old) std::memcpy(p, old, rec::pool_usable_size(old) < n ? rec::pool_usable_size(old) : n);
+    return p;
+  }
+  const rec::ReallocTicket t = rec::on_realloc_begin(old);
+  void* p = rec::call_backing(rec::backing_realloc, old, n);
+  rec::on_realloc_end(t, Api::Realloc, old, p, n);
+  return p;
+}
+
+MT_EXPORT void* reallocarray(void* old, size_t n, size_t size) {
+  size_t total;
+  if (!checked_mul(n, size, total)) return nullptr;
+  if (MT_UNLIKELY(!ready())) return realloc(old, total);
+  const rec::ReallocTicket t = rec::on_realloc_begin(old);
+  void* p = rec::call_backing(rec::backing_realloc, old, total);
+  rec::on_realloc_end(t, Api::Reallocarray, old, p, total);
+  return p;
+}
+
+MT_EXPORT int posix_memalign(void** out, size_t align, size_t n) {
+  if (MT_UNLIKELY(!ready())) {
+    *out = rec::pool_alloc(n, align);
+    return *out ? 0 : ENOMEM;
+  }
+  const int r = rec::call_backing(rec::backing.posix_memalign, out, align, n);
+  if (r == 0) rec::on_alloc(Api::PosixMemalign, *out, n);
+  return r;
+}
+
+MT_EXPORT void* aligned_alloc(size_t align, size_t n) {
+  if (MT_UNLIKELY(!ready())) return rec::pool_alloc(n, align);
+  void* p = rec::call_backing(rec::backing.aligned_alloc, align, n);
+  rec::on_alloc(Api::AlignedAlloc, p, n);
+  return p;
+}
+
+MT_EXPORT void* memalign(size_t align, size_t n) {
+  if (MT_UNLIKELY(!ready())) return rec::pool_alloc(n, align);
+  void* p = rec::call_backing(rec::backing.memalign, align, n);
+  rec::on_alloc(Api::Memalign, p, n);
+  return p;
+}
+
+MT_EXPORT void* valloc(size_t n) {
+  if (MT_UNLIKELY(!ready())) return rec::pool_alloc(n, 4096);
+  void* p = rec::call_backing(rec::backing.valloc, n);
+  rec::on_alloc(Api::Valloc, p, n);
+  return p;
+}
+
+MT_EXPORT void* pvalloc(size_t n) {
+  if (MT_UNLIKELY(!ready())) return rec::pool_alloc((n + 4095) & ~size_t{4095}, 4096);
+  void* p = rec::call_backing(rec::backing.pvalloc, n);
+  rec::on_alloc(Api::Pvalloc, p, n);
+  return p;
+}
+
+MT_EXPORT size_t malloc_usable_size(void* p) {
+  if (MT_UNLIKELY(!ready())) return p ? rec::pool_usable_size(p) : 0;
+  return rec::backing_usable_size(p);
+}
+
+// ---------------------------------------------------------------------------------------
+// [2] C++ operators
+// ---------------------------------------------------------------------------------------
+MT_EXPORT void* _Znwm(size_t n) { return new_block(Api::New, n, 0, "_Znwm", false); }
+MT_EXPORT void* _Znam(size_t n) { return new_block(Api::NewArray, n, 0, "_Znam", false); }
+MT_EXPORT void* _ZnwmRKSt9nothrow_t(size_t n, const std::nothrow_t&) noexcept {
+  return new_block(Api::New, n, 0, "_ZnwmRKSt9nothrow_t", true);
+}
+MT_EXPORT void* _ZnamRKSt9nothrow_t(size_t n, const std::nothrow_t&) noexcept {
+  return new_block(Api::NewArray, n, 0, "_ZnamRKSt9nothrow_t", true);
+}
+MT_EXPORT void* _ZnwmSt11align_val_t(size_t n, std::align_val_t a) {
+  return new_block(Api::NewAligned, n, static_cast<size_t>(a), "_ZnwmSt11align_val_t", false);
+}
+MT_EXPORT void* _ZnamSt11align_val_t(size_t n, std::align_val_t a) {
+  return new_block(Api::NewArrayAligned, n, static_cast<size_t>(a), "_ZnamSt11align_val_t", false);
+}
+MT_EXPORT void* _ZnwmSt11align_val_tRKSt9nothrow_t(size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return new_block(Api::NewAligned, n, static_cast<size_t>(a), "_ZnwmSt11align_val_tRKSt9nothrow_t", true);
+}
+MT_EXPORT void* _ZnamSt11align_val_tRKSt9nothrow_t(size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return new_block(Api::NewArrayAligned, n, static_cast<size_t>(a), "_ZnamSt11align_val_tRKSt9nothrow_t", true);
+}
+
+MT_EXPORT void _ZdlPv(void* p) noexcept { free_block(Api::Delete, p); }
+MT_EXPORT void _ZdlPvm(void* p, size_t) noexcept { free_block(Api::Delete, p); }
+MT_EXPORT void _ZdlPvRKSt9nothrow_t(void* p, const std::nothrow_t&) noexcept { free_block(Api::Delete, p); }
+MT_EXPORT void _ZdaPv(void* p) noexcept { free_block(Api::DeleteArray, p); }
+MT_EXPORT void _ZdaPvm(void* p, size_t) noexcept { free_block(Api::DeleteArray, p); }
+MT_EXPORT void _ZdaPvRKSt9nothrow_t(void* p, const std::nothrow_t&) noexcept { free_block(Api::DeleteArray, p); }
+MT_EXPORT void _ZdlPvSt11align_val_t(void* p, std::align_val_t) noexcept { free_block(Api::DeleteAligned, p); }
+MT_EXPORT void _ZdlPvmSt11align_val_t(void* p, size_t, std::align_val_t) noexcept {
+  free_block(Api::DeleteAligned, p);
+}
+MT_EXPORT void _ZdlPvSt11align_val_tRKSt9nothrow_t(void* p, std::align_val_t, const std::nothrow_t&) noexcept {
+  free_block(Api::DeleteAligned, p);
+}
+MT_EXPORT void _ZdaPvSt11align_val_t(void* p, std::align_val_t) noexcept { free_block(Api::DeleteArrayAligned, p); }
+MT_EXPORT void _ZdaPvmSt11align_val_t(void* p, size_t, std::align_val_t) noexcept {
+  free_block(Api::DeleteArrayAligned, p);
+}
+MT_EXPORT void _ZdaPvSt11align_val_tRKSt9nothrow_t(void* p, std::align_val_t, const std::nothrow_t&) noexcept {
+  free_block(Api::DeleteArrayAligned, p);
+}
+
+// ---------------------------------------------------------------------------------------
+// [3] Anonymous mappings
+// ---------------------------------------------------------------------------------------
+MT_EXPORT void* mmap(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
+  if (MT_UNLIKELY(!ready())) return reinterpret_cast<void*>(syscall(SYS_mmap, addr, len, prot, flags, fd, off));
+  void* p = rec::real.mmap(addr, len, prot, flags, fd, off);
+  rec::on_mmap(p, len, flags, fd);
+  return p;
+}
+
+MT_EXPORT void* mmap64(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
+  return mmap(addr, len, prot, flags, fd, off);
+}
+
+MT_EXPORT int munmap(void* addr, size_t len) {
+  if (MT_UNLIKELY(!ready())) return static_cast<int>(syscall(SYS_munmap, addr, len));
+  rec::on_munmap_begin(addr, len);
+  return rec::real.munmap(addr, len);
+}
+
+MT_EXPORT void* mremap(void* old, size_t old_len, size_t new_len, int flags, ...) {
+  void* fixed = nullptr;
+  if (flags & MREMAP_FIXED) {
+    va_list ap;
+    va_start(ap, flags);
+    fixed = va_arg(ap, void*);
+    va_end(ap);
+  }
+  if (MT_UNLIKELY(!ready())) return reinterpret_cast<void*>(syscall(SYS_mremap, old, old_len, new_len, flags, fixed));
+  void* p = rec::real.mremap(old, old_len, new_len, flags, fixed);
+  rec::on_mremap(old, old_len, p, new_len);
+  return p;
+}
+
+// ---------------------------------------------------------------------------------------
+// [4] Modules, threads, exit, exec
+// ---------------------------------------------------------------------------------------
+MT_EXPORT void* dlopen(const char* file, int mode) {
+  ready();
+  void* h = rec::real.dlopen(file, mode);
+  if (h) rec::on_modules_changed();
+  return h;
+}
+
+MT_EXPORT void* dlmopen(long ns, const char* file, int mode) {
+  ready();
+  void* h = rec::real.dlmopen(ns, file, mode);
+  if (h) rec::on_modules_changed();
+  return h;
+}
+
+MT_EXPORT int dlclose(void* h) {
+  ready();
+  const int r = rec::real.dlclose(h);
+  if (r == 0) rec::on_modules_changed();
+  return r;
+}
+
+MT_EXPORT int pthread_setname_np(pthread_t t, const char* name) {
+  ready();
+  const int r = rec::real.pthread_setname_np(t, name);
+  if (r == 0) rec::on_thread_name(t, name);
+  return r;
+}
+
+MT_EXPORT void _exit(int status) {
+  ready();
+  rec::finish_quick_exit(status);
+  rec::real.exit_(status);
+}
+
+MT_EXPORT void _Exit(int status) {
+  ready();
+  rec::finish_quick_exit(status);
+  rec::real.Exit_(status);
+}
+
+MT_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
+  ready();
+  const int r = rec::real.execve(path, argv, rec::on_exec_begin(envp));
+  rec::on_exec_failed();
+  return r;
+}
+
+MT_EXPORT int execveat(int dirfd, const char* path, char* const argv[], char* const envp[], int flags) {
+  ready();
+  const int r = rec::real.execveat(dirfd, path, argv, rec::on_exec_begin(envp), flags);
+  rec::on_exec_failed();
+  return r;
+}
+
+MT_EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) {
+  ready();
+  const int r = rec::real.fexecve(fd, argv, rec::on_exec_begin(envp));
+  rec::on_exec_failed();
+  return r;
+}
+
+// The other exec functions call the internal execve, which cannot be interposed, so they
+// are implemented here on top of execve (searching PATH where they do).
+extern "C" char** environ;
+
+namespace {
+int exec_search(const char* file, char* const argv[], char* const envp[]) {
+  if (std::strchr(file, '/')) return execve(file, argv, envp);
+  const char* path = getenv("PATH");
+  if (!path) path = "/bin:/usr/bin";
+  char buf[4096];
+  int last_errno = ENOENT;
+  bool eacces = false;
+  for (const char* p = path;; ++p) {
+    const char* colon = std::strchr(p, ':');
+    const size_t dlen = colon ? static_cast<size_t>(colon - p) : std::strlen(p);
+    const size_t flen = std::strlen(file);
+    if (dlen + flen + 2 <= sizeof buf) {
+      std::memcpy(buf, dlen ? p : ".", dlen ? dlen : 1);
+      size_t n = dlen ? dlen : 1;
+      buf[n++] = '/';
+      std::memcpy(buf + n, file, flen + 1);
+      execve(buf, argv, envp);
+      if (errno == ENOEXEC) {
+        // A script without #!: run it with the shell, as execvp does.
+        size_t argc = 0;
+        while (argv[argc]) ++argc;
+        char* sh_argv[argc + 2];
+        sh_argv[0] = const_cast<char*>("/bin/sh");
+        sh_argv[1] = buf;
+        for (size_t i = 1; i <= argc; ++i) sh_argv[i + 1] = argv[i];
+        execve("/bin/sh", sh_argv, envp);
+      }
+      if (errno == EACCES) eacces = true;
+      else if (errno != ENOENT && errno != ENOTDIR) last_errno = errno;
+    }
+    if (!colon) break;
+    p = colon;
+  }
+  errno = eacces ? EACCES : last_errno;
+  return -1;
+}
+
+template <size_t N>
+size_t collect_args(const char* first, va_list ap, char* (&out)[N]) {
+  size_t n = 0;
+  out[n++] = const_cast<char*>(first);
+  while (n < N - 1) {
+    char* a = va_arg(ap, char*);
+    out[n++] = a;
+    if (!a) return n;
+  }
+  out[N - 1] = nullptr;
+  return N;
+}
+}  // namespace
+
+MT_EXPORT int execv(const char* path, char* const argv[]) { return execve(path, argv, environ); }
+MT_EXPORT int execvp(const char* file, char* const argv[]) { return exec_search(file, argv, environ); }
+MT_EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) {
+  return exec_search(file, argv, envp);
+}
+MT_EXPORT int execl(const char* path, const char* arg, ...) {
+  char* argv[1024];
+  va_list ap;
+  va_start(ap, arg);
+  collect_args(arg, ap, argv);
+  va_end(ap);
+  return execve(path, argv, environ);
+}
+MT_EXPORT int execlp(const char* file, const char* arg, ...) {
+  char* argv[1024];
+  va_list ap;
+  va_start(ap, arg);
+  collect_args(arg, ap, argv);
+  va_end(ap);
+  return exec_search(file, argv, environ);
+}
+MT_EXPORT int execle(const char* path, const char* arg, ...) {
+  char* argv[1024];
+  va_list ap;
+  va_start(ap, arg);
+  collect_args(arg, ap, argv);
+  char* const* envp = va_arg(ap, char* const*);
+  va_end(ap);
+  return execve(path, argv, envp);
+}
+
+// ---------------------------------------------------------------------------------------
+// [5] memtide.h
+// ---------------------------------------------------------------------------------------
+MT_EXPORT void memtide_impl_mark(const char* label) { rec::mark(label); }
+MT_EXPORT void memtide_impl_pause(void) { rec::pause(); }
+MT_EXPORT void memtide_impl_resume(void) { rec::resume(); }
+MT_EXPORT void memtide_impl_alloc(const void* p, size_t n) { rec::on_alloc(Api::Custom, const_cast<void*>(p), n); }
+MT_EXPORT void memtide_impl_free(const void* p) { rec::on_free(Api::Custom, const_cast<void*>(p)); }
+
+// ---------------------------------------------------------------------------------------
+// [6] Start-up and exit
+// ---------------------------------------------------------------------------------------
+__attribute__((constructor(101))) static void memtide_constructor() { rec::start(); }
+__attribute__((destructor(101))) static void memtide_destructor() { rec::finish_at_exit(); }

@@ -1,0 +1,191 @@
+// Recorder internals shared by its translation units.
+//
+// Sections:
+//   [1] Memory: the recorder's own heap (mimalloc), never the program's
+//   [2] Streams and chunks: per-thread record buffers, lock-free for their owner
+//   [3] Thread state (TLS) and global state
+//   [4] Parts implemented in other files: stacks, modules, writer, process info
+#pragma once
+
+#include <pthread.h>
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <ctime>
+
+#include "formats/records.h"
+#include "recorder/options.h"
+
+#define MT_LIKELY(x) __builtin_expect(!!(x), 1)
+#define MT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define MT_TLS __attribute__((tls_model("initial-exec"))) __thread
+
+namespace memtide::rec {
+
+// ---------------------------------------------------------------------------------------
+// [1] Memory
+// ---------------------------------------------------------------------------------------
+void* mem_alloc(size_t n);   // zeroed
+void mem_free(void* p);
+
+// One-line diagnostics, prefixed "memtide: ", written with write(2), capped in number.
+void message(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+inline uint64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// ---------------------------------------------------------------------------------------
+// [2] Streams
+//
+// A stream is the record sequence of one thread (or the process stream, index 0). Its owner
+// appends encoded records into the current chunk and publishes them with one release store
+// of `committed`. The writer thread copies [consumed, committed) out at any time without a
+// lock (bytes below `committed` never change), and takes over a chunk once its owner sealed
+// it. Only the writer frees chunks, so a chunk it is reading cannot disappear.
+// ---------------------------------------------------------------------------------------
+struct Chunk {
+  Chunk* next;                      // writer queue link
+  struct Stream* stream;
+  uint64_t seq;                     // position in its stream's chunk sequence
+  uint32_t cap;
+  std::atomic<uint32_t> committed;  // owner: release store; writer: acquire load
+  uint32_t consumed;                // writer only
+  bool last;                        // the stream's final chunk (its thread exited)
+  alignas(16) uint8_t data[];
+};
+
+inline constexpr uint32_t kFirstChunkSize = 4 * 1024;
+inline constexpr uint32_t kMaxChunkSize = 64 * 1024;
+
+struct Stream {
+  uint32_t index = 0;
+  // Owner side.
+  Chunk* chunk = nullptr;   // current chunk (pointer published with release for the writer)
+  uint32_t pos = 0;
+  uint64_t last_time = 0;
+  uint64_t last_addr = 0;
+  uint64_t next_seq = 0;
+  uint64_t allocs = 0, frees = 0;
+  // Writer side.
+  uint64_t w_time = 0, w_addr = 0;
+  uint64_t w_next_seq = 0;
+  bool w_done = false;
+  // Registry links (under g.registry_mutex).
+  Stream* reg_prev = nullptr;
+  Stream* reg_next = nullptr;
+};
+
+// Gets room for `need` bytes in the stream's chunk (sealing it when full).
+uint8_t* reserve_slow(Stream* s, size_t need);
+inline uint8_t* reserve(Stream* s, size_t need) {
+  Chunk* c = s->chunk;
+  if (MT_LIKELY(c && c->cap - s->pos >= need)) return c->data + s->pos;
+  return reserve_slow(s, need);
+}
+inline void commit(Stream* s, uint8_t* end) {
+  s->pos = static_cast<uint32_t>(end - s->chunk->data);
+  s->chunk->committed.store(s->pos, std::memory_order_release);
+}
+// Timestamps within a stream never go backwards (a clamped time costs nothing in ordering:
+// the event happened at or after the previous one of the same thread).
+inline uint64_t stream_time(Stream* s, uint64_t t) { return t < s->last_time ? s->last_time : t; }
+
+// Appends a length-prefixed record built by `fill(RecordBuilder&)`. Returns false if the
+// record could not be built.
+bool append_record(Stream* s, const uint8_t* rec, size_t n);
+
+// Seals the current chunk and hands it to the writer (the thread is exiting: last = true).
+void seal_chunk(Stream* s, bool last);
+void stream_init(Stream* s, uint32_t index, uint64_t base_time);
+
+// ---------------------------------------------------------------------------------------
+// [3] Thread state and global state
+// ---------------------------------------------------------------------------------------
+struct StackCacheEntry {
+  uint64_t hash;
+  uint32_t id;
+};
+inline constexpr unsigned kStackCacheSize = 512;  // per thread, direct-mapped
+
+struct ThreadState {
+  Stream stream;
+  pid_t tid = 0;
+  StackCacheEntry cache[kStackCacheSize];
+};
+
+enum State : int { kUninit = 0, kStarting, kActive, kStopped };
+
+struct Global {
+  Options opts;
+  std::atomic<int> state{kUninit};
+  std::atomic<bool> paused{false};
+  bool started = false;       // start() ran (file open, writer running)
+  pid_t pid = 0;
+  int fd = -1;
+  char path[4096] = {};
+  uint64_t start_time = 0;
+  std::atomic<uint32_t> next_stream{1};
+
+  pthread_mutex_t registry_mutex = PTHREAD_MUTEX_INITIALIZER;
+  Stream* registry = nullptr;  // all streams with data the writer must visit
+
+  // The process stream (index 0): shared by every thread under `shared_mutex`; also takes
+  // events of threads whose state is gone (after their exit destructor).
+  pthread_mutex_t shared_mutex = PTHREAD_MUTEX_INITIALIZER;
+  Stream shared;
+
+  pthread_mutex_t queue_mutex = PTHREAD_MUTEX_INITIALIZER;
+  pthread_cond_t queue_cond = PTHREAD_COND_INITIALIZER;
+  Chunk* queue_head = nullptr;
+  Chunk* queue_tail = nullptr;
+  bool writer_stop = false;
+  int end_reason = 0;
+  uint64_t end_status = 0;
+  pthread_t writer{};
+  bool writer_running = false;
+  pthread_key_t thread_key{};
+
+  uint64_t exited_allocs = 0, exited_frees = 0;  // writer: totals of finished streams
+  bool own_range_known = false;
+  uintptr_t own_lo = 0, own_hi = 0;              // libmemtide's text, skipped in stacks
+};
+extern Global g;
+
+extern MT_TLS ThreadState* tls_thread;
+extern MT_TLS int tls_busy;
+extern MT_TLS int tls_exited;
+
+// ---------------------------------------------------------------------------------------
+// [4] Other parts
+// ---------------------------------------------------------------------------------------
+// stacks.cpp: the stack table. Returns the id of the stack `ips[0..n)` (leaf first), adding
+// its new trie nodes (and a StackDef record into `s`) on first sight.
+void stacks_reset();
+uint32_t stack_id(ThreadState* ts, Stream* s, void* const* ips, int n);
+extern pthread_mutex_t stacks_mutex;
+
+// modules.cpp: scans loaded modules and appends ModuleLoad / ModuleUnload to the process stream.
+void modules_reset();
+void modules_scan();
+extern pthread_mutex_t modules_mutex;
+void find_own_range();
+
+// process.cpp
+void append_process_info(Stream* s);
+void append_counters(Stream* s);
+void process_counters_reset();
+
+// writer.cpp
+bool open_trace_file(bool child);
+void writer_start();
+// Asks the writer for a last flush with an End record and waits (at most `timeout_ms`).
+void writer_finish(fmt::EndReason reason, uint64_t status, int timeout_ms);
+void enqueue_chunk(Chunk* c);
+void writer_reset_after_fork();
+
+}  // namespace memtide::rec

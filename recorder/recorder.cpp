@@ -1,0 +1,571 @@
+// The recorder's entry points: start-up, the event hot paths, threads, fork, exec, exit and
+// fatal signals.
+//
+// Sections:
+//   [1] Globals and start-up
+//   [2] Thread state
+//   [3] Hot paths: alloc, free, realloc
+//   [4] Anonymous mappings
+//   [5] Modules, thread names, markers, pause
+//   [6] Exit, exec, fork, fatal signals
+#include "recorder/recorder.h"
+
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+#include <signal.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "formats/encoder.h"
+#include "recorder/backing.h"
+#include "recorder/internal.h"
+
+namespace memtide::rec {
+
+Global g;
+MT_TLS ThreadState* tls_thread = nullptr;
+MT_TLS int tls_busy = 0;
+MT_TLS int tls_exited = 0;
+
+// ---------------------------------------------------------------------------------------
+// [1] Globals and start-up
+// ---------------------------------------------------------------------------------------
+namespace {
+
+constexpr int kExtraFrames = 4;  // our own frames at the top of an unwound stack
+pthread_mutex_t g_start_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+void thread_exit_destructor(void* p);
+void install_fork_handlers();
+void install_signal_handlers();
+
+// Phase 1, possibly from inside the very first allocation hook: everything but the file
+// and the writer thread. Events are buffered from here on.
+void early_init() {
+  pthread_mutex_lock(&g_start_mutex);
+  if (g.state.load(std::memory_order_acquire) != kUninit) {
+    pthread_mutex_unlock(&g_start_mutex);
+    return;
+  }
+  g.state.store(kStarting, std::memory_order_release);
+  g.opts = options_from_env([](const char* env, const char* value, const char* problem) {
+    message("ignoring %s=%s: %s", env, value, problem);
+  });
+  if (g.opts.allocator == AllocatorKind::Mimalloc) use_mimalloc_backing();
+  g.pid = getpid();
+  g.start_time = now_ns();
+  stream_init(&g.shared, 0, g.start_time);
+  pthread_key_create(&g.thread_key, thread_exit_destructor);
+  unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+  find_own_range();
+  pthread_mutex_lock(&g.shared_mutex);
+  append_process_info(&g.shared);
+  pthread_mutex_unlock(&g.shared_mutex);
+  if (!g.opts.follow) unsetenv("LD_PRELOAD");  // programs exec'd from here run untraced
+  g.state.store(kActive, std::memory_order_release);
+  pthread_mutex_unlock(&g_start_mutex);
+}
+
+bool ensure_started() {
+  const int s = g.state.load(std::memory_order_acquire);
+  if (MT_LIKELY(s == kActive)) return true;
+  if (s != kUninit) return false;
+  if (!backing_ready()) return false;
+  const int saved = tls_busy;
+  tls_busy = 1;
+  early_init();
+  tls_busy = saved;
+  return g.state.load(std::memory_order_acquire) == kActive;
+}
+
+}  // namespace
+
+void start() {
+  tls_busy++;
+  resolve_backing();
+  early_init();
+  pthread_mutex_lock(&g_start_mutex);
+  if (!g.started && g.state.load() == kActive) {
+    g.started = true;
+    process_counters_reset();
+    if (open_trace_file(/*child=*/false)) {
+      modules_scan();
+      install_fork_handlers();
+      install_signal_handlers();
+      writer_start();
+    } else {
+      g.state.store(kStopped, std::memory_order_release);
+    }
+  }
+  pthread_mutex_unlock(&g_start_mutex);
+  tls_busy--;
+}
+
+bool busy() { return tls_busy != 0; }
+
+// ---------------------------------------------------------------------------------------
+// [2] Thread state
+// ---------------------------------------------------------------------------------------
+namespace {
+
+void append_thread_record(Stream* s, fmt::RecordType type, uint64_t a, uint64_t b, const char* name) {
+  uint8_t buf[64 + 64];
+  const uint64_t t = stream_time(s, now_ns());
+  fmt::RecordBuilder rb(buf, sizeof buf, type);
+  rb.varint(t - s->last_time).varint(s->index);
+  if (type == fmt::RecordType::ThreadStart) rb.varint(a).varint(b);
+  if (type == fmt::RecordType::ThreadName) rb.bytes(name, strnlen(name, 63));
+  const size_t n = rb.finish();
+  if (n && append_record(s, buf, n)) s->last_time = t;
+}
+
+ThreadState* create_thread_state() {
+  auto* ts = static_cast<ThreadState*>(mem_alloc(sizeof(ThreadState)));
+  if (!ts) return nullptr;
+  ts->tid = static_cast<pid_t>(syscall(SYS_gettid));
+  stream_init(&ts->stream, g.next_stream.fetch_add(1, std::memory_order_relaxed), now_ns());
+  pthread_mutex_lock(&g.registry_mutex);
+  ts->stream.reg_next = g.registry;
+  if (g.registry) g.registry->reg_prev = &ts->stream;
+  g.registry = &ts->stream;
+  pthread_mutex_unlock(&g.registry_mutex);
+  tls_thread = ts;
+  pthread_setspecific(g.thread_key, ts);
+  append_thread_record(&ts->stream, fmt::RecordType::ThreadStart, static_cast<uint64_t>(ts->tid), 0, nullptr);
+  char path[64], name[64];
+  std::snprintf(path, sizeof path, "/proc/self/task/%d/comm", static_cast<int>(ts->tid));
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    const ssize_t n = read(fd, name, sizeof name - 1);
+    close(fd);
+    if (n > 0) {
+      name[n] = 0;
+      if (name[n - 1] == '\n') name[n - 1] = 0;
+      append_thread_record(&ts->stream, fmt::RecordType::ThreadName, 0, 0, name);
+    }
+  }
+  return ts;
+}
+
+void thread_exit_destructor(void* p) {
+  auto* ts = static_cast<ThreadState*>(p);
+  if (!ts || ts != tls_thread) return;
+  tls_busy++;
+  append_thread_record(&ts->stream, fmt::RecordType::ThreadExit, 0, 0, nullptr);
+  tls_thread = nullptr;
+  tls_exited = 1;  // later events of this thread go to the process stream
+  seal_chunk(&ts->stream, /*last=*/true);
+  tls_busy--;
+}
+
+// The stream for an event of the calling thread, locked if it is the process stream.
+// Returns null when the event cannot be recorded.
+struct Target {
+  ThreadState* ts;
+  Stream* s;
+  bool shared;
+};
+
+bool acquire_slow(Target& t, bool even_paused = false) {
+  if (tls_busy || !ensure_started()) return false;
+  if (!even_paused && g.paused.load(std::memory_order_relaxed)) return false;
+  if (!tls_thread && !tls_exited) {
+    tls_busy++;
+    create_thread_state();
+    tls_busy--;
+  }
+  if (tls_thread) {
+    t = Target{tls_thread, &tls_thread->stream, false};
+    return true;
+  }
+  pthread_mutex_lock(&g.shared_mutex);
+  t = Target{nullptr, &g.shared, true};
+  return true;
+}
+
+inline bool acquire(Target& t) {
+  ThreadState* ts = tls_thread;
+  if (MT_LIKELY(ts && !tls_busy && g.state.load(std::memory_order_relaxed) == kActive &&
+                !g.paused.load(std::memory_order_relaxed))) {
+    t = Target{ts, &ts->stream, false};
+    return true;
+  }
+  return acquire_slow(t);
+}
+
+inline void release(const Target& t) {
+  if (MT_UNLIKELY(t.shared)) pthread_mutex_unlock(&g.shared_mutex);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// [3] Hot paths
+//
+// alloc budget: unwind (the bulk: ~100-300 ns with libunwind's per-thread cache), a hash of
+// the return addresses and a thread-local cache probe, one clock read, a ~10-byte append.
+// free budget: one clock read and a ~6-byte append; no stack.
+// ---------------------------------------------------------------------------------------
+namespace {
+
+inline uint32_t capture_stack(const Target& t) {
+  const int cap = static_cast<int>(g.opts.max_depth) + kExtraFrames;
+  void** ips = static_cast<void**>(__builtin_alloca(static_cast<size_t>(cap) * sizeof(void*)));
+  int n = unw_backtrace(ips, cap);
+  int skip = 0;
+  if (g.own_range_known) {
+    while (skip < n && reinterpret_cast<uintptr_t>(ips[skip]) >= g.own_lo &&
+           reinterpret_cast<uintptr_t>(ips[skip]) < g.own_hi)
+      ++skip;
+  }
+  n -= skip;
+  if (n > static_cast<int>(g.opts.max_depth)) n = static_cast<int>(g.opts.max_depth);
+  return stack_id(t.ts, t.s, ips + skip, n);
+}
+
+inline void write_alloc(Stream* s, fmt::Api api, uint64_t time, uint64_t addr, uint64_t size, uint32_t stack) {
+  uint8_t* w = reserve(s, fmt::kMaxAllocRecord);
+  if (MT_UNLIKELY(!w)) return;
+  const uint64_t t = stream_time(s, time);
+  w = fmt::encode_alloc(w, api, t - s->last_time, static_cast<int64_t>(addr - s->last_addr), size, stack);
+  s->last_time = t;
+  s->last_addr = addr;
+  commit(s, w);
+  ++s->allocs;
+}
+
+inline void write_free(Stream* s, fmt::Api api, uint64_t time, uint64_t addr, uint64_t length) {
+  uint8_t* w = reserve(s, fmt::kMaxFreeRecord);
+  if (MT_UNLIKELY(!w)) return;
+  const uint64_t t = stream_time(s, time);
+  w = fmt::encode_free(w, api, t - s->last_time, static_cast<int64_t>(addr - s->last_addr), length);
+  s->last_time = t;
+  s->last_addr = addr;
+  commit(s, w);
+  ++s->frees;
+}
+
+}  // namespace
+
+void on_alloc(fmt::Api api, void* p, size_t size) {
+  if (!p) return;
+  Target t;
+  if (!acquire(t)) return;
+  tls_busy++;
+  const uint32_t stack = capture_stack(t);
+  write_alloc(t.s, api, now_ns(), reinterpret_cast<uint64_t>(p), size, stack);
+  tls_busy--;
+  release(t);
+}
+
+void on_free(fmt::Api api, void* p) {
+  if (!p || in_pool(p)) return;
+  Target t;
+  // Frees are recorded while paused: a block made before the pause may be released in it.
+  ThreadState* ts = tls_thread;
+  if (MT_LIKELY(ts && !tls_busy && g.state.load(std::memory_order_relaxed) == kActive)) {
+    t = Target{ts, &ts->stream, false};
+  } else if (!acquire_slow(t, /*even_paused=*/true)) {
+    return;
+  }
+  tls_busy++;
+  write_free(t.s, api, now_ns(), reinterpret_cast<uint64_t>(p), 0);
+  tls_busy--;
+  release(t);
+}
+
+ReallocTicket on_realloc_begin(void* old_ptr) {
+  ReallocTicket r;
+  if (old_ptr && !in_pool(old_ptr)) {
+    r.free_time = now_ns();
+    r.armed = true;
+  }
+  return r;
+}
+
+void on_realloc_end(const ReallocTicket& r, fmt::Api api, void* old_ptr, void* new_ptr, size_t size) {
+  // realloc(p, n) failing leaves p untouched; realloc(p, 0) releasing p returns null.
+  if (!new_ptr && size != 0) return;
+  Target t;
+  if (!acquire(t)) return;
+  tls_busy++;
+  if (r.armed) write_free(t.s, api, r.free_time, reinterpret_cast<uint64_t>(old_ptr), 0);
+  if (new_ptr) {
+    const uint32_t stack = capture_stack(t);
+    write_alloc(t.s, api, now_ns(), reinterpret_cast<uint64_t>(new_ptr), size, stack);
+  }
+  tls_busy--;
+  release(t);
+}
+
+// ---------------------------------------------------------------------------------------
+// [4] Anonymous mappings: only mappings the program made anonymous are recorded; munmap and
+// mremap of them (also partial) are matched by the analysis against these records.
+// ---------------------------------------------------------------------------------------
+namespace {
+pthread_mutex_t g_maps_mutex = PTHREAD_MUTEX_INITIALIZER;
+struct Map {
+  uintptr_t lo, hi;
+};
+Map* g_maps = nullptr;
+size_t g_nmaps = 0, g_maps_cap = 0;
+
+// Under g_maps_mutex. Removes [lo, hi) from the table; returns whether it overlapped any.
+bool maps_remove(uintptr_t lo, uintptr_t hi) {
+  bool hit = false;
+  for (size_t i = 0; i < g_nmaps;) {
+    Map m = g_maps[i];
+    if (m.hi <= lo || m.lo >= hi) {
+      ++i;
+      continue;
+    }
+    hit = true;
+    g_maps[i] = g_maps[--g_nmaps];
+    if (m.lo < lo && g_nmaps < g_maps_cap) g_maps[g_nmaps++] = Map{m.lo, lo};
+    if (m.hi > hi && g_nmaps < g_maps_cap) g_maps[g_nmaps++] = Map{hi, m.hi};
+  }
+  return hit;
+}
+
+void maps_add(uintptr_t lo, uintptr_t hi) {
+  if (g_nmaps == g_maps_cap) {
+    const size_t cap = g_maps_cap ? g_maps_cap * 2 : 256;
+    auto* bigger = static_cast<Map*>(mem_alloc(cap * sizeof(Map)));
+    if (!bigger) return;
+    if (g_maps) std::memcpy(bigger, g_maps, g_nmaps * sizeof(Map));
+    mem_free(g_maps);
+    g_maps = bigger;
+    g_maps_cap = cap;
+  }
+  g_maps[g_nmaps++] = Map{lo, hi};
+}
+}  // namespace
+
+void on_mmap(void* p, size_t length, int flags, int fd) {
+  if (p == MAP_FAILED || !(flags & MAP_ANONYMOUS) || fd > 0 || tls_busy) return;
+  Target t;
+  if (!acquire(t)) return;
+  tls_busy++;
+  pthread_mutex_lock(&g_maps_mutex);
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(p);
+  maps_remove(lo, lo + length);  // MAP_FIXED over an old mapping replaces it
+  maps_add(lo, lo + length);
+  pthread_mutex_unlock(&g_maps_mutex);
+  const uint32_t stack = capture_stack(t);
+  write_alloc(t.s, fmt::Api::Mmap, now_ns(), lo, length, stack);
+  tls_busy--;
+  release(t);
+}
+
+void on_munmap_begin(void* p, size_t length) {
+  if (tls_busy || !g_nmaps) return;
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(p);
+  pthread_mutex_lock(&g_maps_mutex);
+  const bool hit = maps_remove(lo, lo + length);
+  pthread_mutex_unlock(&g_maps_mutex);
+  if (!hit) return;
+  Target t;
+  if (!acquire_slow(t)) return;
+  tls_busy++;
+  write_free(t.s, fmt::Api::Munmap, now_ns(), lo, length);
+  tls_busy--;
+  release(t);
+}
+
+void on_mremap(void* old_p, size_t old_len, void* new_p, size_t new_len) {
+  if (tls_busy || new_p == MAP_FAILED || !g_nmaps) return;
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(old_p);
+  pthread_mutex_lock(&g_maps_mutex);
+  const bool hit = maps_remove(lo, lo + old_len);
+  if (hit) maps_add(reinterpret_cast<uintptr_t>(new_p), reinterpret_cast<uintptr_t>(new_p) + new_len);
+  pthread_mutex_unlock(&g_maps_mutex);
+  if (!hit) return;
+  Target t;
+  if (!acquire_slow(t)) return;
+  tls_busy++;
+  const uint64_t now = now_ns();
+  write_free(t.s, fmt::Api::Mremap, now, lo, 0);
+  const uint32_t stack = capture_stack(t);
+  write_alloc(t.s, fmt::Api::Mremap, now, reinterpret_cast<uint64_t>(new_p), new_len, stack);
+  tls_busy--;
+  release(t);
+}
+
+// ---------------------------------------------------------------------------------------
+// [5] Modules, thread names, markers, pause
+// ---------------------------------------------------------------------------------------
+void on_modules_changed() {
+  if (tls_busy || g.state.load() != kActive || !g.started) return;
+  tls_busy++;
+  modules_scan();
+  tls_busy--;
+}
+
+void on_thread_name(unsigned long thread, const char* name) {
+  if (!name || tls_busy) return;
+  if (thread != static_cast<unsigned long>(pthread_self())) return;  // only a thread's own name is attributed
+  Target t;
+  if (!acquire_slow(t)) return;
+  tls_busy++;
+  append_thread_record(t.s, fmt::RecordType::ThreadName, 0, 0, name);
+  tls_busy--;
+  release(t);
+}
+
+void mark(const char* label) {
+  if (!label) return;
+  Target t;
+  if (!acquire_slow(t)) return;
+  tls_busy++;
+  uint8_t buf[1100];
+  const uint64_t now = stream_time(t.s, now_ns());
+  fmt::RecordBuilder b(buf, sizeof buf, fmt::RecordType::Marker);
+  b.varint(now - t.s->last_time).bytes(label, strnlen(label, 1024));
+  const size_t n = b.finish();
+  if (n && append_record(t.s, buf, n)) t.s->last_time = now;
+  tls_busy--;
+  release(t);
+}
+
+void pause() { g.paused.store(true); }
+void resume() { g.paused.store(false); }
+
+// ---------------------------------------------------------------------------------------
+// [6] Exit, exec, fork, fatal signals
+// ---------------------------------------------------------------------------------------
+namespace {
+
+void finish(fmt::EndReason reason, uint64_t status, int timeout_ms) {
+  int expected = kActive;
+  if (!g.state.compare_exchange_strong(expected, kStopped)) return;
+  if (!g.started) return;
+  tls_busy++;
+  writer_finish(reason, status, timeout_ms);
+  tls_busy--;
+}
+
+}  // namespace
+
+void finish_at_exit() { finish(fmt::EndReason::Exit, 0, 10000); }
+void finish_quick_exit(int status) { finish(fmt::EndReason::QuickExit, static_cast<uint64_t>(status), 10000); }
+
+namespace {
+char* g_exec_env[4096];
+}  // namespace
+
+char* const* on_exec_begin(char* const envp[]) {
+  finish(fmt::EndReason::Exec, 0, 10000);
+  if (g.opts.follow || !envp) return envp;
+  // --no-follow: the new program runs without the preload.
+  size_t n = 0;
+  for (size_t i = 0; envp[i] && n + 1 < sizeof g_exec_env / sizeof g_exec_env[0]; ++i) {
+    if (std::strncmp(envp[i], "LD_PRELOAD=", 11) != 0) g_exec_env[n++] = envp[i];
+  }
+  g_exec_env[n] = nullptr;
+  return g_exec_env;
+}
+
+void on_exec_failed() {
+  // The program goes on as itself: continue the same file after its End{Exec} record.
+  if (g.state.load() != kStopped || g.fd >= 0) return;
+  tls_busy++;
+  g.fd = open(g.path, O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (g.fd >= 0) {
+    flock(g.fd, LOCK_EX | LOCK_NB);
+    g.state.store(kActive);
+    writer_start();
+  }
+  tls_busy--;
+}
+
+namespace {
+
+void fork_prepare() {
+  tls_busy++;
+  // Lock order: start -> modules -> shared -> maps -> stacks -> registry -> queue.
+  pthread_mutex_lock(&g_start_mutex);
+  pthread_mutex_lock(&modules_mutex);
+  pthread_mutex_lock(&g.shared_mutex);
+  pthread_mutex_lock(&g_maps_mutex);
+  pthread_mutex_lock(&stacks_mutex);
+  pthread_mutex_lock(&g.registry_mutex);
+  pthread_mutex_lock(&g.queue_mutex);
+}
+
+void fork_parent() {
+  pthread_mutex_unlock(&g.queue_mutex);
+  pthread_mutex_unlock(&g.registry_mutex);
+  pthread_mutex_unlock(&stacks_mutex);
+  pthread_mutex_unlock(&g_maps_mutex);
+  pthread_mutex_unlock(&g.shared_mutex);
+  pthread_mutex_unlock(&modules_mutex);
+  pthread_mutex_unlock(&g_start_mutex);
+  tls_busy--;
+}
+
+void fork_child() {
+  for (pthread_mutex_t* m : {&g.queue_mutex, &g.shared_mutex, &g.registry_mutex, &g_maps_mutex, &stacks_mutex,
+                             &modules_mutex, &g_start_mutex})
+    pthread_mutex_init(m, nullptr);
+  pthread_cond_init(&g.queue_cond, nullptr);
+  if (g.state.load() != kActive || !g.started) {
+    tls_busy--;
+    return;
+  }
+  // A new trace: none of the parent's events, its own stacks and modules.
+  writer_reset_after_fork();
+  g.registry = nullptr;
+  g.exited_allocs = g.exited_frees = 0;
+  g.pid = getpid();
+  g.start_time = now_ns();
+  g.next_stream.store(1);
+  stream_init(&g.shared, 0, g.start_time);
+  tls_thread = nullptr;  // the parent's state of this thread stays with the parent
+  tls_exited = 0;
+  stacks_reset();
+  modules_reset();
+  process_counters_reset();
+  append_process_info(&g.shared);
+  if (open_trace_file(/*child=*/true)) {
+    modules_scan();
+    writer_start();
+  } else {
+    g.state.store(kStopped);
+  }
+  tls_busy--;
+}
+
+void install_fork_handlers() { pthread_atfork(fork_prepare, fork_parent, fork_child); }
+
+constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT, SIGQUIT, SIGHUP};
+
+void on_fatal_signal(int sig) {
+  // Flush what was recorded, then let the signal do what it would have done.
+  if (g.writer_running && !pthread_equal(pthread_self(), g.writer)) finish(fmt::EndReason::Signal, static_cast<uint64_t>(sig), 3000);
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+void install_signal_handlers() {
+  for (int sig : kFatalSignals) {
+    struct sigaction old;
+    if (sigaction(sig, nullptr, &old) != 0 || old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO)) continue;
+    struct sigaction sa;
+    std::memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_fatal_signal;
+    sa.sa_flags = SA_RESETHAND | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    sigaction(sig, &sa, nullptr);
+  }
+}
+
+}  // namespace
+
+}  // namespace memtide::rec

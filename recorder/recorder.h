@@ -1,0 +1,71 @@
+// The recorder: what the preload's shims call. Every entry point is safe to call from any
+// thread at any time (before start-up, during exit, re-entrantly from inside the recorder's
+// own work, after recording stopped); when it cannot record, it does nothing.
+//
+// Ordering (see docs/ARCHITECTURE.md): allocation records are timestamped after the real
+// allocator returned, free records before the real free runs, so ordering by time is exact
+// even when one thread frees an address and another immediately gets it back.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "formats/records.h"
+
+namespace memtide::rec {
+
+// Start-up from the preload's constructor (also triggered lazily by the first event).
+void start();
+// Final flush at normal process exit (the preload's destructor).
+void finish_at_exit();
+// Final flush before _exit / _Exit.
+void finish_quick_exit(int status);
+
+// Heap events. `p` null (a failed allocation) is ignored.
+void on_alloc(fmt::Api api, void* p, size_t size);
+void on_free(fmt::Api api, void* p);
+// Both halves of a realloc that moved or resized a block: the free is timestamped by
+// on_realloc_begin (before the real call), the allocation after it.
+struct ReallocTicket {
+  uint64_t free_time = 0;
+  bool armed = false;
+};
+ReallocTicket on_realloc_begin(void* old_ptr);
+void on_realloc_end(const ReallocTicket& t, fmt::Api api, void* old_ptr, void* new_ptr, size_t size);
+
+// Anonymous mappings.
+void on_mmap(void* p, size_t length, int flags, int fd);
+void on_munmap_begin(void* p, size_t length);
+void on_mremap(void* old_p, size_t old_len, void* new_p, size_t new_len);
+
+// Modules, threads, exec.
+void on_modules_changed();
+void on_thread_name(unsigned long pthread, const char* name);
+// Prepares a program about to exec: flushes the trace; returns the environment to pass
+// (adjusted for --no-follow), valid until the exec returns.
+char* const* on_exec_begin(char* const envp[]);
+void on_exec_failed();
+
+// memtide.h
+void mark(const char* label);
+void pause();
+void resume();
+
+// Whether the calling thread is inside the recorder's own work (hooks then only forward).
+bool busy();
+
+// Set while the calling thread runs recorder code or the backing allocator: any hook
+// entered meanwhile (mimalloc's mmap, calloc inside pthread_setspecific) only forwards.
+extern __attribute__((tls_model("initial-exec"))) __thread int tls_busy;
+
+template <typename R, typename... P, typename... A>
+inline R call_backing(R (*fn)(P...), A... args) {
+  ++tls_busy;
+  R r = fn(args...);
+  --tls_busy;
+  return r;
+}
+
+}  // namespace memtide::rec

@@ -1,0 +1,210 @@
+// The stack table: each distinct call stack is stored once, as a path in a trie of
+// (parent node, return address) nodes, and named by the id of its last node.
+//
+// Lookup, fastest first:
+//   1. the thread's direct-mapped cache: full-stack hash -> id (no shared memory touched);
+//   2. the shared index: full-stack hash -> id, an open-addressing table written only under
+//      `stacks_mutex` and read without any lock (entries are published with release stores;
+//      a grown table replaces the old one, which is kept, never freed, for late readers);
+//   3. first sight: under `stacks_mutex`, walk the trie from the root, create the missing
+//      nodes, append one StackDef record for them to the calling thread's stream.
+// The full-stack hash is 64-bit XXH3 over the return addresses; two different stacks with
+// the same hash (odds ~n^2 / 2^65) would share an id.
+#include <xxhash.h>
+
+#include <cstring>
+
+#include "formats/encoder.h"
+#include "recorder/internal.h"
+
+namespace memtide::rec {
+
+pthread_mutex_t stacks_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+namespace {
+
+struct IndexEntry {
+  std::atomic<uint64_t> hash;  // 0: empty
+  uint32_t id;
+};
+struct Index {
+  uint64_t mask;
+  uint64_t used;
+  Index* retired;  // previous (smaller) table, kept alive for readers
+  IndexEntry slots[];
+};
+
+struct TrieEntry {
+  uint64_t ip;
+  uint32_t parent;
+  uint32_t id;  // 0: empty
+};
+struct Trie {
+  uint64_t mask = 0;
+  uint64_t used = 0;
+  TrieEntry* slots = nullptr;
+};
+
+std::atomic<Index*> g_index{nullptr};
+Trie g_trie;
+uint32_t g_next_id = 1;  // 0 is the root (empty stack)
+
+inline uint64_t mix(uint64_t parent, uint64_t ip) {
+  uint64_t h = ip * 0x9E3779B97F4A7C15ull ^ (parent + 0x632BE59BD9B4E019ull);
+  h ^= h >> 29;
+  h *= 0xBF58476D1CE4E5B9ull;
+  return h ^ (h >> 32);
+}
+
+Index* index_new(uint64_t capacity) {
+  auto* t = static_cast<Index*>(mem_alloc(sizeof(Index) + capacity * sizeof(IndexEntry)));
+  if (t) t->mask = capacity - 1;
+  return t;
+}
+
+void index_put(Index* t, uint64_t hash, uint32_t id) {
+  for (uint64_t i = hash & t->mask;; i = (i + 1) & t->mask) {
+    if (t->slots[i].hash.load(std::memory_order_relaxed) == 0) {
+      t->slots[i].id = id;
+      t->slots[i].hash.store(hash, std::memory_order_release);
+      ++t->used;
+      return;
+    }
+  }
+}
+
+// Under stacks_mutex.
+void index_insert(uint64_t hash, uint32_t id) {
+  Index* t = g_index.load(std::memory_order_relaxed);
+  if (!t || (t->used + 1) * 2 > t->mask + 1) {
+    Index* bigger = index_new(t ? (t->mask + 1) * 2 : 4096);
+    if (!bigger) return;  // out of memory: the stack is re-resolved through the trie next time
+    if (t) {
+      for (uint64_t i = 0; i <= t->mask; ++i) {
+        const uint64_t h = t->slots[i].hash.load(std::memory_order_relaxed);
+        if (h) index_put(bigger, h, t->slots[i].id);
+      }
+    }
+    bigger->retired = t;
+    g_index.store(bigger, std::memory_order_release);
+    t = bigger;
+  }
+  index_put(t, hash, id);
+}
+
+uint32_t index_find(uint64_t hash) {
+  Index* t = g_index.load(std::memory_order_acquire);
+  if (!t) return 0;
+  for (uint64_t i = hash & t->mask;; i = (i + 1) & t->mask) {
+    const uint64_t h = t->slots[i].hash.load(std::memory_order_acquire);
+    if (h == hash) return t->slots[i].id;
+    if (h == 0) return 0;
+  }
+}
+
+// Under stacks_mutex.
+bool trie_grow() {
+  const uint64_t cap = g_trie.slots ? (g_trie.mask + 1) * 2 : 8192;
+  auto* slots = static_cast<TrieEntry*>(mem_alloc(cap * sizeof(TrieEntry)));
+  if (!slots) return false;
+  for (uint64_t i = 0; g_trie.slots && i <= g_trie.mask; ++i) {
+    const TrieEntry& e = g_trie.slots[i];
+    if (!e.id) continue;
+    for (uint64_t j = mix(e.parent, e.ip) & (cap - 1);; j = (j + 1) & (cap - 1)) {
+      if (!slots[j].id) {
+        slots[j] = e;
+        break;
+      }
+    }
+  }
+  mem_free(g_trie.slots);
+  g_trie.slots = slots;
+  g_trie.mask = cap - 1;
+  return true;
+}
+
+// Finds the node (parent, ip), creating it with `new_id` when absent (new_id != 0).
+uint32_t trie_find(uint32_t parent, uint64_t ip) {
+  if (!g_trie.slots) return 0;
+  for (uint64_t i = mix(parent, ip) & g_trie.mask;; i = (i + 1) & g_trie.mask) {
+    const TrieEntry& e = g_trie.slots[i];
+    if (!e.id) return 0;
+    if (e.parent == parent && e.ip == ip) return e.id;
+  }
+}
+
+bool trie_add(uint32_t parent, uint64_t ip, uint32_t id) {
+  if ((g_trie.used + 1) * 2 > (g_trie.slots ? g_trie.mask + 1 : 0) && !trie_grow()) return false;
+  for (uint64_t i = mix(parent, ip) & g_trie.mask;; i = (i + 1) & g_trie.mask) {
+    TrieEntry& e = g_trie.slots[i];
+    if (!e.id) {
+      e = TrieEntry{ip, parent, id};
+      ++g_trie.used;
+      return true;
+    }
+  }
+}
+
+// First sight of a stack (under stacks_mutex): create its missing nodes and define them.
+uint32_t insert_stack(Stream* s, void* const* ips, int n, uint64_t hash) {
+  uint32_t node = 0;
+  int i = n - 1;  // ips are leaf first; the trie goes root first
+  for (; i >= 0; --i) {
+    const uint32_t child = trie_find(node, reinterpret_cast<uint64_t>(ips[i]));
+    if (!child) break;
+    node = child;
+  }
+  if (i >= 0) {
+    const uint32_t parent = node;
+    const uint32_t first = g_next_id;
+    const uint32_t count = static_cast<uint32_t>(i + 1);
+    // tag + length + three varints + count zigzag deltas; static: we hold stacks_mutex
+    static uint8_t buf[1 + fmt::kLengthSlot + 3 * wire::kMaxVarint + 1100 * wire::kMaxVarint];
+    fmt::RecordBuilder b(buf, sizeof buf, fmt::RecordType::StackDef);
+    b.varint(first).varint(parent).varint(count);
+    uint64_t prev = 0;
+    for (; i >= 0; --i) {
+      const uint64_t ip = reinterpret_cast<uint64_t>(ips[i]);
+      if (!trie_add(node, ip, g_next_id)) return 0;
+      node = g_next_id++;
+      b.svarint(static_cast<int64_t>(ip - prev));
+      prev = ip;
+    }
+    const size_t len = b.finish();
+    if (!len || !append_record(s, buf, len)) return 0;
+  }
+  index_insert(hash, node);
+  return node;
+}
+
+}  // namespace
+
+void stacks_reset() {
+  // After fork: the child's file needs every stack defined again. The parent's tables are
+  // dropped (not freed: a retired index may still be referenced by nothing but is harmless).
+  g_index.store(nullptr, std::memory_order_relaxed);
+  g_trie = Trie{};
+  g_next_id = 1;
+}
+
+uint32_t stack_id(ThreadState* ts, Stream* s, void* const* ips, int n) {
+  if (n <= 0) return 0;
+  uint64_t hash = XXH3_64bits(ips, static_cast<size_t>(n) * sizeof(void*));
+  if (hash == 0) hash = 1;
+  StackCacheEntry* ce = nullptr;
+  if (ts) {
+    ce = &ts->cache[hash % kStackCacheSize];
+    if (ce->hash == hash) return ce->id;
+  }
+  uint32_t id = index_find(hash);
+  if (!id) {
+    pthread_mutex_lock(&stacks_mutex);
+    id = index_find(hash);
+    if (!id) id = insert_stack(s, ips, n, hash);
+    pthread_mutex_unlock(&stacks_mutex);
+  }
+  if (ce && id) *ce = StackCacheEntry{hash, id};
+  return id;
+}
+
+}  // namespace memtide::rec

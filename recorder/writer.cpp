@@ -1,0 +1,388 @@
+// The writer thread: takes sealed chunks from the queue, flushes every stream's committed
+// bytes every flush interval (so a SIGKILL loses at most that much), samples the process
+// counters, compresses and appends blocks to the trace file. The allocating threads never
+// compress or write.
+//
+// A block's base registers (time, addr) are the stream's registers before its first byte; the
+// writer knows them because it parses the records it takes (advance_registers).
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "formats/encoder.h"
+#include "recorder/internal.h"
+
+namespace memtide::rec {
+
+namespace {
+
+uint8_t* g_out = nullptr;      // compressed block buffer
+size_t g_out_cap = 0;
+bool g_write_failed = false;
+bool g_finished = false;       // End written
+pthread_mutex_t g_done_mutex = PTHREAD_MUTEX_INITIALIZER;
+pthread_cond_t g_done_cond = PTHREAD_COND_INITIALIZER;
+
+// Moves the stream registers over the records in [p, end).
+void advance_registers(const uint8_t* p, const uint8_t* end, uint64_t& time, uint64_t& addr) {
+  wire::Cursor c(p, end);
+  while (!c.at_end()) {
+    uint8_t tag;
+    uint64_t v;
+    if (!c.get_u8(tag)) return;
+    if (fmt::is_alloc_tag(tag) || fmt::is_free_tag(tag)) {
+      int64_t d;
+      if (!c.get_varint(v) || !c.get_svarint(d)) return;
+      time += v;
+      addr += static_cast<uint64_t>(d);
+      if (fmt::is_alloc_tag(tag)) {
+        if (!c.get_varint(v) || !c.get_varint(v)) return;
+      } else if (tag == fmt::kTagFreeBase + static_cast<uint8_t>(fmt::Api::Munmap)) {
+        if (!c.get_varint(v)) return;
+      }
+      continue;
+    }
+    uint64_t len;
+    if (!c.get_varint(len)) return;
+    const uint8_t* body = c.pos();
+    if (!c.skip(len)) return;
+    const unsigned type = tag - 1u;  // length-prefixed tags are RecordType + 1
+    if (type < fmt::kRecordTypeCount && fmt::is_timed(static_cast<fmt::RecordType>(type))) {
+      wire::Cursor r(body, body + len);
+      if (r.get_varint(v)) time += v;
+    }
+  }
+}
+
+void write_all(const uint8_t* p, size_t n) {
+  if (g_write_failed) return;
+  while (n) {
+    const ssize_t w = write(g.fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      g_write_failed = true;
+      message("cannot write %s: %s; recording stopped, the program goes on", g.path,
+              w < 0 ? strerror(errno) : "short write");
+      g.state.store(kStopped, std::memory_order_release);
+      return;
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+// Frames [p, p + n) of stream `s` as one block and appends it.
+void emit(Stream* s, const uint8_t* p, size_t n) {
+  if (!n || g_write_failed) return;
+  const size_t need = fmt::block_bound(n);
+  if (need > g_out_cap) {
+    mem_free(g_out);
+    g_out_cap = need < 256 * 1024 ? 256 * 1024 : need;
+    g_out = static_cast<uint8_t*>(mem_alloc(g_out_cap));
+    if (!g_out) {
+      g_out_cap = 0;
+      return;
+    }
+  }
+  fmt::BlockHeader h;
+  h.stream = s->index;
+  h.base_time = s->w_time;
+  h.base_addr = s->w_addr;
+  const size_t total = fmt::encode_block(h, p, n, g_out, g_out_cap, g.opts.compression);
+  advance_registers(p, p + n, s->w_time, s->w_addr);
+  write_all(g_out, total);
+}
+
+// Takes the committed, not yet written bytes of the stream's current chunk.
+void flush_current(Stream* s) {
+  Chunk* c = __atomic_load_n(&s->chunk, __ATOMIC_ACQUIRE);
+  if (!c || c->seq != s->w_next_seq) return;  // an older chunk is still queued
+  const uint32_t end = c->committed.load(std::memory_order_acquire);
+  if (end <= c->consumed) return;
+  emit(s, c->data + c->consumed, end - c->consumed);
+  c->consumed = end;
+}
+
+Chunk* take_queue() {
+  pthread_mutex_lock(&g.queue_mutex);
+  Chunk* c = g.queue_head;
+  g.queue_head = g.queue_tail = nullptr;
+  pthread_mutex_unlock(&g.queue_mutex);
+  return c;
+}
+
+void drain_queue() {
+  for (Chunk* c = take_queue(); c;) {
+    Chunk* next = c->next;
+    Stream* s = c->stream;
+    const uint32_t end = c->committed.load(std::memory_order_acquire);
+    if (end > c->consumed) emit(s, c->data + c->consumed, end - c->consumed);
+    s->w_next_seq = c->seq + 1;
+    if (c->last) s->w_done = true;
+    mem_free(c);
+    c = next;
+  }
+}
+
+// Flushes every stream; frees the state of threads that exited and were fully written.
+void flush_all() {
+  pthread_mutex_lock(&g.registry_mutex);
+  for (Stream* s = g.registry; s;) {
+    Stream* next = s->reg_next;
+    if (s->w_done) {
+      if (s->reg_prev) s->reg_prev->reg_next = s->reg_next;
+      else g.registry = s->reg_next;
+      if (s->reg_next) s->reg_next->reg_prev = s->reg_prev;
+      g.exited_allocs += s->allocs;
+      g.exited_frees += s->frees;
+      mem_free(reinterpret_cast<ThreadState*>(s));  // Stream is ThreadState's first member
+    } else {
+      flush_current(s);
+    }
+    s = next;
+  }
+  pthread_mutex_unlock(&g.registry_mutex);
+}
+
+void append_watermark(uint64_t w) {
+  uint8_t rec[24];
+  Stream* s = &g.shared;
+  pthread_mutex_lock(&g.shared_mutex);
+  const uint64_t t = stream_time(s, w);
+  fmt::RecordBuilder b(rec, sizeof rec, fmt::RecordType::Watermark);
+  b.varint(t - s->last_time);
+  const size_t n = b.finish();
+  if (n && append_record(s, rec, n)) s->last_time = t;
+  pthread_mutex_unlock(&g.shared_mutex);
+}
+
+void append_end(fmt::EndReason reason, uint64_t status) {
+  uint64_t allocs = g.exited_allocs, frees = g.exited_frees;
+  pthread_mutex_lock(&g.registry_mutex);
+  for (Stream* s = g.registry; s; s = s->reg_next) {
+    allocs += __atomic_load_n(&s->allocs, __ATOMIC_RELAXED);
+    frees += __atomic_load_n(&s->frees, __ATOMIC_RELAXED);
+  }
+  pthread_mutex_unlock(&g.registry_mutex);
+  uint8_t rec[64];
+  Stream* s = &g.shared;
+  pthread_mutex_lock(&g.shared_mutex);
+  const uint64_t t = stream_time(s, now_ns());
+  fmt::RecordBuilder b(rec, sizeof rec, fmt::RecordType::End);
+  b.varint(t - s->last_time).u8(static_cast<uint8_t>(reason)).varint(status).varint(allocs).varint(frees).varint(0);
+  const size_t n = b.finish();
+  if (n && append_record(s, rec, n)) s->last_time = t;
+  pthread_mutex_unlock(&g.shared_mutex);
+}
+
+// One full pass: sealed chunks, then every stream's current bytes, then a watermark that
+// vouches for everything timed before the pass started.
+void flush_pass() {
+  const uint64_t w = now_ns();
+  drain_queue();
+  flush_all();
+  append_watermark(w);
+  flush_current(&g.shared);
+}
+
+void* writer_main(void*) {
+  tls_busy = 1;  // nothing this thread does is the program's
+  const uint64_t flush_ns = static_cast<uint64_t>(g.opts.flush_interval_ms) * 1000000ull;
+  const uint64_t counter_ns = static_cast<uint64_t>(g.opts.counter_interval_ms) * 1000000ull;
+  uint64_t next_flush = now_ns() + flush_ns;
+  uint64_t next_counter = counter_ns ? now_ns() : ~0ull;
+  for (;;) {
+    pthread_mutex_lock(&g.queue_mutex);
+    while (!g.writer_stop && !g.queue_head) {
+      const uint64_t now = now_ns();
+      const uint64_t wake = next_flush < next_counter ? next_flush : next_counter;
+      if (now >= wake) break;
+      timespec ts;
+      clock_gettime(CLOCK_MONOTONIC, &ts);
+      const uint64_t at = static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec) + (wake - now);
+      ts.tv_sec = static_cast<time_t>(at / 1000000000ull);
+      ts.tv_nsec = static_cast<long>(at % 1000000000ull);
+      pthread_cond_timedwait(&g.queue_cond, &g.queue_mutex, &ts);
+    }
+    const bool stop = g.writer_stop;
+    pthread_mutex_unlock(&g.queue_mutex);
+
+    drain_queue();
+    const uint64_t now = now_ns();
+    if (now >= next_counter) {
+      append_counters(&g.shared);
+      next_counter = now + counter_ns;
+    }
+    if (stop) break;
+    if (now >= next_flush) {
+      flush_pass();
+      next_flush = now + flush_ns;
+    }
+  }
+  // Final pass: everything recorded so far, then the End record.
+  flush_pass();
+  append_end(static_cast<fmt::EndReason>(g.end_reason), g.end_status);
+  flush_current(&g.shared);
+  pthread_mutex_lock(&g_done_mutex);
+  g_finished = true;
+  pthread_cond_broadcast(&g_done_cond);
+  pthread_mutex_unlock(&g_done_mutex);
+  return nullptr;
+}
+
+// Builds the file name from the pattern: %p pid, %e program name, %% a percent sign.
+void expand_pattern(const char* pattern, bool child, char* out, size_t cap) {
+  char exe[4096];
+  const ssize_t en = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  exe[en > 0 ? en : 0] = 0;
+  const char* base = std::strrchr(exe, '/');
+  base = base ? base + 1 : exe;
+  size_t n = 0;
+  bool had_pid = false;
+  for (const char* p = pattern; *p && n + 1 < cap; ++p) {
+    if (*p == '%' && (p[1] == 'p' || p[1] == 'e' || p[1] == '%')) {
+      ++p;
+      int w = 0;
+      if (*p == 'p') {
+        w = std::snprintf(out + n, cap - n, "%d", static_cast<int>(getpid()));
+        had_pid = true;
+      } else if (*p == 'e') {
+        w = std::snprintf(out + n, cap - n, "%s", base);
+      } else {
+        w = std::snprintf(out + n, cap - n, "%%");
+      }
+      if (w > 0) n += static_cast<size_t>(w);
+      continue;
+    }
+    out[n++] = *p;
+  }
+  out[n < cap ? n : cap - 1] = 0;
+  if (child && !had_pid) {
+    const size_t len = std::strlen(out);
+    std::snprintf(out + len, cap - len, ".%d", static_cast<int>(getpid()));
+  }
+}
+
+}  // namespace
+
+void enqueue_chunk(Chunk* c) {
+  c->next = nullptr;
+  pthread_mutex_lock(&g.queue_mutex);
+  if (g.queue_tail) g.queue_tail->next = c;
+  else g.queue_head = c;
+  g.queue_tail = c;
+  pthread_cond_signal(&g.queue_cond);
+  pthread_mutex_unlock(&g.queue_mutex);
+}
+
+bool open_trace_file(bool child) {
+  char base[sizeof g.path - 16];
+  expand_pattern(g.opts.output, child, base, sizeof base);
+  // Never overwrite: a name that exists (an exec'd image with the same pid, a reused pid)
+  // gets a numeric suffix. `memtide run -o FILE` removes FILE before the program starts.
+  int fd = -1;
+  for (int i = 0; i < 1000 && fd < 0; ++i) {
+    if (i == 0) std::snprintf(g.path, sizeof g.path, "%s", base);
+    else std::snprintf(g.path, sizeof g.path, "%s.%d", base, i);
+    fd = open(g.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0 && errno != EEXIST) break;
+  }
+  if (fd < 0) {
+    message("cannot create trace file %s: %s; not recording", g.path, strerror(errno));
+    return false;
+  }
+  flock(fd, LOCK_EX | LOCK_NB);  // readers tell a live trace by this lock
+  g.fd = fd;
+  g_write_failed = false;
+  g_finished = false;
+
+  uint8_t header[fmt::kFileHeaderSize];
+  fmt::encode_file_header(header, 0);
+  write_all(header, sizeof header);
+
+  if (const char* manifest = std::getenv("MEMTIDE_MANIFEST")) {
+    const int mfd = open(manifest, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+    if (mfd >= 0) {
+      char line[sizeof g.path + 64];
+      const int n = std::snprintf(line, sizeof line, "%d\t%d\t%s\n", static_cast<int>(getpid()),
+                                  static_cast<int>(getppid()), g.path);
+      if (n > 0) (void)!write(mfd, line, static_cast<size_t>(n));
+      close(mfd);
+    }
+  }
+  return !g_write_failed;
+}
+
+void writer_start() {
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 256 * 1024);
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);  // signals are for the program's threads
+  g.writer_stop = false;
+  g.writer_running = pthread_create(&g.writer, &attr, writer_main, nullptr) == 0;
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  pthread_attr_destroy(&attr);
+  if (!g.writer_running) {
+    message("cannot start the writer thread; not recording");
+    g.state.store(kStopped, std::memory_order_release);
+  }
+}
+
+void writer_finish(fmt::EndReason reason, uint64_t status, int timeout_ms) {
+  if (!g.writer_running) return;
+  // Timed locks: this may run in a signal handler that interrupted a lock holder.
+  timespec deadline;
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  deadline.tv_sec += timeout_ms / 1000;
+  deadline.tv_nsec += (timeout_ms % 1000) * 1000000L;
+  if (deadline.tv_nsec >= 1000000000L) {
+    deadline.tv_sec += 1;
+    deadline.tv_nsec -= 1000000000L;
+  }
+  if (pthread_mutex_timedlock(&g.queue_mutex, &deadline) != 0) return;
+  const bool already = g.writer_stop;
+  if (!already) {
+    g.end_reason = static_cast<int>(reason);
+    g.end_status = status;
+    g.writer_stop = true;
+    pthread_cond_signal(&g.queue_cond);
+  }
+  pthread_mutex_unlock(&g.queue_mutex);
+
+  if (pthread_mutex_timedlock(&g_done_mutex, &deadline) != 0) return;
+  while (!g_finished) {
+    if (pthread_cond_timedwait(&g_done_cond, &g_done_mutex, &deadline) == ETIMEDOUT) break;
+  }
+  const bool finished = g_finished;
+  pthread_mutex_unlock(&g_done_mutex);
+  if (finished && !already) {
+    pthread_join(g.writer, nullptr);
+    g.writer_running = false;
+    close(g.fd);
+    g.fd = -1;
+  }
+}
+
+void writer_reset_after_fork() {
+  // The parent's writer thread does not exist in the child; its queue holds parent data.
+  g.queue_head = g.queue_tail = nullptr;
+  g.writer_running = false;
+  g.writer_stop = false;
+  g_out = nullptr;
+  g_out_cap = 0;
+  g_finished = false;
+  pthread_mutex_init(&g_done_mutex, nullptr);
+  pthread_cond_init(&g_done_cond, nullptr);
+  if (g.fd >= 0) close(g.fd);
+  g.fd = -1;
+}
+
+}  // namespace memtide::rec
