@@ -1,0 +1,369 @@
+// `memtide info FILE [--json]`: what a trace file holds and whether it is whole.
+//
+// Reads every block (no merge needed: counts and extremes do not depend on order), then
+// prints the summary on stdout. A truncated or corrupt file still gets the summary of what
+// could be read, followed by one error line on stderr and exit status 2. A file whose
+// recorder still holds its lock is "growing", not truncated.
+//
+// Sections: [1] collecting  [2] state of the file  [3] text output  [4] JSON output  [5] command
+#include <CLI/CLI.hpp>
+
+#include <array>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "formats/decoder.h"
+#include "formats/reader.h"
+
+namespace memtide::cli {
+namespace {
+
+using namespace memtide::fmt;
+
+// ---------------------------------------------------------------------------------------
+// [1] Collecting
+// ---------------------------------------------------------------------------------------
+
+struct ProcessSummary {
+  ProcessInfo info;  // string views reset; the copies below hold the text
+  std::string exe, cwd;
+  std::vector<std::string> argv;
+  std::vector<std::pair<std::string, std::string>> options;
+};
+
+struct InfoCollector : NullVisitor {
+  std::array<uint64_t, kRecordTypeCount> counts{};
+  std::map<uint8_t, uint64_t> unknown;  // tag -> count
+  std::optional<ProcessSummary> process;
+  std::optional<End> end;
+  uint64_t first_time = UINT64_MAX, last_time = 0;
+  uint64_t blocks = 0;
+  std::set<uint32_t> streams;
+  std::set<uint64_t> threads;
+
+  void count(RecordType t) { ++counts[static_cast<unsigned>(t)]; }
+  void timed(RecordType t, uint64_t time) {
+    count(t);
+    first_time = std::min(first_time, time);
+    last_time = std::max(last_time, time);
+  }
+
+  void on_block(const Block& b) {
+    ++blocks;
+    streams.insert(b.header.stream);
+  }
+  void on_process_info(uint32_t, const ProcessInfo& x) {
+    count(RecordType::ProcessInfo);
+    if (process) return;  // the first one describes the process
+    ProcessSummary& p = process.emplace();
+    p.info = x;
+    p.info.exe = p.info.cwd = p.info.options = {};
+    p.info.argv_data = p.info.argv_end = nullptr;
+    p.exe = x.exe;
+    p.cwd = x.cwd;
+    ArgvIterator it(x);
+    for (std::string_view a; it.next(a);) p.argv.emplace_back(a);
+    std::string_view opts = x.options;
+    while (!opts.empty()) {
+      const auto nl = opts.find('\n');
+      const std::string_view line = opts.substr(0, nl);
+      opts = nl == std::string_view::npos ? std::string_view() : opts.substr(nl + 1);
+      if (line.empty()) continue;
+      const auto eq = line.find('=');
+      p.options.emplace_back(std::string(line.substr(0, eq)),
+                             eq == std::string_view::npos ? std::string() : std::string(line.substr(eq + 1)));
+    }
+  }
+  void on_module_load(uint32_t, const ModuleLoad& x) { timed(RecordType::ModuleLoad, x.time); }
+  void on_module_unload(uint32_t, const ModuleUnload& x) { timed(RecordType::ModuleUnload, x.time); }
+  void on_thread_start(uint32_t, const ThreadStart& x) {
+    timed(RecordType::ThreadStart, x.time);
+    threads.insert(x.thread);
+  }
+  void on_thread_name(uint32_t, const ThreadName& x) { timed(RecordType::ThreadName, x.time); }
+  void on_thread_exit(uint32_t, const ThreadExit& x) { timed(RecordType::ThreadExit, x.time); }
+  void on_stack_def(uint32_t, const StackDef&) { count(RecordType::StackDef); }
+  void on_counters(uint32_t, const Counters& x) { timed(RecordType::Counters, x.time); }
+  void on_marker(uint32_t, const Marker& x) { timed(RecordType::Marker, x.time); }
+  void on_sample_weight(uint32_t, const SampleWeight&) { count(RecordType::SampleWeight); }
+  void on_watermark(uint32_t, const Watermark& x) { timed(RecordType::Watermark, x.time); }
+  void on_end(uint32_t, const End& x) {
+    timed(RecordType::End, x.time);
+    end = x;
+  }
+  void on_symbols(uint32_t, const Symbols&) { count(RecordType::Symbols); }
+  void on_alloc(uint32_t, const Alloc& x) { timed(RecordType::Alloc, x.time); }
+  void on_free(uint32_t, const Free& x) { timed(RecordType::Free, x.time); }
+  void on_unknown(uint32_t, uint8_t tag, std::span<const uint8_t>) { ++unknown[tag]; }
+
+  uint64_t n(RecordType t) const { return counts[static_cast<unsigned>(t)]; }
+  uint64_t events() const { return n(RecordType::Alloc) + n(RecordType::Free); }
+};
+
+// ---------------------------------------------------------------------------------------
+// [2] State of the file
+// ---------------------------------------------------------------------------------------
+
+enum class State { Complete, Incomplete, Growing, Truncated, Corrupt, Unreadable };
+
+std::string_view state_name(State s) {
+  switch (s) {
+    case State::Complete: return "complete";
+    case State::Incomplete: return "incomplete";
+    case State::Growing: return "growing";
+    case State::Truncated: return "truncated";
+    case State::Corrupt: return "corrupt";
+    case State::Unreadable: return "unreadable";
+  }
+  return "?";
+}
+
+std::string_view end_reason_name(EndReason r) {
+  switch (r) {
+    case EndReason::Exit: return "exit";
+    case EndReason::QuickExit: return "quick_exit";
+    case EndReason::Signal: return "signal";
+    case EndReason::Exec: return "exec";
+    case EndReason::Error: return "error";
+    case EndReason::Detached: return "detached";
+    case EndReason::Count: break;
+  }
+  return "unknown";
+}
+
+std::string mode_name(RecordingMode m) {
+  switch (m) {
+    case RecordingMode::Exact: return "exact";
+    case RecordingMode::Sampled: return "sampled";
+    case RecordingMode::Count: break;
+  }
+  return "unknown(" + std::to_string(static_cast<unsigned>(m)) + ")";
+}
+
+struct Summary {
+  std::string file;
+  uint64_t size = 0;
+  FileInfo header;
+  const InfoCollector* c = nullptr;
+  State state = State::Complete;
+  ReadResult stop;  // what ended the reading
+};
+
+std::string tag_hex(uint8_t tag) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "0x%02x", tag);
+  return buf;
+}
+
+std::string state_line(const Summary& s) {
+  const InfoCollector& c = *s.c;
+  switch (s.state) {
+    case State::Complete: {
+      std::string line = "complete (end: " + std::string(end_reason_name(c.end->reason));
+      if (c.end->reason == EndReason::Signal)
+        line += ", signal " + std::to_string(c.end->status);
+      else if (c.end->reason == EndReason::Exit || c.end->reason == EndReason::QuickExit)
+        line += ", status " + std::to_string(c.end->status);
+      return line + ")";
+    }
+    case State::Incomplete: return "incomplete (no end record: the process was killed or the recorder stopped early)";
+    case State::Growing: return "still growing (the recorder is writing the file)";
+    case State::Truncated: return "truncated at offset " + std::to_string(s.stop.offset);
+    case State::Corrupt: return "corrupt at offset " + std::to_string(s.stop.offset);
+    case State::Unreadable: return "read error at offset " + std::to_string(s.stop.offset);
+  }
+  return "?";
+}
+
+// ---------------------------------------------------------------------------------------
+// [3] Text output
+// ---------------------------------------------------------------------------------------
+
+void print_text(const Summary& s) {
+  const InfoCollector& c = *s.c;
+  auto row = [](std::string_view label, const std::string& value) {
+    std::printf("%-12s %s\n", std::string(label).c_str(), value.c_str());
+  };
+  row("file", printable(s.file) + " (" + std::to_string(s.size) + " bytes)");
+  row("format", std::to_string(s.header.version_major) + "." + std::to_string(s.header.version_minor));
+  if (c.process) {
+    const ProcessSummary& p = *c.process;
+    row("process", "pid " + std::to_string(p.info.pid) + ", ppid " + std::to_string(p.info.ppid));
+    row("executable", printable(p.exe));
+    std::string cmd;
+    for (const auto& a : p.argv) cmd += (cmd.empty() ? "" : " ") + shell_quote(a);
+    row("command", cmd);
+    row("cwd", printable(p.cwd));
+    row("started", iso_time_utc(p.info.realtime_start_ns));
+    row("page size", std::to_string(p.info.page_size));
+    std::string mode = mode_name(p.info.mode);
+    if (p.info.mode == RecordingMode::Sampled)
+      mode += " (one sample per " + std::to_string(p.info.sample_interval) + " bytes)";
+    row("mode", mode);
+    row("max depth", std::to_string(p.info.max_depth));
+    std::string opts;
+    for (const auto& [k, v] : p.options) opts += (opts.empty() ? "" : " ") + printable(k) + "=" + shell_quote(v);
+    row("options", opts.empty() ? "(defaults)" : opts);
+  } else {
+    row("process", "(no process record)");
+  }
+  row("duration", c.first_time <= c.last_time ? format_duration(c.last_time - c.first_time) : "-");
+  row("blocks", std::to_string(c.blocks) + " in " + std::to_string(c.streams.size()) + " streams");
+  row("threads", std::to_string(c.threads.size()) + " started");
+  std::printf("records\n");
+  for (unsigned t = 0; t < kRecordTypeCount; ++t)
+    if (c.counts[t]) std::printf("  %-14s %12llu\n", std::string(record_type_name(static_cast<RecordType>(t))).c_str(),
+                                 static_cast<unsigned long long>(c.counts[t]));
+  for (const auto& [tag, n] : c.unknown)
+    std::printf("  %-14s %12llu\n", ("unknown " + tag_hex(tag)).c_str(), static_cast<unsigned long long>(n));
+  char bpe[64] = "-";
+  if (c.events()) std::snprintf(bpe, sizeof bpe, "%.2f bytes/event", static_cast<double>(s.size) / static_cast<double>(c.events()));
+  row("events", std::to_string(c.events()) + " alloc+free, " + bpe);
+  if (c.end && c.end->lost_events) row("lost events", std::to_string(c.end->lost_events));
+  row("state", state_line(s));
+}
+
+// ---------------------------------------------------------------------------------------
+// [4] JSON output
+// ---------------------------------------------------------------------------------------
+
+void print_json(const Summary& s) {
+  using nlohmann::json;
+  const InfoCollector& c = *s.c;
+  json j;
+  j["file"] = s.file;
+  j["size_bytes"] = s.size;
+  j["format"] = {{"major", s.header.version_major}, {"minor", s.header.version_minor}, {"flags", s.header.flags}};
+  if (c.process) {
+    const ProcessSummary& p = *c.process;
+    json opts = json::object();
+    for (const auto& [k, v] : p.options) opts[k] = v;
+    j["process"] = {{"pid", p.info.pid},
+                    {"ppid", p.info.ppid},
+                    {"exe", p.exe},
+                    {"cwd", p.cwd},
+                    {"argv", p.argv},
+                    {"start_time", iso_time_utc(p.info.realtime_start_ns)},
+                    {"realtime_start_ns", p.info.realtime_start_ns},
+                    {"monotonic_start_ns", p.info.monotonic_start_ns},
+                    {"page_size", p.info.page_size},
+                    {"mode", mode_name(p.info.mode)},
+                    {"sample_interval", p.info.sample_interval},
+                    {"max_depth", p.info.max_depth},
+                    {"counter_interval_ns", p.info.counter_interval_ns},
+                    {"options", opts}};
+  } else {
+    j["process"] = nullptr;
+  }
+  json records = json::object();
+  for (unsigned t = 0; t < kRecordTypeCount; ++t) records[std::string(record_type_name(static_cast<RecordType>(t)))] = c.counts[t];
+  j["records"] = records;
+  json unknown = json::object();
+  for (const auto& [tag, n] : c.unknown) unknown[tag_hex(tag)] = n;
+  j["unknown_records"] = unknown;
+  j["blocks"] = c.blocks;
+  j["streams"] = c.streams.size();
+  j["threads_started"] = c.threads.size();
+  if (c.first_time <= c.last_time) {
+    j["first_time_ns"] = c.first_time;
+    j["last_time_ns"] = c.last_time;
+    j["duration_ns"] = c.last_time - c.first_time;
+  } else {
+    j["first_time_ns"] = j["last_time_ns"] = j["duration_ns"] = nullptr;
+  }
+  j["events"] = c.events();
+  j["bytes_per_event"] = c.events() ? json(static_cast<double>(s.size) / static_cast<double>(c.events())) : json(nullptr);
+  if (c.end)
+    j["end"] = {{"reason", end_reason_name(c.end->reason)},
+                {"status", c.end->status},
+                {"allocations", c.end->allocations},
+                {"frees", c.end->frees},
+                {"lost_events", c.end->lost_events}};
+  else
+    j["end"] = nullptr;
+  j["state"] = state_name(s.state);
+  if (s.state == State::Truncated || s.state == State::Corrupt || s.state == State::Unreadable)
+    j["error"] = {{"offset", s.stop.offset}, {"message", s.stop.message}};
+  else
+    j["error"] = nullptr;
+  std::cout << j.dump(2, ' ', false, json::error_handler_t::replace) << '\n';
+}
+
+// ---------------------------------------------------------------------------------------
+// [5] The command
+// ---------------------------------------------------------------------------------------
+
+struct InfoOptions {
+  std::string file;
+  bool json = false;
+};
+
+int run_info(const InfoOptions& o) {
+  FileReader reader;
+  const OpenResult open = reader.open(o.file);
+  if (!open.ok()) {
+    // A recorder that has just created its file may not have written the header yet.
+    if ((open.error == OpenError::Empty || open.error == OpenError::TruncatedHeader) && is_being_written(o.file)) {
+      std::cout << printable(o.file) << ": still growing (the recorder has not written the file header yet)\n";
+      return kExitOk;
+    }
+    print_error(o.file, open.message);
+    return kExitError;
+  }
+  for (const auto& w : reader.warnings()) print_warning(o.file, w);
+
+  InfoCollector c;
+  RecordDecoder decoder;
+  Summary s;
+  s.file = o.file;
+  s.header = reader.info();
+  s.c = &c;
+  s.stop = read_records(reader, decoder, c);
+  s.size = reader.size();
+  const bool alive = reader.writer_alive();
+  switch (s.stop.status) {
+    case ReadStatus::EndOfFile:
+      s.state = c.end ? State::Complete : alive ? State::Growing : State::Incomplete;
+      break;
+    case ReadStatus::Truncated: s.state = alive ? State::Growing : State::Truncated; break;
+    case ReadStatus::Corrupt: s.state = State::Corrupt; break;
+    default: s.state = State::Unreadable; break;
+  }
+
+  if (o.json)
+    print_json(s);
+  else
+    print_text(s);
+
+  for (const auto& [tag, n] : c.unknown)
+    print_warning(o.file, "skipped " + std::to_string(n) + " record(s) with unknown tag " + tag_hex(tag) +
+                              " (written by a newer memtide?)");
+  if (s.state == State::Incomplete) print_warning(o.file, "no end record: the trace stops without a proper end");
+  if (s.state == State::Truncated || s.state == State::Corrupt || s.state == State::Unreadable) {
+    print_error(o.file, s.stop.message);
+    return kExitError;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Command info_command() {
+  return {"info", "Summarise a trace file: process, record counts, duration, whether it is complete",
+          [](CLI::App& sub) -> std::function<int()> {
+            auto o = std::make_shared<InfoOptions>();
+            sub.add_option("file", o->file, "Trace file (.mtide)")->required();
+            sub.add_flag("--json", o->json, "Print the summary as JSON");
+            return [o] { return run_info(*o); };
+          }};
+}
+
+}  // namespace memtide::cli

@@ -1,0 +1,30 @@
+// The subcommands of memtide-cli.
+//
+// To add one (say `report`): write cli/cmd_report.cpp defining `Command report_command()`,
+// declare it below, append it to the table in all_commands(), and add the file to
+// cli/CMakeLists.txt. main.cpp does the parsing, dispatch and exit-status mapping.
+#pragma once
+
+#include <functional>
+#include <string_view>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace memtide::cli {
+
+struct Command {
+  std::string_view name;
+  std::string_view description;
+  // Declares the subcommand's options and arguments on `sub` and returns the action that runs
+  // it once parsing succeeded; the action returns the exit status (kExitOk / kExitError).
+  std::function<std::function<int()>(CLI::App& sub)> setup;
+};
+
+Command info_command();
+
+inline std::vector<Command> all_commands() { return {info_command()}; }
+
+}  // namespace memtide::cli

@@ -1,0 +1,30 @@
+// Output conventions shared by every memtide-cli subcommand.
+//
+// Errors are one line on stderr, "memtide: FILE: what (at offset N)", and exit status 2;
+// warnings are "memtide: FILE: warning: what" and do not change the exit status.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace memtide::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitError = 2;
+
+// "memtide: FILE: message" on stderr (after flushing stdout, so the order on a terminal is
+// the order of events).
+void print_error(std::string_view file, std::string_view message);
+void print_warning(std::string_view file, std::string_view message);
+
+// Control and non-ASCII bytes as \xNN, so that a hostile string cannot drive the terminal.
+std::string printable(std::string_view s);
+// A word as a POSIX shell would need it: unchanged when safe, else in single quotes.
+std::string shell_quote(std::string_view s);
+// "2024-05-01T12:34:56.789Z" from nanoseconds since the epoch.
+std::string iso_time_utc(uint64_t realtime_ns);
+// "1.234 s", "12.5 ms", "850 ns".
+std::string format_duration(uint64_t ns);
+
+}  // namespace memtide::cli

@@ -1,0 +1,45 @@
+// memtide-cli: the commands behind `memtide info|report|...`. Parses the command line with
+// CLI11, runs the chosen subcommand (cli/commands.h) and maps every failure to exit status 2.
+#include <CLI/CLI.hpp>
+
+#include <exception>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+
+int main(int argc, char** argv) {
+  using namespace memtide::cli;
+  CLI::App app{"Inspect and analyse memtide allocation traces.", "memtide"};
+  app.set_version_flag("--version", std::string("memtide ") + MEMTIDE_VERSION);
+  app.require_subcommand(1);
+  // Usage errors on one line, in the same voice as every other memtide error.
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return std::string("memtide: ") + e.what() + " (see --help)\n";
+  });
+
+  const std::vector<Command> commands = all_commands();
+  std::vector<std::pair<CLI::App*, std::function<int()>>> actions;
+  for (const Command& c : commands) {
+    CLI::App* sub = app.add_subcommand(std::string(c.name), std::string(c.description));
+    actions.emplace_back(sub, c.setup(*sub));
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help / --version exit 0; every usage error exits 2 (CLI11's own codes vary).
+    const int code = app.exit(e);
+    return code == 0 ? kExitOk : kExitError;
+  }
+
+  try {
+    for (auto& [sub, action] : actions)
+      if (sub->parsed()) return action();
+  } catch (const std::exception& e) {
+    std::cout.flush();
+    std::cerr << "memtide: " << e.what() << '\n';
+    return kExitError;
+  }
+  return kExitError;
+}

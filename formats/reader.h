@@ -1,0 +1,184 @@
+// Reading a trace file block by block. The file is never trusted: every header field is
+// checked before it sizes anything, and every failure is a typed result with its offset.
+//
+// Sections:
+//   [1] Results: ReadStatus / ReadResult, OpenError / OpenResult
+//   [2] Blocks as the reader hands them out
+//   [3] FileReader
+//   [4] Writer liveness (flock)
+//
+// Typical use (see also read_records / read_merged in formats/decoder.h, formats/merge.h):
+//   FileReader r;
+//   if (auto o = r.open(path); !o.ok()) { report(o.message); }
+//   Block b;
+//   for (ReadResult res; (res = r.next(b)).ok();) { ... b.payload ... }
+//
+// Follow mode: next() returns Truncated without moving offset() when the file ends inside a
+// block; call next() again once the file has grown (is_being_written() tells whether it may).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "formats/records.h"
+
+namespace memtide::fmt {
+
+// ---------------------------------------------------------------------------------------
+// [1] Results
+// ---------------------------------------------------------------------------------------
+
+enum class ReadStatus : uint8_t {
+  Ok,
+  EndOfFile,  // clean block boundary at the end of the file
+  Truncated,  // the file ends inside a block header or payload (maybe still being written)
+  Corrupt,    // a block or record that cannot be right
+  IoError,    // the operating system refused a read
+};
+
+inline constexpr uint64_t kNoPosition = ~uint64_t{0};
+
+struct ReadResult {
+  ReadStatus status = ReadStatus::Ok;
+  uint64_t offset = 0;              // file offset of the block concerned (not Ok)
+  uint64_t position = kNoPosition;  // position in the raw payload of the bad record (Corrupt)
+  std::string message;              // one line without the file name, e.g.
+                                    // "truncated block at offset 96 (file ends inside the block payload)"
+  bool ok() const { return status == ReadStatus::Ok; }
+  bool end_of_file() const { return status == ReadStatus::EndOfFile; }
+
+  static ReadResult make_ok() { return {}; }
+  static ReadResult end(uint64_t offset) { return {ReadStatus::EndOfFile, offset, kNoPosition, {}}; }
+  static ReadResult truncated(uint64_t offset, const char* where);
+  static ReadResult corrupt(uint64_t offset, const std::string& what, uint64_t position = kNoPosition);
+  static ReadResult io_error(uint64_t offset, int err);
+};
+
+std::string_view status_name(ReadStatus s);
+
+enum class OpenError : uint8_t {
+  None,
+  NotFound,
+  IsDirectory,
+  NotRegularFile,
+  Io,                  // open/read/stat failed (permission, ...)
+  Empty,               // zero bytes
+  TruncatedHeader,     // fewer than 32 bytes (a recorder that just started: retry)
+  BadMagic,            // not a memtide trace
+  UnsupportedVersion,  // different major version
+  BadChecksum,         // file header checksum mismatch
+  BadHeader,           // header_size out of range
+};
+
+struct OpenResult {
+  OpenError error = OpenError::None;
+  std::string message;  // one line without the file name: "not a memtide trace (bad magic at offset 0)"
+  bool ok() const { return error == OpenError::None; }
+};
+
+// The file header as read.
+struct FileInfo {
+  uint16_t version_major = 0;
+  uint16_t version_minor = 0;
+  uint32_t header_size = 0;
+  uint32_t flags = 0;
+};
+
+// ---------------------------------------------------------------------------------------
+// [2] Blocks
+// ---------------------------------------------------------------------------------------
+
+// A block header that passed its checks (magic, checksum, kind, codec, sizes).
+struct BlockRef {
+  uint64_t offset = 0;  // file offset of the block header
+  BlockHeader header;
+  uint64_t end_offset() const { return offset + kBlockHeaderSize + header.stored_size; }
+};
+
+// A block with its decompressed payload. `payload` points into the reader's buffer (or into
+// the memory the reader was opened on) and stays valid until the next call on the reader.
+struct Block {
+  uint64_t offset = 0;
+  BlockHeader header;
+  std::span<const uint8_t> payload;
+};
+
+// Parses and checks a 48-byte block header. Returns an empty message when it is valid, else
+// what is wrong ("bad block magic", ...). Shared by FileReader and resynchronisation.
+std::string check_block_header(const uint8_t* bytes, BlockHeader& out);
+
+// ---------------------------------------------------------------------------------------
+// [3] FileReader
+// ---------------------------------------------------------------------------------------
+
+class FileReader {
+ public:
+  FileReader() = default;
+  ~FileReader();
+  FileReader(const FileReader&) = delete;
+  FileReader& operator=(const FileReader&) = delete;
+  FileReader(FileReader&& other) noexcept;
+  FileReader& operator=(FileReader&& other) noexcept;
+
+  // Opens a trace file and checks its header; positions offset() at the first block.
+  OpenResult open(const std::string& path);
+  // Reads a trace held in memory (which must outlive the reader); same checks as open().
+  OpenResult open_memory(std::span<const uint8_t> data);
+
+  const FileInfo& info() const { return info_; }
+  // Non-fatal findings of open(), e.g. a newer minor version. One line each.
+  const std::vector<std::string>& warnings() const { return warnings_; }
+
+  // File offset of the next block to read.
+  uint64_t offset() const { return offset_; }
+  void seek(uint64_t offset) { offset_ = offset; }
+
+  // Reads the block at offset(): header, payload, checksum, decompression. Advances offset()
+  // only on Ok; on Truncated it stays put so that a later call can pick up a grown file.
+  ReadResult next(Block& out);
+  // Reads and checks the header at offset() and steps over the payload without reading it.
+  // Truncated when the payload does not fit in the file as it is now.
+  ReadResult skip(BlockRef& out);
+  // Reads and checks the header at offset() without advancing.
+  ReadResult peek_header(BlockRef& out);
+
+  // After a Corrupt result: searches forward from offset() + 1 for the next valid block
+  // header and moves offset() there. False (offset unchanged) when there is none.
+  bool resync();
+
+  // Current size of the file (it may grow while a recorder writes it).
+  uint64_t size() const;
+  // Whether a recorder still holds its lock on the file (see is_being_written).
+  bool writer_alive() const;
+
+ private:
+  void close();
+  OpenResult read_file_header();
+  // Reads up to n bytes at `off`: returns the bytes (in `buf` or in the memory image), with
+  // `got` < n at end of file. nullptr on an I/O error (errno set).
+  const uint8_t* read_at(uint64_t off, std::size_t n, std::vector<uint8_t>& buf, std::size_t& got) const;
+
+  int fd_ = -1;
+  std::span<const uint8_t> memory_;
+  bool is_memory_ = false;
+  FileInfo info_;
+  std::vector<std::string> warnings_;
+  uint64_t offset_ = 0;
+  std::vector<uint8_t> header_buf_;
+  std::vector<uint8_t> stored_buf_;
+  std::vector<uint8_t> raw_buf_;
+};
+
+// ---------------------------------------------------------------------------------------
+// [4] Writer liveness
+// ---------------------------------------------------------------------------------------
+
+// The recorder holds flock(LOCK_EX) on its trace while recording. True when a non-blocking
+// shared lock is refused (EWOULDBLOCK), i.e. a writer is still appending to the file.
+bool is_being_written(const std::string& path);
+// Same test on an open descriptor of the file.
+bool is_being_written_fd(int fd);
+
+}  // namespace memtide::fmt
