@@ -1,0 +1,116 @@
+// One program, several ways to start and end a traced process:
+//   lifecycle fork          parent allocates 5555 x2, forks; the child leaks 7777 x3 and exits;
+//                           the parent then execs itself as `lifecycle exec-image`
+//   lifecycle exec-image    leaks 8888 x2 and exits 0
+//   lifecycle quick-exit    leaks 9999 x3, then _exit(3)
+//   lifecycle abort         leaks 6666 x1, then abort()
+//   lifecycle exit-thread   a second thread leaks 4444 x1 and calls exit(5) while main waits
+//   lifecycle threads N     N short-lived threads, each leaking one 4321-byte block
+//   lifecycle dlopen LIB    dlopen LIB, call its dl_leak(), dlclose it
+//   lifecycle spin          allocates forever (1000 blocks of 3333 kept, the rest churned)
+//   lifecycle big N         N x 1 MiB blocks written to, then exits (fills a small disk)
+#include <dlfcn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+static void* volatile sink;
+
+static void leak(size_t size, int n) {
+  for (int i = 0; i < n; ++i) sink = malloc(size);
+}
+
+int main(int argc, char** argv) {
+  if (argc < 2) return 2;
+  const char* mode = argv[1];
+  if (!std::strcmp(mode, "fork")) {
+    void* a = malloc(5555);
+    void* b = malloc(5555);
+    const pid_t pid = fork();
+    if (pid == 0) {
+      leak(7777, 3);
+      free(a);  // a block of the parent's: the child's trace has no alloc for it
+      exit(0);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    free(a);
+    free(b);
+    execl(argv[0], argv[0], "exec-image", static_cast<char*>(nullptr));
+    return 1;
+  }
+  if (!std::strcmp(mode, "exec-image")) {
+    leak(8888, 2);
+    return 0;
+  }
+  if (!std::strcmp(mode, "quick-exit")) {
+    leak(9999, 3);
+    _exit(3);
+  }
+  if (!std::strcmp(mode, "abort")) {
+    leak(6666, 1);
+    abort();
+  }
+  if (!std::strcmp(mode, "exit-thread")) {
+    std::thread t([] {
+      leak(4444, 1);
+      exit(5);
+    });
+    t.join();
+    return 0;
+  }
+  if (!std::strcmp(mode, "threads") && argc > 2) {
+    const int n = std::atoi(argv[2]);
+    for (int i = 0; i < n; i += 50) {
+      std::vector<std::thread> batch;
+      for (int k = i; k < n && k < i + 50; ++k) batch.emplace_back([] {
+        void* p = malloc(100);
+        sink = p;
+        free(p);
+        leak(4321, 1);
+      });
+      for (auto& t : batch) t.join();
+    }
+    return 0;
+  }
+  if (!std::strcmp(mode, "dlopen") && argc > 2) {
+    void* h = dlopen(argv[2], RTLD_NOW);
+    if (!h) {
+      std::fprintf(stderr, "%s\n", dlerror());
+      return 1;
+    }
+    auto fn = reinterpret_cast<void (*)()>(dlsym(h, "dl_leak"));
+    if (fn) fn();
+    dlclose(h);
+    return 0;
+  }
+  if (!std::strcmp(mode, "spin")) {
+    leak(3333, 1000);
+    for (;;) {
+      void* p = malloc(64);
+      sink = p;
+      free(p);
+    }
+  }
+  if (!std::strcmp(mode, "big") && argc > 2) {
+    const int n = std::atoi(argv[2]);
+    for (int i = 0; i < n; ++i) {
+      char* p = static_cast<char*>(malloc(1 << 20));
+      std::memset(p, i, 1 << 20);
+      sink = p;
+      for (int k = 0; k < 2000; ++k) {
+        void* q = malloc(32 + k % 64);
+        sink = q;
+        free(q);
+      }
+    }
+    std::printf("big done\n");
+    return 0;
+  }
+  return 2;
+}

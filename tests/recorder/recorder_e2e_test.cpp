@@ -1,0 +1,433 @@
+// End-to-end tests: real programs run under the real LD_PRELOAD; their traces are read back
+// with the real reader and merger (trace_replay.h) and compared with what the programs did.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tests/recorder/trace_replay.h"
+
+namespace fs = std::filesystem;
+using memtide::fmt::Api;
+using memtide::test::Replay;
+using memtide::test::replay_trace;
+
+namespace {
+
+struct RunResult {
+  int status = -1;  // exit status, or 128 + signal
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Runs argv with extra environment variables; kills it after `timeout_s` (a watchdog).
+RunResult run(const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& env,
+              const fs::path& dir, int timeout_s = 300, int kill_after_ms = -1) {
+  const fs::path out = dir / "stdout.txt", err = dir / "stderr.txt";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+    const int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(o, 1);
+    dup2(e, 2);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  RunResult r;
+  const auto start = std::chrono::steady_clock::now();
+  int status = 0;
+  bool killed = false;
+  for (;;) {
+    const pid_t w = waitpid(pid, &status, WNOHANG);
+    if (w == pid) break;
+    const auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+    if (kill_after_ms >= 0 && ms >= kill_after_ms && !killed) {
+      kill(pid, SIGKILL);
+      killed = true;
+    }
+    if (ms > timeout_s * 1000 && !killed) {
+      ADD_FAILURE() << "watchdog: " << argv[0] << " ran longer than " << timeout_s << " s";
+      kill(pid, SIGKILL);
+      killed = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/memtide-test.XXXXXX";
+    path_ = mkdtemp(tmpl);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+// Runs a program under the preload; returns the traces it wrote (manifest order: root first).
+std::vector<std::string> traced(const std::vector<std::string>& argv, const fs::path& dir, RunResult* result = nullptr,
+                                std::vector<std::pair<std::string, std::string>> env = {}, int kill_after_ms = -1) {
+  const fs::path manifest = dir / "manifest";
+  env.emplace_back("LD_PRELOAD", MT_PRELOAD);
+  env.emplace_back("MEMTIDE_MANIFEST", manifest.string());
+  bool has_output = false;
+  for (auto& [k, v] : env) has_output |= k == "MEMTIDE_OUTPUT";
+  if (!has_output) env.emplace_back("MEMTIDE_OUTPUT", (dir / "trace.%p.mtide").string());
+  RunResult r = run(argv, env, dir, 300, kill_after_ms);
+  if (result) *result = r;
+  std::vector<std::string> traces;
+  std::istringstream in(slurp(manifest));
+  for (std::string line; std::getline(in, line);) traces.push_back(line.substr(line.rfind('\t') + 1));
+  return traces;
+}
+
+uint64_t live(const Replay& r, uint64_t size) {
+  auto it = r.live_by_size.find(size);
+  return it == r.live_by_size.end() ? 0 : it->second;
+}
+
+void expect_consistent(const Replay& r) {
+  EXPECT_EQ(r.double_allocs, 0u) << "an address was allocated twice without a free in between";
+  EXPECT_EQ(r.unknown_frees, 0u) << "a free of an address that was not live";
+  EXPECT_EQ(r.out_of_order, 0u) << "merged records went back in time";
+  EXPECT_EQ(r.stacks_undefined, 0u) << "an allocation refers to an undefined stack";
+}
+
+nlohmann::json run_exact(const fs::path& dir, bool baseline, Replay& replay, bool pvalloc = true) {
+  std::vector<std::string> argv{MT_EXACT, "--out", (dir / "tally.json").string()};
+  if (baseline) argv.push_back("--baseline");
+  if (!pvalloc) argv.push_back("--no-pvalloc");
+  RunResult r;
+  auto traces = traced(argv, dir, &r);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(traces.size(), 1u);
+  if (traces.empty()) return {};
+  replay = replay_trace(traces[0]);
+  EXPECT_TRUE(replay.read_ok) << replay.error;
+  return nlohmann::json::parse(slurp(dir / "tally.json"));
+}
+
+const std::vector<std::pair<std::string, Api>> kTallyApis = {
+    {"malloc", Api::Malloc},        {"calloc", Api::Calloc},
+    {"realloc", Api::Realloc},      {"reallocarray", Api::Reallocarray},
+    {"posix_memalign", Api::PosixMemalign}, {"aligned_alloc", Api::AlignedAlloc},
+    {"memalign", Api::Memalign},    {"valloc", Api::Valloc},
+    {"pvalloc", Api::Pvalloc},      {"free", Api::Free},
+    {"new", Api::New},              {"new[]", Api::NewArray},
+    {"new(align)", Api::NewAligned}, {"new[](align)", Api::NewArrayAligned},
+    {"delete", Api::Delete},        {"delete[]", Api::DeleteArray},
+    {"delete(align)", Api::DeleteAligned}, {"delete[](align)", Api::DeleteArrayAligned},
+    {"mmap", Api::Mmap},            {"munmap", Api::Munmap},
+    {"custom", Api::Custom}};
+
+}  // namespace
+
+// Every API, 8 threads, cross-thread frees: the trace minus the baseline run's trace equals
+// the program's own tally, call by call and byte by byte; the leaks and the peak are exact.
+TEST(ExactWorkload, CountsPerApiEqualWhatTheProgramDid) {
+  TempDir full_dir, base_dir;
+  Replay full, base;
+  const nlohmann::json tally = run_exact(full_dir.path(), false, full);
+  run_exact(base_dir.path(), true, base);
+  expect_consistent(full);
+  expect_consistent(base);
+  for (const auto& [name, api] : kTallyApis) {
+    const auto i = static_cast<unsigned>(api);
+    EXPECT_EQ(full.allocs[i] - base.allocs[i], tally["apis"][name]["allocs"].get<uint64_t>()) << name << " allocations";
+    EXPECT_EQ(full.frees[i] - base.frees[i], tally["apis"][name]["frees"].get<uint64_t>()) << name << " frees";
+    EXPECT_EQ(full.bytes[i] - base.bytes[i], tally["apis"][name]["bytes"].get<uint64_t>()) << name << " bytes";
+  }
+  EXPECT_EQ(full.heap_allocs - base.heap_allocs, tally["heap_allocs"].get<uint64_t>());
+  EXPECT_EQ(full.heap_frees - base.heap_frees, tally["heap_frees"].get<uint64_t>());
+  // Leaks: leak_small's 1013-byte blocks and leak_big's 10007-byte block, exactly.
+  EXPECT_EQ(live(full, 1013) - live(base, 1013), tally["leaks"]["leak_small"]["blocks"].get<uint64_t>());
+  EXPECT_EQ(live(full, 10007) - live(base, 10007), tally["leaks"]["leak_big"]["blocks"].get<uint64_t>());
+  // The peak: the 64 MiB block plus every worker's held blocks, plus the little the runtime
+  // itself holds (bounded by the baseline run's own peak).
+  const uint64_t peak_own = tally["peak_own"].get<uint64_t>();
+  EXPECT_GE(full.peak_bytes, peak_own);
+  EXPECT_LE(full.peak_bytes, peak_own + base.peak_bytes);
+  ASSERT_TRUE(full.marker_times.count("peak") && full.marker_times.count("after-peak"));
+  EXPECT_LE(full.peak_time, full.marker_times["peak"]);
+  EXPECT_GE(full.peak_time, full.marker_times["start"]);
+  // Threads and their names.
+  EXPECT_GE(full.threads, 9u);
+  for (int t = 0; t < 8; ++t)
+    EXPECT_NE(std::find(full.thread_name_list.begin(), full.thread_name_list.end(), "worker-" + std::to_string(t)),
+              full.thread_name_list.end());
+  EXPECT_TRUE(full.ended);
+  EXPECT_EQ(full.end_reason, memtide::fmt::EndReason::Exit);
+  EXPECT_GT(full.counters, 0u);
+}
+
+// The same program under valgrind: memtide counts exactly the allocations valgrind counts.
+TEST(ExactWorkload, AllocationCountMatchesValgrind) {
+  if (system("command -v valgrind >/dev/null 2>&1") != 0) GTEST_SKIP() << "valgrind is not installed";
+  TempDir dir, vdir;
+  Replay r;
+  run_exact(dir.path(), false, r, /*pvalloc=*/false);  // valgrind aborts on pvalloc
+  RunResult v = run({"valgrind", "--run-libc-freeres=no", "--run-cxx-freeres=no", MT_EXACT, "--no-pvalloc", "--out",
+                     (vdir.path() / "tally.json").string()},
+                    {},
+                    vdir.path(), 600);
+  ASSERT_EQ(v.status, 0) << v.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(v.err, m, std::regex(R"(total heap usage: ([\d,]+) allocs, ([\d,]+) frees)")));
+  auto num = [](std::string s) {
+    s.erase(std::remove(s.begin(), s.end(), ','), s.end());
+    return std::stoull(s);
+  };
+  const uint64_t v_allocs = num(m[1]), v_frees = num(m[2]);
+  // valgrind counts realloc(p, n) as one allocation and one free, like memtide; it does not
+  // count memtide_alloc pool blocks or mmap.
+  std::printf("valgrind: %llu allocs, %llu frees; memtide: %llu allocs, %llu frees\n",
+              static_cast<unsigned long long>(v_allocs), static_cast<unsigned long long>(v_frees),
+              static_cast<unsigned long long>(r.heap_allocs), static_cast<unsigned long long>(r.heap_frees));
+  EXPECT_EQ(r.heap_allocs, v_allocs);
+  EXPECT_EQ(r.heap_frees, v_frees);
+}
+
+// One thread frees, the other gets the same address back, 300,000 times: the replay never
+// sees an address allocated twice or freed twice.
+TEST(Ordering, CrossThreadAddressReuseReplaysExactly) {
+  TempDir dir;
+  RunResult r;
+  auto traces = traced({MT_PINGPONG, "300000"}, dir.path(), &r);
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_EQ(traces.size(), 1u);
+  long rounds = 0, reused = 0;
+  ASSERT_EQ(std::sscanf(r.out.c_str(), "rounds %ld reused %ld", &rounds, &reused), 2);
+  EXPECT_GT(reused, rounds / 2) << "the allocator did not reuse the address; the test proves nothing";
+  const Replay rep = replay_trace(traces[0]);
+  ASSERT_TRUE(rep.read_ok) << rep.error;
+  expect_consistent(rep);
+  EXPECT_GE(rep.allocs[static_cast<unsigned>(Api::Malloc)], 300000u);
+  EXPECT_GE(rep.frees[static_cast<unsigned>(Api::Free)], 300000u);
+}
+
+TEST(Lifecycle, ForkChildGetsItsOwnTraceAndExecIsFollowed) {
+  TempDir dir;
+  RunResult r;
+  auto traces = traced({MT_LIFECYCLE, "fork"}, dir.path(), &r);
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_EQ(traces.size(), 3u) << "parent, forked child, exec'd image";
+  const Replay parent = replay_trace(traces[0]);
+  ASSERT_TRUE(parent.read_ok) << parent.error;
+  EXPECT_TRUE(parent.ended);
+  EXPECT_EQ(parent.end_reason, memtide::fmt::EndReason::Exec);
+  EXPECT_EQ(parent.bytes[static_cast<unsigned>(Api::Malloc)] >= 2 * 5555, true);
+  // The child and the exec'd image, in whatever order they were created.
+  int child_seen = 0, exec_seen = 0;
+  for (size_t i = 1; i < traces.size(); ++i) {
+    const Replay t = replay_trace(traces[i]);
+    ASSERT_TRUE(t.read_ok) << t.error;
+    EXPECT_TRUE(t.ended);
+    EXPECT_EQ(t.double_allocs, 0u);
+    if (live(t, 7777) == 3) {
+      ++child_seen;
+      EXPECT_EQ(live(t, 5555), 0u) << "the parent's allocations were repeated in the child's trace";
+      EXPECT_EQ(t.unknown_frees, 1u) << "the child frees one block the parent made";
+      EXPECT_EQ(t.ppid, parent.pid);
+    } else if (live(t, 8888) == 2) {
+      ++exec_seen;
+      EXPECT_EQ(t.pid, parent.pid) << "exec keeps the pid";
+      EXPECT_TRUE(t.argv.size() == 2 && t.argv[1] == "exec-image");
+    }
+  }
+  EXPECT_EQ(child_seen, 1);
+  EXPECT_EQ(exec_seen, 1);
+}
+
+TEST(Lifecycle, NoFollowLeavesExecdProgramsUntraced) {
+  TempDir dir;
+  RunResult r;
+  auto traces = traced({MT_LIFECYCLE, "fork"}, dir.path(), &r, {{"MEMTIDE_FOLLOW", "0"}});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(traces.size(), 2u) << "parent and forked child only";
+}
+
+TEST(Lifecycle, ThousandShortLivedThreads) {
+  TempDir dir;
+  RunResult r;
+  auto traces = traced({MT_LIFECYCLE, "threads", "1000"}, dir.path(), &r);
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_EQ(traces.size(), 1u);
+  const Replay t = replay_trace(traces[0]);
+  ASSERT_TRUE(t.read_ok) << t.error;
+  expect_consistent(t);
+  EXPECT_GE(t.threads, 1001u);
+  EXPECT_EQ(live(t, 4321), 1000u);
+  EXPECT_EQ(live(t, 100), 0u);
+}
+
+TEST(Lifecycle, DlopenedModuleIsRecorded) {
+  TempDir dir;
+  RunResult r;
+  auto traces = traced({MT_LIFECYCLE, "dlopen", MT_DLTARGET}, dir.path(), &r);
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_EQ(traces.size(), 1u);
+  const Replay t = replay_trace(traces[0]);
+  ASSERT_TRUE(t.read_ok) << t.error;
+  int loads = 0;
+  for (const auto& p : t.module_paths) loads += p.find("dltarget") != std::string::npos;
+  EXPECT_EQ(loads, 1);
+  EXPECT_EQ(live(t, 2468), 1u);
+}
+
+TEST(Lifecycle, QuickExitIsFlushed) {
+  TempDir dir;
+  RunResult r;
+  auto traces = traced({MT_LIFECYCLE, "quick-exit"}, dir.path(), &r);
+  EXPECT_EQ(r.status, 3);
+  ASSERT_EQ(traces.size(), 1u);
+  const Replay t = replay_trace(traces[0]);
+  ASSERT_TRUE(t.read_ok) << t.error;
+  EXPECT_TRUE(t.ended);
+  EXPECT_EQ(t.end_reason, memtide::fmt::EndReason::QuickExit);
+  EXPECT_EQ(t.end_status, 3u);
+  EXPECT_EQ(live(t, 9999), 3u);
+}
+
+TEST(Lifecycle, FatalSignalIsFlushedThenReraised) {
+  TempDir dir;
+  RunResult r;
+  auto traces = traced({MT_LIFECYCLE, "abort"}, dir.path(), &r);
+  EXPECT_EQ(r.status, 128 + SIGABRT) << "the signal still ends the program";
+  ASSERT_EQ(traces.size(), 1u);
+  const Replay t = replay_trace(traces[0]);
+  ASSERT_TRUE(t.read_ok) << t.error;
+  EXPECT_TRUE(t.ended);
+  EXPECT_EQ(t.end_reason, memtide::fmt::EndReason::Signal);
+  EXPECT_EQ(t.end_status, static_cast<uint64_t>(SIGABRT));
+  EXPECT_EQ(live(t, 6666), 1u);
+}
+
+TEST(Lifecycle, ExitFromAnotherThread) {
+  TempDir dir;
+  RunResult r;
+  auto traces = traced({MT_LIFECYCLE, "exit-thread"}, dir.path(), &r);
+  EXPECT_EQ(r.status, 5);
+  ASSERT_EQ(traces.size(), 1u);
+  const Replay t = replay_trace(traces[0]);
+  ASSERT_TRUE(t.read_ok) << t.error;
+  EXPECT_TRUE(t.ended);
+  EXPECT_EQ(live(t, 4444), 1u);
+}
+
+// SIGKILL: nothing can run, but everything flushed before stays readable.
+TEST(Lifecycle, SigkillLosesAtMostTheLastFlush) {
+  TempDir dir;
+  RunResult r;
+  auto traces = traced({MT_LIFECYCLE, "spin"}, dir.path(), &r, {}, /*kill_after_ms=*/1500);
+  EXPECT_EQ(r.status, 128 + SIGKILL);
+  ASSERT_EQ(traces.size(), 1u);
+  const Replay t = replay_trace(traces[0]);
+  EXPECT_FALSE(t.ended);
+  EXPECT_EQ(live(t, 3333), 1000u) << "blocks made in the first moments must have been flushed";
+  EXPECT_GT(t.allocs[static_cast<unsigned>(Api::Malloc)], 10000u);
+  EXPECT_EQ(t.double_allocs, 0u);
+}
+
+// A full disk: the program goes on, memtide says so once and stops recording.
+TEST(Lifecycle, FullDiskStopsRecordingNotTheProgram) {
+  TempDir dir;
+  const fs::path mnt = dir.path() / "small";
+  fs::create_directory(mnt);
+  if (mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=256k") != 0)
+    GTEST_SKIP() << "cannot mount a small tmpfs here (needs root): " << strerror(errno);
+  RunResult r;
+  auto traces = traced({MT_LIFECYCLE, "big", "300"}, dir.path(), &r, {{"MEMTIDE_OUTPUT", (mnt / "t.mtide").string()}});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("big done"), std::string::npos);
+  size_t messages = 0;
+  for (size_t pos = 0; (pos = r.err.find("memtide[", pos)) != std::string::npos; ++pos) ++messages;
+  EXPECT_EQ(messages, 1u) << r.err;
+  EXPECT_NE(r.err.find("recording stopped"), std::string::npos) << r.err;
+  ASSERT_EQ(traces.size(), 1u);
+  const Replay t = replay_trace(traces[0]);
+  EXPECT_GT(t.allocs[static_cast<unsigned>(Api::Malloc)], 0u) << "what was written before the disk filled is readable";
+  umount(mnt.c_str());
+}
+
+TEST(Wrapper, RunPassesExitStatusAndWritesPrivateFile) {
+  TempDir dir;
+  const fs::path out = dir.path() / "w.mtide";
+  RunResult r = run({MT_WRAPPER, "run", "--quiet", "-o", out.string(), "--", MT_LIFECYCLE, "quick-exit"}, {}, dir.path());
+  EXPECT_EQ(r.status, 3) << r.err;
+  ASSERT_TRUE(fs::exists(out)) << r.err;
+  struct stat st;
+  ASSERT_EQ(stat(out.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  const Replay t = replay_trace(out.string());
+  EXPECT_EQ(live(t, 9999), 3u);
+}
+
+TEST(Wrapper, BadOptionValueIsAnErrorBeforeTheProgramRuns) {
+  TempDir dir;
+  RunResult r = run({MT_WRAPPER, "run", "--max-depth", "zero", "--", MT_LIFECYCLE, "quick-exit"}, {}, dir.path());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("MEMTIDE_MAX_DEPTH"), std::string::npos) << r.err;
+  RunResult u = run({MT_WRAPPER, "run", "--no-such-option", "--", MT_LIFECYCLE, "quick-exit"}, {}, dir.path());
+  EXPECT_EQ(u.status, 2);
+  EXPECT_NE(u.err.find("unknown option"), std::string::npos) << u.err;
+}
+
+TEST(Wrapper, HelpListsEveryOptionWithItsDefault) {
+  TempDir dir;
+  RunResult r = run({MT_WRAPPER, "run", "--help"}, {}, dir.path());
+  EXPECT_EQ(r.status, 0);
+  for (const char* s : {"--max-depth", "--no-follow", "--allocator", "-o, --output", "default: 64", "MEMTIDE_ALLOCATOR"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << s << " missing from:\n" << r.out;
+}
+
+TEST(Allocator, MimallocBackingRecordsTheSame) {
+  TempDir dir;
+  RunResult r;
+  auto traces = traced({MT_EXACT, "--out", (dir.path() / "tally.json").string()}, dir.path(), &r,
+                       {{"MEMTIDE_ALLOCATOR", "mimalloc"}});
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_EQ(traces.size(), 1u);
+  const Replay t = replay_trace(traces[0]);
+  ASSERT_TRUE(t.read_ok) << t.error;
+  EXPECT_EQ(t.double_allocs, 0u);
+  EXPECT_EQ(t.unknown_frees, 0u);
+  EXPECT_EQ(live(t, 1013), 24u);
+  EXPECT_EQ(live(t, 10007), 1u);
+}

@@ -1,0 +1,125 @@
+#include "tests/recorder/trace_replay.h"
+
+#include <set>
+
+#include "formats/merge.h"
+
+namespace memtide::test {
+
+namespace {
+
+struct Visitor : fmt::NullVisitor {
+  Replay& r;
+  std::unordered_map<uint64_t, std::pair<uint64_t, fmt::Api>> live;  // addr -> (size, api)
+  std::set<uint64_t> stacks_used;
+  uint64_t last = 0;
+  bool any = false;
+  explicit Visitor(Replay& out) : r(out) {}
+
+  void timed(uint64_t t) {
+    if (any && t < last) ++r.out_of_order;
+    if (!any) r.first_time = t;
+    any = true;
+    last = t;
+    r.last_time = t;
+  }
+  void on_process_info(uint32_t, const fmt::ProcessInfo& p) {
+    r.pid = p.pid;
+    r.ppid = p.ppid;
+    fmt::ArgvIterator it(p);
+    for (std::string_view a; it.next(a);) r.argv.emplace_back(a);
+  }
+  void on_module_load(uint32_t, const fmt::ModuleLoad& m) {
+    timed(m.time);
+    ++r.modules;
+    r.module_paths.emplace_back(m.path);
+  }
+  void on_thread_start(uint32_t, const fmt::ThreadStart& t) {
+    timed(t.time);
+    ++r.threads;
+  }
+  void on_thread_name(uint32_t, const fmt::ThreadName& t) {
+    timed(t.time);
+    ++r.thread_names;
+    r.thread_name_list.emplace_back(t.name);
+  }
+  void on_thread_exit(uint32_t, const fmt::ThreadExit& t) { timed(t.time); }
+  void on_stack_def(uint32_t, const fmt::StackDef& s) {
+    ++r.stack_defs;
+    r.max_stack_id_defined = std::max<uint64_t>(r.max_stack_id_defined, s.first_id + s.count - 1);
+  }
+  void on_counters(uint32_t, const fmt::Counters& c) {
+    timed(c.time);
+    ++r.counters;
+  }
+  void on_marker(uint32_t, const fmt::Marker& m) {
+    timed(m.time);
+    r.marker_times[std::string(m.label)] = m.time;
+  }
+  void on_watermark(uint32_t, const fmt::Watermark& w) { timed(w.time); }
+  void on_end(uint32_t, const fmt::End& e) {
+    timed(e.time);
+    r.ended = true;
+    r.end_reason = e.reason;
+    r.end_status = e.status;
+  }
+  void on_alloc(uint32_t, const fmt::Alloc& a) {
+    timed(a.time);
+    const auto api = static_cast<unsigned>(a.api);
+    ++r.allocs[api];
+    r.bytes[api] += a.size;
+    stacks_used.insert(a.stack);
+    r.max_stack_id_used = std::max(r.max_stack_id_used, a.stack);
+    if (!fmt::is_heap(a.api) || a.api == fmt::Api::Custom) return;
+    ++r.heap_allocs;
+    auto [it, fresh] = live.try_emplace(a.addr, a.size, a.api);
+    if (!fresh) {
+      ++r.double_allocs;
+      r.live_bytes -= it->second.first;
+      it->second = {a.size, a.api};
+    }
+    r.live_bytes += a.size;
+    if (r.live_bytes > r.peak_bytes) {
+      r.peak_bytes = r.live_bytes;
+      r.peak_time = a.time;
+    }
+  }
+  void on_free(uint32_t, const fmt::Free& f) {
+    timed(f.time);
+    const auto api = static_cast<unsigned>(f.api);
+    ++r.frees[api];
+    if (!fmt::is_heap(f.api) || f.api == fmt::Api::Custom) return;
+    ++r.heap_frees;
+    auto it = live.find(f.addr);
+    if (it == live.end()) {
+      ++r.unknown_frees;
+      return;
+    }
+    r.live_bytes -= it->second.first;
+    live.erase(it);
+  }
+};
+
+}  // namespace
+
+Replay replay_trace(const std::string& path) {
+  Replay r;
+  fmt::FileReader reader;
+  auto o = reader.open(path);
+  if (!o.ok()) {
+    r.error = o.message;
+    return r;
+  }
+  fmt::EventMerger merger;
+  Visitor v(r);
+  const fmt::ReadResult res = fmt::read_merged(reader, merger, v);
+  r.read_ok = res.end_of_file();
+  if (!r.read_ok) r.error = res.message;
+  for (const auto& [addr, sa] : v.live) ++r.live_by_size[sa.first];
+  for (uint64_t id : v.stacks_used)
+    if (id > r.max_stack_id_defined) ++r.stacks_undefined;
+  r.out_of_order += merger.stats().out_of_order;
+  return r;
+}
+
+}  // namespace memtide::test

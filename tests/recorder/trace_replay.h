@@ -1,0 +1,47 @@
+// Test-side replay of a trace: reads it through the real reader and merger and checks the
+// invariants an exact recording must hold (no address allocated twice, no free of an address
+// that is not live), with per-API counts, the heap peak, the blocks left live, and markers.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "formats/records.h"
+
+namespace memtide::test {
+
+struct Replay {
+  bool read_ok = false;
+  std::string error;            // reader error, if any
+  bool ended = false;           // End record seen
+  fmt::EndReason end_reason = fmt::EndReason::Exit;
+  uint64_t end_status = 0;
+  uint64_t pid = 0, ppid = 0;
+  std::vector<std::string> argv;
+
+  uint64_t allocs[fmt::kApiCount] = {};
+  uint64_t frees[fmt::kApiCount] = {};
+  uint64_t bytes[fmt::kApiCount] = {};
+  uint64_t heap_allocs = 0, heap_frees = 0;  // malloc family and new/delete (not mmap/custom)
+
+  uint64_t double_allocs = 0;   // an address allocated while live
+  uint64_t unknown_frees = 0;   // a heap free of an address that is not live
+  uint64_t out_of_order = 0;    // merged records whose time went backwards
+
+  uint64_t live_bytes = 0, peak_bytes = 0, peak_time = 0;  // heap blocks only
+  std::map<uint64_t, uint64_t> live_by_size;                // size -> blocks live at the end
+  std::map<std::string, uint64_t> marker_times;
+  uint64_t stack_defs = 0, max_stack_id_used = 0, max_stack_id_defined = 0;
+  uint64_t stacks_undefined = 0;  // allocations whose stack id was never defined
+  uint64_t modules = 0, counters = 0, threads = 0, thread_names = 0;
+  std::vector<std::string> thread_name_list;
+  std::vector<std::string> module_paths;
+  uint64_t first_time = 0, last_time = 0;
+};
+
+Replay replay_trace(const std::string& path);
+
+}  // namespace memtide::test
