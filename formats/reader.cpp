@@ -131,7 +131,8 @@ OpenResult FileReader::read_file_header() {
   // A prefix of the magic in a short file is most likely a recorder that has just started.
   const bool magic_prefix = std::memcmp(h, kFileMagic, std::min<std::size_t>(got, sizeof kFileMagic)) == 0;
   if (got < kFileHeaderSize && magic_prefix)
-    return {OpenError::TruncatedHeader, "truncated file header (" + std::to_string(got) + " of 32 bytes)"};
+    return {OpenError::TruncatedHeader,
+            "truncated file header (the file ends at offset " + std::to_string(got) + ", inside the 32-byte header)"};
   if (!magic_prefix || got < sizeof kFileMagic) return {OpenError::BadMagic, "not a memtide trace (bad magic at offset 0)"};
   info_.version_major = wire::load_le<uint16_t>(h + 8);
   info_.version_minor = wire::load_le<uint16_t>(h + 10);
