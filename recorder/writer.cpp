@@ -320,6 +320,12 @@ bool open_trace_file(bool child) {
 }
 
 void writer_start() {
+  // The writer's timed waits are on CLOCK_MONOTONIC deadlines.
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&g.queue_cond, &ca);
+  pthread_condattr_destroy(&ca);
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setstacksize(&attr, 256 * 1024);
