@@ -461,7 +461,9 @@ char* g_exec_env[4096];
 }  // namespace
 
 char* const* on_exec_begin(char* const envp[]) {
-  finish(fmt::EndReason::Exec, 0, 10000);
+  // In a vfork child (memory shared with the suspended parent, pid different) the recorder's
+  // state is the parent's: leave it alone, only adjust the environment.
+  if (getpid() == g.pid) finish(fmt::EndReason::Exec, 0, 10000);
   if (g.opts.follow || !envp) return envp;
   // --no-follow: the new program runs without the preload.
   size_t n = 0;
@@ -474,7 +476,7 @@ char* const* on_exec_begin(char* const envp[]) {
 
 void on_exec_failed() {
   // The program goes on as itself: continue the same file after its End{Exec} record.
-  if (g.state.load() != kStopped || g.fd >= 0) return;
+  if (getpid() != g.pid || g.state.load() != kStopped || g.fd >= 0) return;
   tls_busy++;
   g.fd = open(g.path, O_WRONLY | O_APPEND | O_CLOEXEC);
   if (g.fd >= 0) {
