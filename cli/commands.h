@@ -24,7 +24,13 @@ struct Command {
 };
 
 Command info_command();
+// Analysis commands (cmd_report.cpp, ...; helpers in analysis_cli.h).
+Command report_command();
+Command check_command();
+Command summary_command();
 
-inline std::vector<Command> all_commands() { return {info_command()}; }
+inline std::vector<Command> all_commands() {
+  return {info_command(), report_command(), check_command(), summary_command()};
+}
 
 }  // namespace memtide::cli

@@ -1,0 +1,134 @@
+// LiveMap: the set of live blocks keyed by address, the one structure of the replay whose size
+// follows the program's live set. Open addressing with linear probing and backward-shift
+// deletion (no tombstones, so a long run of malloc/free churn does not degrade it); 40 bytes
+// per live block at a load factor of at most 1/2 to 3/4.
+//
+// The address 0 is the empty-slot marker; a (hostile) block at address 0 lives in a side slot.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <utility>
+
+namespace memtide::analysis {
+
+template <class V>
+class LiveMap {
+ public:
+  struct Slot {
+    uint64_t key;
+    V value;
+  };
+
+  LiveMap() { rehash(1024); }
+
+  std::size_t size() const { return size_ + (zero_used_ ? 1 : 0); }
+  std::size_t capacity() const { return mask_ + 1; }
+  std::size_t memory_bytes() const { return capacity() * sizeof(Slot); }
+
+  // Inserts or finds `key`. Returns the value and whether it was inserted (false: it existed).
+  std::pair<V*, bool> insert(uint64_t key) {
+    if (key == 0) {
+      const bool fresh = !zero_used_;
+      zero_used_ = true;
+      if (fresh) zero_ = V{};
+      return {&zero_, fresh};
+    }
+    if ((size_ + 1) * 4 > capacity() * 3) rehash(capacity() * 2);
+    std::size_t i = index(key);
+    for (;; i = (i + 1) & mask_) {
+      Slot& s = slots_[i];
+      if (s.key == key) return {&s.value, false};
+      if (s.key == 0) {
+        s.key = key;
+        s.value = V{};
+        ++size_;
+        return {&s.value, true};
+      }
+    }
+  }
+
+  V* find(uint64_t key) {
+    if (key == 0) return zero_used_ ? &zero_ : nullptr;
+    for (std::size_t i = index(key);; i = (i + 1) & mask_) {
+      Slot& s = slots_[i];
+      if (s.key == key) return &s.value;
+      if (s.key == 0) return nullptr;
+    }
+  }
+
+  // Removes `key` and stores its value in `out`. False when absent.
+  bool erase(uint64_t key, V& out) {
+    if (key == 0) {
+      if (!zero_used_) return false;
+      out = zero_;
+      zero_used_ = false;
+      return true;
+    }
+    std::size_t i = index(key);
+    for (;; i = (i + 1) & mask_) {
+      if (slots_[i].key == key) break;
+      if (slots_[i].key == 0) return false;
+    }
+    out = slots_[i].value;
+    // Backward shift: pull later members of the probe run into the hole.
+    std::size_t hole = i;
+    for (std::size_t j = (i + 1) & mask_; slots_[j].key != 0; j = (j + 1) & mask_) {
+      const std::size_t home = index(slots_[j].key);
+      // Move j into the hole when its home is not in (hole, j] (cyclically).
+      const bool between = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
+      if (!between) {
+        slots_[hole] = slots_[j];
+        hole = j;
+      }
+    }
+    slots_[hole].key = 0;
+    --size_;
+    return true;
+  }
+
+  template <class F>
+  void for_each(F&& f) const {
+    if (zero_used_) f(uint64_t{0}, zero_);
+    for (std::size_t i = 0; i <= mask_; ++i)
+      if (slots_[i].key != 0) f(slots_[i].key, slots_[i].value);
+  }
+
+  void clear() {
+    size_ = 0;
+    zero_used_ = false;
+    rehash(1024);
+  }
+
+ private:
+  std::size_t index(uint64_t key) const {
+    return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> shift_) & mask_;
+  }
+
+  void rehash(std::size_t cap) {
+    std::unique_ptr<Slot[]> old = std::move(slots_);
+    const std::size_t old_cap = old ? mask_ + 1 : 0;
+    slots_ = std::make_unique<Slot[]>(cap);
+    for (std::size_t i = 0; i < cap; ++i) slots_[i].key = 0;
+    mask_ = cap - 1;
+    shift_ = 64 - static_cast<unsigned>(__builtin_ctzll(cap));
+    size_ = 0;
+    for (std::size_t i = 0; i < old_cap; ++i) {
+      if (old[i].key == 0) continue;
+      std::size_t j = index(old[i].key);
+      while (slots_[j].key != 0) j = (j + 1) & mask_;
+      slots_[j] = old[i];
+      ++size_;
+    }
+  }
+
+  std::unique_ptr<Slot[]> slots_;
+  std::size_t mask_ = 0;
+  unsigned shift_ = 0;
+  std::size_t size_ = 0;
+  bool zero_used_ = false;
+  V zero_{};
+};
+
+}  // namespace memtide::analysis

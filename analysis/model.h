@@ -1,0 +1,285 @@
+// The analysis model: everything one replay of a trace learns, as plain immutable data shared
+// by `memtide report|check|flamegraph|diff|summary` and the viewer.
+//
+// Sections:
+//   [1] Domains and metrics (heap, mmap and custom pools are kept apart)
+//   [2] Per-stack statistics
+//   [3] Time series (downsampled without losing extremes)
+//   [4] Anomalies: unknown frees, mismatched APIs, double allocations
+//   [5] Process, threads, modules, markers
+//   [6] Model
+//
+// Times in the model are absolute trace times (ns, CLOCK_MONOTONIC of the recorded process);
+// Model::time_base is the start of the trace, so `t - time_base` is "time since start".
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "analysis/ids.h"
+#include "analysis/stacks.h"
+#include "formats/records.h"
+
+namespace memtide::analysis {
+
+// ---------------------------------------------------------------------------------------
+// [1] Domains and metrics
+// ---------------------------------------------------------------------------------------
+
+// Heap: malloc family and operator new/delete. Mmap: anonymous mappings (mmap/munmap/mremap).
+// Custom: blocks announced with memtide_alloc/memtide_free (usually carved from heap pools,
+// so counting them as heap would count their bytes twice).
+enum class Domain : uint8_t { Heap, Mmap, Custom, Count };
+inline constexpr unsigned kDomainCount = static_cast<unsigned>(Domain::Count);
+
+constexpr Domain domain_of(fmt::Api a) {
+  switch (fmt::family_of(a)) {
+    case fmt::Family::Mmap: return Domain::Mmap;
+    case fmt::Family::Custom: return Domain::Custom;
+    default: return Domain::Heap;
+  }
+}
+constexpr const char* domain_name(Domain d) {
+  return d == Domain::Heap ? "heap" : d == Domain::Mmap ? "mmap" : "custom";
+}
+
+// The quantities a flamegraph or a tree can be drawn for.
+enum class Metric : uint8_t {
+  Allocated,   // bytes allocated
+  Count,       // number of allocations
+  Temporary,   // number of temporary allocations (see Totals::temporaries)
+  Leaked,      // bytes not freed at the end of the trace
+  Peak,        // bytes live at the high-water mark
+  LiveAt,      // bytes live at ReplayOptions::at (the chosen time)
+  Count_
+};
+
+// ---------------------------------------------------------------------------------------
+// [2] Per-stack statistics (one entry per stack that allocated in the domain)
+// ---------------------------------------------------------------------------------------
+
+struct StackMetrics {
+  uint64_t alloc_count = 0, alloc_bytes = 0;
+  uint64_t temp_count = 0, temp_bytes = 0;
+  uint64_t leaked_blocks = 0, leaked_bytes = 0;
+  uint64_t peak_blocks = 0, peak_bytes = 0;  // live at the domain's high-water mark
+  uint64_t at_blocks = 0, at_bytes = 0;      // live at ReplayOptions::at
+  uint64_t first_leak_time = 0, last_leak_time = 0;  // allocation times of the leaked blocks
+
+  uint64_t value(Metric m) const {
+    switch (m) {
+      case Metric::Allocated: return alloc_bytes;
+      case Metric::Count: return alloc_count;
+      case Metric::Temporary: return temp_count;
+      case Metric::Leaked: return leaked_bytes;
+      case Metric::Peak: return peak_bytes;
+      case Metric::LiveAt: return at_bytes;
+      case Metric::Count_: break;
+    }
+    return 0;
+  }
+  // The block count that goes with value(m) (for Count and Temporary: the same number).
+  uint64_t blocks(Metric m) const {
+    switch (m) {
+      case Metric::Allocated: case Metric::Count: return alloc_count;
+      case Metric::Temporary: return temp_count;
+      case Metric::Leaked: return leaked_blocks;
+      case Metric::Peak: return peak_blocks;
+      case Metric::LiveAt: return at_blocks;
+      case Metric::Count_: break;
+    }
+    return 0;
+  }
+};
+
+struct StackStats {
+  StackId stack;
+  StackMetrics m;
+};
+
+// Whole-domain totals. Every allocation statistic counts the allocations made in the window
+// [ReplayOptions::from, to] only ("counted" blocks); with no window, all of them.
+struct Totals {
+  uint64_t allocations = 0, allocated_bytes = 0;  // counted allocations
+  uint64_t frees = 0, freed_bytes = 0;            // free records / bytes released of counted blocks
+  // Temporary allocation: a block freed by the thread that allocated it, with no other
+  // allocation by that thread in between (heaptrack's definition, applied per thread).
+  uint64_t temporaries = 0, temporary_bytes = 0;
+  uint64_t peak_bytes = 0, peak_blocks = 0, peak_time = 0;  // high-water mark of counted live bytes
+  uint64_t leaked_bytes = 0, leaked_blocks = 0;             // counted blocks live at the end
+  uint64_t at_bytes = 0, at_blocks = 0;                     // counted blocks live at `at`
+};
+
+struct ApiCount {
+  uint64_t calls = 0, bytes = 0;
+};
+
+// ---------------------------------------------------------------------------------------
+// [3] Time series: at most `max_points` buckets; each keeps the min, max and last value of
+//     its interval, so the peak survives any amount of downsampling.
+// ---------------------------------------------------------------------------------------
+
+struct SeriesPoint {
+  uint64_t time = 0;  // start of the bucket (absolute)
+  uint64_t min = 0, max = 0, last = 0;
+};
+
+class Series {
+ public:
+  explicit Series(std::size_t max_points = 2048) : max_points_(max_points < 4 ? 4 : max_points) {}
+  void add(uint64_t time, uint64_t value);
+  const std::vector<SeriesPoint>& points() const { return points_; }
+  uint64_t bucket_ns() const { return width_; }
+
+ private:
+  void coarsen();
+  std::size_t max_points_;
+  uint64_t base_ = 0;
+  uint64_t width_ = 1000;  // ns; doubles whenever the series is full
+  bool started_ = false;
+  std::vector<SeriesPoint> points_;
+};
+
+// ---------------------------------------------------------------------------------------
+// [4] Anomalies
+// ---------------------------------------------------------------------------------------
+
+// Frees of addresses that were not live (allocated before recording started, while paused,
+// twice freed, or by an allocation the recorder lost). Free records carry no stack: grouped by
+// API and thread, with the first address seen.
+struct UnknownFree {
+  fmt::Api api = fmt::Api::Free;
+  ThreadId thread;
+  uint64_t count = 0;
+  uint64_t first_addr = 0, first_time = 0;
+};
+
+// A block released by the wrong family (new[] by free, malloc by delete, ...); grouped by the
+// allocation's stack and both APIs.
+struct Mismatch {
+  StackId stack;
+  fmt::Api alloc_api = fmt::Api::Malloc, free_api = fmt::Api::Free;
+  uint64_t count = 0, bytes = 0;
+  uint64_t first_time = 0;
+};
+
+struct Anomalies {
+  std::vector<UnknownFree> unknown_frees;  // per domain in `domain`
+  std::array<uint64_t, kDomainCount> unknown_free_count{};
+  std::vector<Mismatch> mismatches;
+  uint64_t mismatch_count = 0;
+  // An address allocated again while still live (a lost free): the old block is dropped.
+  uint64_t double_allocs = 0;
+  // Records that could not be right (unknown API, zero-length munmap, ...).
+  uint64_t bad_records = 0;
+  // Stack ids used by allocations but never defined by a StackDef.
+  uint64_t undefined_stacks = 0;
+};
+
+// ---------------------------------------------------------------------------------------
+// [5] Process, threads, modules, markers
+// ---------------------------------------------------------------------------------------
+
+struct ProcessSummary {
+  uint64_t pid = 0, ppid = 0;
+  uint64_t realtime_start_ns = 0, monotonic_start_ns = 0;
+  uint64_t page_size = 0;
+  fmt::RecordingMode mode = fmt::RecordingMode::Exact;
+  uint64_t sample_interval = 0;
+  std::string exe, cwd;
+  std::vector<std::string> argv;
+};
+
+struct ThreadInfo {
+  ThreadId id;
+  uint64_t os_tid = 0;
+  uint32_t parent = 0;
+  std::string name;
+  uint64_t start_time = 0, exit_time = 0;
+  uint64_t allocations = 0, frees = 0;
+};
+
+struct ModuleInfo {
+  ModuleId id;
+  uint64_t load_bias = 0;
+  std::string path;
+  std::string build_id;  // raw bytes
+  std::vector<fmt::Segment> segments;
+  uint64_t load_time = 0, unload_time = 0;  // unload_time 0: still loaded at the end
+  // [lo, hi): runtime address range covered by the executable segments.
+  uint64_t lo = 0, hi = 0;
+};
+
+struct MarkerInfo {
+  uint64_t time = 0;
+  ThreadId thread;
+  std::string label;
+};
+
+// ---------------------------------------------------------------------------------------
+// [6] Model
+// ---------------------------------------------------------------------------------------
+
+// Symbols embedded in the trace by `memtide symbolize` (Symbols records), per module.
+struct EmbeddedSymbol {
+  uint64_t offset = 0;  // module offset of the return address
+  std::string function, file;
+  uint32_t line = 0;
+  uint32_t inline_depth = 0;  // 0: the function the code belongs to; k > 0: inlined k levels deep
+};
+
+struct Model {
+  // Where the trace stands.
+  bool complete = false;          // an End record was read
+  std::optional<fmt::End> end;
+  bool truncated = false;         // the file ended inside a block: analysed up to the cut
+  bool corrupt = false;           // a bad block or record was skipped
+  std::vector<std::string> warnings;
+  uint64_t file_size = 0;
+  uint64_t events = 0;            // Alloc + Free records
+
+  ProcessSummary process;
+  bool have_process = false;
+  uint64_t time_base = 0;          // start of the trace (ProcessInfo, or the first event)
+  uint64_t first_time = 0, last_time = 0;
+  uint64_t duration() const { return last_time > time_base ? last_time - time_base : 0; }
+
+  // The window the statistics were restricted to (absolute; 0 / UINT64_MAX: unbounded) and
+  // the "live at" time.
+  uint64_t window_from = 0, window_to = UINT64_MAX;
+  uint64_t at_time = UINT64_MAX;
+  bool has_window() const { return window_from != 0 || window_to != UINT64_MAX; }
+
+  std::array<Totals, kDomainCount> totals{};
+  std::array<ApiCount, fmt::kApiCount> alloc_api{};  // counted allocations per API
+  std::array<ApiCount, fmt::kApiCount> free_api{};   // free records per API (bytes: known blocks)
+  const Totals& heap() const { return totals[0]; }
+
+  // Per-stack statistics per domain (only stacks with something to show; unordered).
+  std::array<std::vector<StackStats>, kDomainCount> stacks;
+  bool per_stack = true;  // false when replayed in summary mode
+
+  StackTable stack_table;
+  std::vector<ModuleInfo> modules;
+  // Symbols records, per module id, sorted by (offset, inline_depth); later records win.
+  std::unordered_map<uint64_t, std::vector<EmbeddedSymbol>> embedded;
+  std::vector<ThreadInfo> threads;
+  std::vector<MarkerInfo> markers;
+  uint64_t markers_dropped = 0;
+
+  Series heap_series;  // live heap bytes (all heap blocks, not only the window's)
+  Series rss_series;   // RSS from Counters records
+  uint64_t peak_rss = 0;
+
+  Anomalies anomalies;
+
+  const ModuleInfo* module(ModuleId id) const;
+  // The module whose executable segments contain `ip` (the latest loaded, when several did).
+  const ModuleInfo* module_at(uint64_t ip) const;
+};
+
+}  // namespace memtide::analysis

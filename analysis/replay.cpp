@@ -1,0 +1,667 @@
+// The replay: a template visitor fed by EventMerger, so that Alloc/Free decoding inlines into
+// the handlers below.
+//
+// Sections:
+//   [1] Per-domain working state (live sets, per-stack counters, lazy peak snapshot)
+//   [2] Replayer: record handlers
+//   [3] Heap-like domains (heap, custom): alloc / free
+//   [4] Mmap domain: ranges, partial munmap, mremap
+//   [5] Finishing: leaks, peaks, model
+//   [6] Driver: reading the file, errors, progress
+//
+// Peak by stack without a second pass: each stack remembers the sequence number of its last
+// change. When a stack is about to change and its last change is not after the latest peak,
+// its current value is the value it had at that peak, so it is saved first. At the end, stacks
+// untouched since the latest peak take their current value. O(1) per event.
+#include "analysis/replay.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <unordered_map>
+
+#include "analysis/live_map.h"
+#include "formats/decoder.h"
+#include "formats/merge.h"
+#include "formats/reader.h"
+
+namespace memtide::analysis {
+namespace {
+
+using namespace memtide::fmt;
+
+// ---------------------------------------------------------------------------------------
+// [1] Working state
+// ---------------------------------------------------------------------------------------
+
+constexpr uint32_t kNoStack = UINT32_MAX;
+constexpr uint32_t kMaxThreadSlots = 1u << 20;
+
+struct StackWork {
+  uint64_t cur_bytes = 0, cur_blocks = 0;
+  uint64_t last_change = 0;  // sequence number of the last change of cur_*
+  StackMetrics m;
+};
+
+struct LiveBlock {
+  uint64_t bytes = 0;
+  uint64_t time = 0;
+  uint32_t stack = kNoStack;  // index into DomainState::work
+  uint32_t thread = 0;
+  Api api = Api::Malloc;
+  bool counted = false;
+};
+
+struct DomainState {
+  bool per_stack = true;
+  std::vector<uint32_t> dense;                   // raw stack id -> work index + 1
+  std::unordered_map<uint64_t, uint32_t> sparse;  // for ids >= StackTable::kDenseLimit
+  std::vector<StackWork> work;
+  std::vector<uint64_t> raw;  // work index -> raw stack id
+  Totals t;
+  uint64_t live_bytes = 0, live_blocks = 0;  // counted blocks
+  uint64_t seq = 0, peak_seq = 0;
+
+  uint32_t index(uint64_t stack) {
+    if (!per_stack) return kNoStack;
+    uint32_t* slot;
+    if (stack < StackTable::kDenseLimit) {
+      if (stack >= dense.size()) dense.resize(std::max<std::size_t>(stack + 1, dense.size() * 3 / 2 + 64));
+      slot = &dense[stack];
+    } else {
+      slot = &sparse[stack];
+    }
+    if (*slot == 0) {
+      work.emplace_back();
+      raw.push_back(stack);
+      *slot = static_cast<uint32_t>(work.size());
+    }
+    return *slot - 1;
+  }
+
+  // Applies a change of counted live bytes/blocks of stack `s` at `time`.
+  void change(uint32_t s, int64_t dbytes, int64_t dblocks, uint64_t time) {
+    ++seq;
+    if (s != kNoStack) {
+      StackWork& w = work[s];
+      if (w.last_change <= peak_seq) {
+        w.m.peak_bytes = w.cur_bytes;
+        w.m.peak_blocks = w.cur_blocks;
+      }
+      w.cur_bytes += static_cast<uint64_t>(dbytes);
+      w.cur_blocks += static_cast<uint64_t>(dblocks);
+      w.last_change = seq;
+    }
+    live_bytes += static_cast<uint64_t>(dbytes);
+    live_blocks += static_cast<uint64_t>(dblocks);
+    if (live_bytes > t.peak_bytes) {
+      t.peak_bytes = live_bytes;
+      t.peak_blocks = live_blocks;
+      t.peak_time = time;
+      peak_seq = seq;
+    }
+  }
+
+  void snapshot_at() {
+    t.at_bytes = live_bytes;
+    t.at_blocks = live_blocks;
+    for (StackWork& w : work) {
+      w.m.at_bytes = w.cur_bytes;
+      w.m.at_blocks = w.cur_blocks;
+    }
+  }
+};
+
+struct MapRange {
+  uint64_t end = 0;
+  uint64_t mapping = 0;
+};
+struct Mapping {
+  uint64_t live = 0;
+  uint64_t time = 0;
+  uint32_t stack = kNoStack;
+  bool counted = false;
+};
+
+// ---------------------------------------------------------------------------------------
+// [2] Replayer
+// ---------------------------------------------------------------------------------------
+
+class Replayer : public NullVisitor {
+ public:
+  Replayer(Model& m, const ReplayOptions& o) : m_(m), opt_(o) {
+    for (auto& d : dom_) d.per_stack = o.per_stack;
+    m_.per_stack = o.per_stack;
+    m_.heap_series = Series(o.series_points);
+    m_.rss_series = Series(o.series_points);
+  }
+
+  void on_process_info(uint32_t, const ProcessInfo& x) {
+    if (m_.have_process) return;
+    m_.have_process = true;
+    ProcessSummary& p = m_.process;
+    p.pid = x.pid;
+    p.ppid = x.ppid;
+    p.realtime_start_ns = x.realtime_start_ns;
+    p.monotonic_start_ns = x.monotonic_start_ns;
+    p.page_size = x.page_size;
+    p.mode = x.mode;
+    p.sample_interval = x.sample_interval;
+    p.exe = x.exe;
+    p.cwd = x.cwd;
+    ArgvIterator it(x);
+    for (std::string_view a; it.next(a);) p.argv.emplace_back(a);
+  }
+  void on_module_load(uint32_t, const ModuleLoad& x) {
+    note_time(x.time);
+    ModuleInfo mi;
+    mi.id = ModuleId(x.module_id);
+    mi.load_bias = x.load_bias;
+    mi.path = x.path;
+    mi.build_id = x.build_id;
+    mi.segments.assign(x.segments, x.segments + x.nseg);
+    mi.load_time = x.time;
+    uint64_t lo = UINT64_MAX, hi = 0, alo = UINT64_MAX, ahi = 0;
+    for (const Segment& s : mi.segments) {
+      const uint64_t a = x.load_bias + s.vaddr, b = a + s.memsz;
+      alo = std::min(alo, a);
+      ahi = std::max(ahi, b);
+      if (s.flags & kSegExec) {
+        lo = std::min(lo, a);
+        hi = std::max(hi, b);
+      }
+    }
+    if (hi == 0) lo = alo, hi = ahi;
+    mi.lo = hi ? lo : 0;
+    mi.hi = hi;
+    m_.modules.push_back(std::move(mi));
+  }
+  void on_module_unload(uint32_t, const ModuleUnload& x) {
+    note_time(x.time);
+    for (auto it = m_.modules.rbegin(); it != m_.modules.rend(); ++it)
+      if (it->id.value == x.module_id && it->unload_time == 0) {
+        it->unload_time = x.time;
+        break;
+      }
+  }
+  void on_thread_start(uint32_t, const ThreadStart& x) {
+    note_time(x.time);
+    ThreadInfo& t = thread(static_cast<uint32_t>(x.thread));
+    t.os_tid = x.os_tid;
+    t.parent = static_cast<uint32_t>(x.parent);
+    t.start_time = x.time;
+  }
+  void on_thread_name(uint32_t, const ThreadName& x) {
+    note_time(x.time);
+    thread(static_cast<uint32_t>(x.thread)).name = x.name;
+  }
+  void on_thread_exit(uint32_t, const ThreadExit& x) {
+    note_time(x.time);
+    thread(static_cast<uint32_t>(x.thread)).exit_time = x.time;
+  }
+  void on_stack_def(uint32_t, const StackDef& x) { m_.stack_table.define(x.first_id, x.parent_id, x.ips, x.count); }
+  void on_counters(uint32_t, const Counters& x) {
+    note_time(x.time);
+    m_.rss_series.add(x.time, x.rss_bytes);
+    m_.peak_rss = std::max(m_.peak_rss, x.rss_bytes);
+  }
+  void on_marker(uint32_t s, const Marker& x) {
+    note_time(x.time);
+    if (m_.markers.size() >= 100000) {
+      ++m_.markers_dropped;
+      return;
+    }
+    m_.markers.push_back({x.time, ThreadId(s), std::string(x.label)});
+  }
+  void on_watermark(uint32_t, const Watermark& x) { note_time(x.time); }
+  void on_end(uint32_t, const End& x) {
+    note_time(x.time);
+    m_.complete = true;
+    m_.end = x;
+  }
+  void on_symbols(uint32_t, const Symbols& x) {
+    std::vector<EmbeddedSymbol>& v = m_.embedded[x.module_id];
+    SymbolIterator it(x);
+    for (SymbolEntry e; it.next(e);)
+      v.push_back({e.offset, std::string(e.function), std::string(e.file), static_cast<uint32_t>(e.line),
+                   static_cast<uint32_t>(e.inline_depth)});
+  }
+
+  void on_alloc(uint32_t stream, const Alloc& a) {
+    note_time(a.time);
+    ++m_.events;
+    if (static_cast<unsigned>(a.api) >= kApiCount) [[unlikely]] {
+      ++m_.anomalies.bad_records;
+      return;
+    }
+    const uint64_t bytes = a.weight ? a.weight : a.size;
+    const Domain d = domain_of(a.api);
+    if (d == Domain::Mmap) [[unlikely]]
+      mmap_alloc(stream, a, bytes);
+    else
+      heap_alloc(d, stream, a, bytes);
+  }
+
+  void on_free(uint32_t stream, const Free& f) {
+    note_time(f.time);
+    ++m_.events;
+    if (static_cast<unsigned>(f.api) >= kApiCount) [[unlikely]] {
+      ++m_.anomalies.bad_records;
+      return;
+    }
+    const Domain d = domain_of(f.api);
+    if (d == Domain::Mmap) [[unlikely]]
+      mmap_free(stream, f);
+    else
+      heap_free(d, stream, f);
+  }
+
+  void finish();
+
+ private:
+  void note_time(uint64_t t) {
+    if (!based_) [[unlikely]]
+      set_base(t);
+    if (t > m_.last_time) m_.last_time = t;
+    if (t > m_.at_time && !at_done_) [[unlikely]]
+      snapshot_at();
+  }
+  void set_base(uint64_t first) {
+    based_ = true;
+    m_.first_time = first;
+    m_.time_base = m_.have_process && m_.process.monotonic_start_ns && m_.process.monotonic_start_ns <= first
+                       ? m_.process.monotonic_start_ns
+                       : first;
+    m_.last_time = first;
+    if (opt_.from) m_.window_from = m_.time_base + *opt_.from;
+    if (opt_.to) m_.window_to = *opt_.to > UINT64_MAX - m_.time_base ? UINT64_MAX : m_.time_base + *opt_.to;
+    if (opt_.at) m_.at_time = *opt_.at > UINT64_MAX - m_.time_base ? UINT64_MAX - 1 : m_.time_base + *opt_.at;
+  }
+  void snapshot_at() {
+    at_done_ = true;
+    for (auto& d : dom_) d.snapshot_at();
+  }
+  bool counted(uint64_t t) const { return t >= m_.window_from && t <= m_.window_to; }
+
+  ThreadInfo& thread(uint32_t id) {
+    auto [it, fresh] = thread_index_.try_emplace(id, static_cast<uint32_t>(m_.threads.size()));
+    if (fresh) {
+      m_.threads.emplace_back();
+      m_.threads.back().id = ThreadId(id);
+    }
+    return m_.threads[it->second];
+  }
+  uint64_t* thread_slot(std::vector<uint64_t>& v, uint32_t stream) {
+    if (stream >= kMaxThreadSlots) return nullptr;
+    if (stream >= v.size()) v.resize(stream + 1);
+    return &v[stream];
+  }
+
+  void heap_alloc(Domain d, uint32_t stream, const Alloc& a, uint64_t bytes);
+  void heap_free(Domain d, uint32_t stream, const Free& f);
+  void release(Domain d, const LiveBlock& b, uint64_t time);
+  void unknown_free(Domain d, uint32_t stream, const Free& f);
+  void mmap_alloc(uint32_t stream, const Alloc& a, uint64_t bytes);
+  void mmap_free(uint32_t stream, const Free& f);
+  uint64_t unmap(uint64_t lo, uint64_t hi, uint64_t time);
+
+  Model& m_;
+  const ReplayOptions& opt_;
+  bool based_ = false;
+  bool at_done_ = false;
+  DomainState dom_[kDomainCount];
+  LiveMap<LiveBlock> live_[2];  // heap, custom
+  uint64_t heap_all_live_ = 0;  // every live heap block, for the series
+  std::vector<uint64_t> last_alloc_;  // per thread: address of its latest heap allocation
+  std::vector<uint64_t> thread_allocs_, thread_frees_;
+  std::unordered_map<uint32_t, uint32_t> thread_index_;
+  std::map<uint64_t, MapRange> ranges_;  // mmap: start -> range
+  std::unordered_map<uint64_t, Mapping> mappings_;
+  uint64_t next_mapping_ = 1;
+  std::map<std::tuple<uint64_t, uint8_t, uint8_t>, size_t> mismatch_index_;
+  std::map<std::tuple<uint8_t, uint32_t, uint8_t>, size_t> unknown_index_;
+};
+
+// ---------------------------------------------------------------------------------------
+// [3] Heap-like domains
+// ---------------------------------------------------------------------------------------
+
+void Replayer::heap_alloc(Domain d, uint32_t stream, const Alloc& a, uint64_t bytes) {
+  DomainState& ds = dom_[static_cast<unsigned>(d)];
+  LiveMap<LiveBlock>& live = live_[d == Domain::Heap ? 0 : 1];
+  auto [blk, fresh] = live.insert(a.addr);
+  if (!fresh) [[unlikely]] {
+    ++m_.anomalies.double_allocs;
+    const LiveBlock old = *blk;
+    release(d, old, a.time);
+  }
+  const bool c = counted(a.time);
+  *blk = LiveBlock{bytes, a.time, kNoStack, stream, a.api, c};
+  if (d == Domain::Heap) {
+    heap_all_live_ += bytes;
+    m_.heap_series.add(a.time, heap_all_live_);
+    if (uint64_t* s = thread_slot(last_alloc_, stream)) *s = a.addr;
+  }
+  if (uint64_t* s = thread_slot(thread_allocs_, stream)) ++*s;
+  if (!c) return;
+  ++ds.t.allocations;
+  ds.t.allocated_bytes += bytes;
+  ApiCount& ac = m_.alloc_api[static_cast<unsigned>(a.api)];
+  ++ac.calls;
+  ac.bytes += bytes;
+  const uint32_t s = ds.index(a.stack);
+  blk->stack = s;
+  if (s != kNoStack) {
+    StackMetrics& sm = ds.work[s].m;
+    ++sm.alloc_count;
+    sm.alloc_bytes += bytes;
+  }
+  ds.change(s, static_cast<int64_t>(bytes), 1, a.time);
+}
+
+void Replayer::release(Domain d, const LiveBlock& b, uint64_t time) {
+  if (d == Domain::Heap) {
+    heap_all_live_ -= b.bytes;
+    m_.heap_series.add(time, heap_all_live_);
+  }
+  if (b.counted) dom_[static_cast<unsigned>(d)].change(b.stack, -static_cast<int64_t>(b.bytes), -1, time);
+}
+
+void Replayer::heap_free(Domain d, uint32_t stream, const Free& f) {
+  DomainState& ds = dom_[static_cast<unsigned>(d)];
+  LiveMap<LiveBlock>& live = live_[d == Domain::Heap ? 0 : 1];
+  if (uint64_t* s = thread_slot(thread_frees_, stream)) ++*s;
+  LiveBlock b;
+  if (!live.erase(f.addr, b)) [[unlikely]] {
+    unknown_free(d, stream, f);
+    return;
+  }
+  const ApiCount before = m_.free_api[static_cast<unsigned>(f.api)];
+  if (b.counted) {
+    ++ds.t.frees;
+    ds.t.freed_bytes += b.bytes;
+    m_.free_api[static_cast<unsigned>(f.api)] = {before.calls + 1, before.bytes + b.bytes};
+  }
+  if (family_of(b.api) != family_of(f.api)) [[unlikely]] {
+    ++m_.anomalies.mismatch_count;
+    const uint64_t raw = b.stack != kNoStack ? ds.raw[b.stack] : 0;
+    auto [it, fresh] = mismatch_index_.try_emplace({raw, static_cast<uint8_t>(b.api), static_cast<uint8_t>(f.api)},
+                                                   m_.anomalies.mismatches.size());
+    if (fresh) m_.anomalies.mismatches.push_back({StackId(raw), b.api, f.api, 0, 0, f.time});
+    Mismatch& mm = m_.anomalies.mismatches[it->second];
+    ++mm.count;
+    mm.bytes += b.bytes;
+  }
+  if (d == Domain::Heap) {
+    uint64_t* last = thread_slot(last_alloc_, stream);
+    if (last && *last == f.addr && b.thread == stream) {
+      *last = 0;
+      if (b.counted) {
+        ++ds.t.temporaries;
+        ds.t.temporary_bytes += b.bytes;
+        if (b.stack != kNoStack) {
+          ++ds.work[b.stack].m.temp_count;
+          ds.work[b.stack].m.temp_bytes += b.bytes;
+        }
+      }
+    }
+  }
+  release(d, b, f.time);
+}
+
+void Replayer::unknown_free(Domain d, uint32_t stream, const Free& f) {
+  const unsigned di = static_cast<unsigned>(d);
+  ++m_.anomalies.unknown_free_count[di];
+  if (!m_.has_window()) {
+    ++dom_[di].t.frees;
+    ++m_.free_api[static_cast<unsigned>(f.api)].calls;
+  }
+  auto [it, fresh] = unknown_index_.try_emplace({static_cast<uint8_t>(f.api), stream, static_cast<uint8_t>(di)},
+                                                m_.anomalies.unknown_frees.size());
+  if (fresh) m_.anomalies.unknown_frees.push_back({f.api, ThreadId(stream), 0, f.addr, f.time});
+  ++m_.anomalies.unknown_frees[it->second].count;
+}
+
+// ---------------------------------------------------------------------------------------
+// [4] Mmap domain
+// ---------------------------------------------------------------------------------------
+
+// Removes [lo, hi) from the live mappings; returns the bytes that were mapped.
+uint64_t Replayer::unmap(uint64_t lo, uint64_t hi, uint64_t time) {
+  if (hi <= lo) return 0;
+  DomainState& ds = dom_[static_cast<unsigned>(Domain::Mmap)];
+  uint64_t removed = 0;
+  auto it = ranges_.upper_bound(lo);
+  if (it != ranges_.begin()) --it;
+  while (it != ranges_.end() && it->first < hi) {
+    const uint64_t start = it->first;
+    const MapRange r = it->second;
+    if (r.end <= lo) {
+      ++it;
+      continue;
+    }
+    const uint64_t cut_lo = std::max(start, lo), cut_hi = std::min(r.end, hi);
+    const uint64_t n = cut_hi - cut_lo;
+    removed += n;
+    it = ranges_.erase(it);
+    if (start < cut_lo) ranges_[start] = {cut_lo, r.mapping};
+    if (cut_hi < r.end) {
+      it = ranges_.insert_or_assign(cut_hi, MapRange{r.end, r.mapping}).first;
+      ++it;
+    }
+    auto mit = mappings_.find(r.mapping);
+    if (mit == mappings_.end()) continue;
+    Mapping& mp = mit->second;
+    mp.live -= std::min(mp.live, n);
+    const bool gone = mp.live == 0;
+    if (mp.counted) ds.change(mp.stack, -static_cast<int64_t>(n), gone ? -1 : 0, time);
+    if (gone) mappings_.erase(mit);
+  }
+  return removed;
+}
+
+void Replayer::mmap_alloc(uint32_t stream, const Alloc& a, uint64_t bytes) {
+  DomainState& ds = dom_[static_cast<unsigned>(Domain::Mmap)];
+  if (a.size == 0 || a.addr + a.size < a.addr) {
+    ++m_.anomalies.bad_records;
+    return;
+  }
+  unmap(a.addr, a.addr + a.size, a.time);  // MAP_FIXED over an existing mapping replaces it
+  if (uint64_t* s = thread_slot(thread_allocs_, stream)) ++*s;
+  const bool c = counted(a.time);
+  const uint64_t id = next_mapping_++;
+  ranges_[a.addr] = {a.addr + a.size, id};
+  Mapping& mp = mappings_[id];
+  mp = {a.size, a.time, kNoStack, c};
+  if (!c) return;
+  ++ds.t.allocations;
+  ds.t.allocated_bytes += bytes;
+  ApiCount& ac = m_.alloc_api[static_cast<unsigned>(a.api)];
+  ++ac.calls;
+  ac.bytes += bytes;
+  mp.stack = ds.index(a.stack);
+  if (mp.stack != kNoStack) {
+    ++ds.work[mp.stack].m.alloc_count;
+    ds.work[mp.stack].m.alloc_bytes += bytes;
+  }
+  ds.change(mp.stack, static_cast<int64_t>(a.size), 1, a.time);
+}
+
+void Replayer::mmap_free(uint32_t stream, const Free& f) {
+  DomainState& ds = dom_[static_cast<unsigned>(Domain::Mmap)];
+  if (uint64_t* s = thread_slot(thread_frees_, stream)) ++*s;
+  uint64_t hi;
+  if (f.api == Api::Munmap) {
+    if (f.length == 0 || f.addr + f.length < f.addr) {
+      ++m_.anomalies.bad_records;
+      return;
+    }
+    hi = f.addr + f.length;
+  } else {  // mremap's old mapping: from addr to the end of the range that holds it
+    auto it = ranges_.upper_bound(f.addr);
+    if (it == ranges_.begin() || std::prev(it)->second.end <= f.addr) {
+      unknown_free(Domain::Mmap, stream, f);
+      return;
+    }
+    hi = std::prev(it)->second.end;
+  }
+  const uint64_t n = unmap(f.addr, hi, f.time);
+  if (n == 0) {
+    unknown_free(Domain::Mmap, stream, f);
+    return;
+  }
+  ++ds.t.frees;
+  ds.t.freed_bytes += n;
+  ApiCount& fc = m_.free_api[static_cast<unsigned>(f.api)];
+  ++fc.calls;
+  fc.bytes += n;
+}
+
+// ---------------------------------------------------------------------------------------
+// [5] Finishing
+// ---------------------------------------------------------------------------------------
+
+void Replayer::finish() {
+  if (!based_) set_base(m_.have_process ? m_.process.monotonic_start_ns : 0);
+  if (opt_.at && !at_done_) snapshot_at();  // the chosen time is after the last event
+  auto leak = [](StackWork& w, uint64_t bytes, uint64_t time) {
+    if (w.m.leaked_blocks == 0 || time < w.m.first_leak_time) w.m.first_leak_time = time;
+    if (time > w.m.last_leak_time) w.m.last_leak_time = time;
+    ++w.m.leaked_blocks;
+    w.m.leaked_bytes += bytes;
+  };
+  for (int i = 0; i < 2; ++i) {
+    DomainState& ds = dom_[i == 0 ? 0 : static_cast<unsigned>(Domain::Custom)];
+    live_[i].for_each([&](uint64_t, const LiveBlock& b) {
+      if (!b.counted) return;
+      if (b.stack != kNoStack) leak(ds.work[b.stack], b.bytes, b.time);
+    });
+  }
+  DomainState& md = dom_[static_cast<unsigned>(Domain::Mmap)];
+  for (const auto& [id, mp] : mappings_)
+    if (mp.counted && mp.stack != kNoStack) leak(md.work[mp.stack], mp.live, mp.time);
+
+  for (unsigned di = 0; di < kDomainCount; ++di) {
+    DomainState& ds = dom_[di];
+    ds.t.leaked_bytes = ds.live_bytes;
+    ds.t.leaked_blocks = ds.live_blocks;
+    m_.totals[di] = ds.t;
+    std::vector<StackStats>& out = m_.stacks[di];
+    out.reserve(ds.work.size());
+    for (std::size_t i = 0; i < ds.work.size(); ++i) {
+      StackWork& w = ds.work[i];
+      if (w.last_change <= ds.peak_seq) {
+        w.m.peak_bytes = w.cur_bytes;
+        w.m.peak_blocks = w.cur_blocks;
+      }
+      out.push_back({StackId(ds.raw[i]), w.m});
+      if (!m_.stack_table.defined(StackId(ds.raw[i]))) ++m_.anomalies.undefined_stacks;
+    }
+    ds.work = {};
+    ds.dense = {};
+  }
+  for (ThreadInfo& t : m_.threads) {
+    const uint32_t id = t.id.value;
+    if (id < thread_allocs_.size()) t.allocations = thread_allocs_[id];
+    if (id < thread_frees_.size()) t.frees = thread_frees_[id];
+  }
+  for (uint32_t id = 0; id < thread_allocs_.size(); ++id)
+    if (thread_allocs_[id] && !thread_index_.count(id)) {
+      ThreadInfo& t = thread(id);
+      t.allocations = thread_allocs_[id];
+      t.frees = id < thread_frees_.size() ? thread_frees_[id] : 0;
+    }
+  std::sort(m_.threads.begin(), m_.threads.end(), [](const ThreadInfo& a, const ThreadInfo& b) { return a.id < b.id; });
+  for (auto& [id, v] : m_.embedded)
+    std::stable_sort(v.begin(), v.end(), [](const EmbeddedSymbol& a, const EmbeddedSymbol& b) {
+      return a.offset != b.offset ? a.offset < b.offset : a.inline_depth < b.inline_depth;
+    });
+  if (m_.anomalies.undefined_stacks)
+    m_.warnings.push_back(std::to_string(m_.anomalies.undefined_stacks) +
+                          " stacks were used but never defined (shown as <unknown>)");
+  if (m_.anomalies.double_allocs)
+    m_.warnings.push_back(std::to_string(m_.anomalies.double_allocs) +
+                          " addresses were allocated twice without a free in between (a free was lost)");
+}
+
+// ---------------------------------------------------------------------------------------
+// [6] Driver
+// ---------------------------------------------------------------------------------------
+
+AnalyzeResult run(FileReader& reader, uint64_t size, const ReplayOptions& opt, bool is_file, const std::string& path) {
+  AnalyzeResult res;
+  res.model = std::make_unique<Model>();
+  Model& m = *res.model;
+  m.file_size = size;
+  for (const std::string& w : reader.warnings()) m.warnings.push_back(w);
+  Replayer rp(m, opt);
+  EventMerger merger;
+  Block b;
+  uint64_t blocks = 0;
+  for (;;) {
+    ReadResult r = reader.next(b);
+    if (r.end_of_file()) break;
+    if (!r.ok()) {
+      if (r.status == ReadStatus::Truncated) {
+        const bool growing = is_file && is_being_written(path);
+        m.truncated = true;
+        m.warnings.push_back(growing ? "the trace is still being written: analysed up to offset " +
+                                           std::to_string(r.offset)
+                                     : r.message + ": analysed up to the cut");
+        break;
+      }
+      m.corrupt = true;
+      m.warnings.push_back(r.message);
+      if (r.status == ReadStatus::Corrupt && reader.resync()) continue;
+      break;
+    }
+    r = merger.add_block(b, rp);
+    if (!r.ok()) {
+      m.corrupt = true;
+      m.warnings.push_back(r.message + " (rest of the block skipped)");
+    }
+    if (opt.progress && (++blocks & 63) == 0) opt.progress(reader.offset(), size);
+  }
+  merger.finish(rp);
+  if (merger.stats().out_of_order)
+    m.warnings.push_back(std::to_string(merger.stats().out_of_order) + " events were merged out of time order");
+  rp.finish();
+  if (!m.complete && !m.truncated)
+    m.warnings.insert(m.warnings.begin(), "no end record: the process was killed or is still running; "
+                                          "analysed what was written");
+  if (opt.progress) opt.progress(size, size);
+  return res;
+}
+
+}  // namespace
+
+AnalyzeResult analyze_file(const std::string& path, const ReplayOptions& options) {
+  FileReader reader;
+  if (OpenResult o = reader.open(path); !o.ok()) return {o.message, nullptr};
+  return run(reader, reader.size(), options, true, path);
+}
+
+AnalyzeResult analyze_memory(std::span<const uint8_t> data, const ReplayOptions& options) {
+  FileReader reader;
+  if (OpenResult o = reader.open_memory(data); !o.ok()) return {o.message, nullptr};
+  return run(reader, data.size(), options, false, {});
+}
+
+uint64_t peak_rss_bytes() {
+  FILE* f = std::fopen("/proc/self/status", "r");
+  if (!f) return 0;
+  char line[256];
+  uint64_t kb = 0;
+  while (std::fgets(line, sizeof line, f))
+    if (std::strncmp(line, "VmHWM:", 6) == 0) kb = std::strtoull(line + 6, nullptr, 10);
+  std::fclose(f);
+  return kb * 1024;
+}
+
+}  // namespace memtide::analysis

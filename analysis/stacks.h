@@ -1,0 +1,51 @@
+// StackTable: the recorder's stack trie as read from StackDef records. A stack id names a node;
+// the stack is the path from the root (id 0, the empty stack) to it, outermost caller first,
+// and the node itself holds the return address in the caller of the allocation function.
+//
+// Nodes may be defined after an allocation that uses them was read (another thread's block
+// can arrive later), so nothing is resolved while replaying: ask for frames at the end.
+// Ids below kDenseLimit live in a vector, others (only a hostile or odd file has them) in a map.
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "analysis/ids.h"
+
+namespace memtide::analysis {
+
+class StackTable {
+ public:
+  static constexpr uint64_t kDenseLimit = uint64_t{1} << 26;
+  static constexpr std::size_t kMaxDepth = 1u << 16;  // a cycle in a hostile file stops here
+
+  struct Node {
+    uint64_t parent = 0;
+    uint64_t ip = 0;
+    bool defined = false;
+  };
+
+  // Defines `count` nodes starting at `first` (StackDef semantics).
+  void define(uint64_t first, uint64_t parent, const uint64_t* ips, uint32_t count);
+
+  bool defined(StackId id) const;
+  const Node* node(StackId id) const;
+  StackId parent(StackId id) const;
+
+  // Return addresses of the stack, outermost caller first (the root's side), allocation site
+  // last. False when a node on the way is undefined (the frames found so far are kept).
+  bool frames(StackId id, std::vector<uint64_t>& out) const;
+
+  std::size_t size() const { return count_; }
+  std::size_t memory_bytes() const {
+    return dense_.capacity() * sizeof(Node) + sparse_.size() * (sizeof(Node) + 32);
+  }
+
+ private:
+  std::vector<Node> dense_;
+  std::unordered_map<uint64_t, Node> sparse_;
+  std::size_t count_ = 0;
+};
+
+}  // namespace memtide::analysis

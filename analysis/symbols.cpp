@@ -1,0 +1,327 @@
+// Sections: [1] names and formatting  [2] module sessions (libdw)  [3] DWARF lookup
+//           [4] Symbolizer
+#include "analysis/symbols.h"
+
+#include <cxxabi.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace memtide::analysis {
+
+// ---------------------------------------------------------------------------------------
+// [1] Names and formatting
+// ---------------------------------------------------------------------------------------
+
+std::string demangle(std::string_view name) {
+  if (name.size() < 2 || name[0] != '_' || name[1] != 'Z') return std::string(name);
+  const std::string z(name);
+  int status = 0;
+  char* d = abi::__cxa_demangle(z.c_str(), nullptr, nullptr, &status);
+  if (status != 0 || !d) return z;
+  std::string out(d);
+  std::free(d);
+  return out;
+}
+
+std::string_view basename_of(std::string_view path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+namespace {
+std::string hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+}  // namespace
+
+std::string frame_label(const Frame& f) {
+  if (!f.function.empty()) return std::string(f.function);
+  if (!f.module.empty()) return std::string(basename_of(f.module)) + "+" + hex(f.offset);
+  return hex(f.offset);
+}
+
+std::string format_frame(const Frame& f, bool short_file) {
+  std::string s = frame_label(f);
+  if (!f.file.empty()) {
+    s += " (";
+    s += short_file ? basename_of(f.file) : f.file;
+    if (f.line) s += ":" + std::to_string(f.line);
+    s += ")";
+  }
+  if (!f.function.empty() && !f.module.empty()) {
+    s += " [";
+    s += basename_of(f.module);
+    s += "]";
+  }
+  if (f.inlined) s += " (inlined)";
+  return s;
+}
+
+const char* module_state_name(ModuleState s) {
+  switch (s) {
+    case ModuleState::Ok: return "ok";
+    case ModuleState::NoDebugInfo: return "no debug info";
+    case ModuleState::Embedded: return "embedded symbols";
+    case ModuleState::Missing: return "missing";
+    case ModuleState::Mismatch: return "build-id mismatch";
+    case ModuleState::NoFile: return "no file";
+  }
+  return "?";
+}
+
+// ---------------------------------------------------------------------------------------
+// [2] Module sessions
+// ---------------------------------------------------------------------------------------
+
+struct Symbolizer::ModuleSession {
+  ModuleState state = ModuleState::Missing;
+  std::string detail;
+  Dwfl* dwfl = nullptr;
+  Dwfl_Module* mod = nullptr;
+  bool used = false;         // asked for at least once
+  bool fell_back = false;    // some address could not be named from this module
+  std::unordered_map<uint64_t, std::vector<Frame>> by_offset;
+  ~ModuleSession() {
+    if (dwfl) dwfl_end(dwfl);
+  }
+};
+
+namespace {
+
+std::string hex_bytes(std::string_view b) {
+  std::string s;
+  char buf[4];
+  for (unsigned char c : b) {
+    std::snprintf(buf, sizeof buf, "%02x", c);
+    s += buf;
+  }
+  return s;
+}
+
+const Dwfl_Callbacks kCallbacks = {
+    nullptr,  // find_elf: not used, the file is opened by us
+    dwfl_standard_find_debuginfo,
+    dwfl_offline_section_address,
+    nullptr,
+};
+
+// ---------------------------------------------------------------------------------------
+// [3] DWARF lookup
+// ---------------------------------------------------------------------------------------
+
+const char* die_name(Dwarf_Die* die) {
+  Dwarf_Attribute attr;
+  const char* n = nullptr;
+  if (dwarf_attr_integrate(die, DW_AT_linkage_name, &attr) || dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr))
+    n = dwarf_formstring(&attr);
+  if (!n && dwarf_attr_integrate(die, DW_AT_name, &attr)) n = dwarf_formstring(&attr);
+  return n;
+}
+
+struct RawFrame {
+  std::string function, file;
+  uint32_t line = 0;
+};
+
+// Innermost first.
+void dwarf_frames(Dwfl_Module* mod, Dwarf_Addr addr, bool inlines, std::vector<RawFrame>& out) {
+  out.clear();
+  const char* file = nullptr;
+  int line = 0;
+  if (Dwfl_Line* l = dwfl_module_getsrc(mod, addr)) file = dwfl_lineinfo(l, nullptr, &line, nullptr, nullptr, nullptr);
+  GElf_Off symoff = 0;
+  GElf_Sym sym;
+  const char* symname = dwfl_module_addrinfo(mod, addr, &symoff, &sym, nullptr, nullptr, nullptr);
+
+  Dwarf_Addr bias = 0;
+  Dwarf_Die* cudie = dwfl_module_addrdie(mod, addr, &bias);
+  if (cudie) {
+    Dwarf_Die* scopes = nullptr;
+    const int n = dwarf_getscopes(cudie, addr - bias, &scopes);
+    Dwarf_Files* files = nullptr;
+    size_t nfiles = 0;
+    bool have_files = false;
+    std::string cur_file = file ? file : "";
+    uint32_t cur_line = line > 0 ? static_cast<uint32_t>(line) : 0;
+    for (int i = 0; i < n; ++i) {
+      Dwarf_Die* s = &scopes[i];
+      const int tag = dwarf_tag(s);
+      if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram) continue;
+      const char* nm = die_name(s);
+      if (tag == DW_TAG_subprogram && symname && (!nm || std::strchr(nm, ':') == nullptr)) {
+        // The symbol table has the mangled (qualified) name where DWARF may have a bare one.
+        const std::string d = demangle(symname);
+        if (!nm || d.find(nm) != std::string::npos) nm = symname;
+      }
+      out.push_back({nm ? demangle(nm) : std::string(), cur_file, cur_line});
+      if (tag == DW_TAG_subprogram || !inlines) break;
+      // The caller's position is the inlined call site.
+      Dwarf_Attribute attr;
+      Dwarf_Word v = 0;
+      cur_file.clear();
+      cur_line = 0;
+      if (dwarf_attr(s, DW_AT_call_file, &attr) && dwarf_formudata(&attr, &v) == 0) {
+        if (!have_files) have_files = dwarf_getsrcfiles(cudie, &files, &nfiles) == 0;
+        if (have_files && v < nfiles)
+          if (const char* f = dwarf_filesrc(files, v, nullptr, nullptr)) cur_file = f;
+      }
+      if (dwarf_attr(s, DW_AT_call_line, &attr) && dwarf_formudata(&attr, &v) == 0) cur_line = static_cast<uint32_t>(v);
+    }
+    std::free(scopes);
+  }
+  if (out.empty() && (symname || file))
+    out.push_back({symname ? demangle(symname) : std::string(), file ? file : "", line > 0 ? static_cast<uint32_t>(line) : 0});
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// [4] Symbolizer
+// ---------------------------------------------------------------------------------------
+
+Symbolizer::Symbolizer(const Model& model, Options options) : model_(model), opt_(options) {}
+Symbolizer::~Symbolizer() = default;
+
+std::string_view Symbolizer::intern(std::string_view s) {
+  if (s.empty()) return {};
+  return *strings_.emplace(s).first;
+}
+
+Symbolizer::ModuleSession& Symbolizer::session(const ModuleInfo& m) {
+  const uint64_t key = static_cast<uint64_t>(&m - model_.modules.data());
+  auto& slot = sessions_[key];
+  if (slot) return *slot;
+  slot = std::make_unique<ModuleSession>();
+  ModuleSession& s = *slot;
+  if (m.path.empty() || m.path[0] != '/') {
+    s.state = ModuleState::NoFile;
+    s.detail = "not a file";
+    return s;
+  }
+  const int fd = ::open(m.path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    s.state = ModuleState::Missing;
+    s.detail = std::string("cannot open: ") + std::strerror(errno);
+    return s;
+  }
+  s.dwfl = dwfl_begin(&kCallbacks);
+  if (!s.dwfl) {
+    ::close(fd);
+    s.detail = dwfl_errmsg(-1);
+    return s;
+  }
+  // Placed at 0: lookups use module offsets, valid for any load address (ET_EXEC ignores it
+  // and has a load bias of 0 anyway).
+  s.mod = dwfl_report_elf(s.dwfl, std::string(basename_of(m.path)).c_str(), m.path.c_str(), fd, 0, false);
+  dwfl_report_end(s.dwfl, nullptr, nullptr);
+  if (!s.mod) {
+    s.state = ModuleState::Missing;
+    s.detail = std::string("not a readable ELF file: ") + dwfl_errmsg(-1);
+    return s;
+  }
+  GElf_Addr bias = 0;
+  dwfl_module_getelf(s.mod, &bias);
+  const unsigned char* bits = nullptr;
+  GElf_Addr vaddr = 0;
+  const int n = dwfl_module_build_id(s.mod, &bits, &vaddr);
+  const std::string_view disk = n > 0 ? std::string_view(reinterpret_cast<const char*>(bits), static_cast<size_t>(n)) : "";
+  if (!m.build_id.empty() && disk != m.build_id) {
+    s.state = ModuleState::Mismatch;
+    s.detail = "the file changed since recording (build-id " + (disk.empty() ? std::string("none") : hex_bytes(disk)) +
+               " on disk, " + hex_bytes(m.build_id) + " recorded)";
+    return s;
+  }
+  Dwarf_Addr dbias = 0;
+  s.state = dwfl_module_getdwarf(s.mod, &dbias) ? ModuleState::Ok : ModuleState::NoDebugInfo;
+  return s;
+}
+
+ModuleState Symbolizer::file_state(const ModuleInfo& m) { return session(m).state; }
+
+std::vector<Frame> Symbolizer::resolve_in_file(const ModuleInfo& m, uint64_t offset) {
+  ModuleSession& s = session(m);
+  s.used = true;
+  if (s.state != ModuleState::Ok && s.state != ModuleState::NoDebugInfo) return {};
+  auto it = s.by_offset.find(offset);
+  if (it != s.by_offset.end()) return it->second;
+  std::vector<RawFrame> raw;
+  dwarf_frames(s.mod, offset ? offset - 1 : 0, opt_.inlines, raw);
+  std::vector<Frame> out;
+  for (auto r = raw.rbegin(); r != raw.rend(); ++r)
+    out.push_back({intern(r->function), intern(r->file), r->line, intern(m.path), offset, r != raw.rbegin()});
+  s.by_offset.emplace(offset, out);
+  return out;
+}
+
+void Symbolizer::resolve_uncached(uint64_t ip, std::vector<Frame>& out) {
+  out.clear();
+  const ModuleInfo* m = model_.module_at(ip);
+  if (!m) {
+    out.push_back({{}, {}, 0, {}, ip, false});
+    return;
+  }
+  const uint64_t off = ip - m->load_bias;
+  const std::string_view path = intern(m->path);
+  if (opt_.use_embedded) {
+    auto e = model_.embedded.find(m->id.value);
+    if (e != model_.embedded.end()) {
+      const std::vector<EmbeddedSymbol>& v = e->second;
+      auto lo = std::lower_bound(v.begin(), v.end(), off, [](const EmbeddedSymbol& a, uint64_t o) { return a.offset < o; });
+      for (auto it = lo; it != v.end() && it->offset == off; ++it) {
+        if (!opt_.inlines && it->inline_depth > 0) break;
+        out.push_back({intern(it->function), intern(it->file), it->line, path, off, it->inline_depth > 0});
+      }
+      if (!out.empty()) return;
+    }
+  }
+  if (opt_.use_files) {
+    out = resolve_in_file(*m, off);
+    if (!out.empty()) return;
+    session(*m).fell_back = true;
+  }
+  out.push_back({{}, {}, 0, path, off, false});
+}
+
+std::span<const Frame> Symbolizer::resolve(uint64_t ip) {
+  auto it = cache_.find(ip);
+  if (it == cache_.end()) {
+    std::vector<Frame> tmp;
+    resolve_uncached(ip, tmp);
+    const auto begin = static_cast<uint32_t>(frames_.size());
+    frames_.insert(frames_.end(), tmp.begin(), tmp.end());
+    it = cache_.emplace(ip, std::make_pair(begin, static_cast<uint32_t>(frames_.size()))).first;
+  }
+  return {frames_.data() + it->second.first, frames_.data() + it->second.second};
+}
+
+void Symbolizer::stack(StackId id, std::vector<Frame>& out) {
+  out.clear();
+  std::vector<uint64_t> ips;
+  if (!model_.stack_table.frames(id, ips)) out.push_back({"<unknown>", {}, 0, {}, 0, false});
+  for (uint64_t ip : ips)
+    for (const Frame& f : resolve(ip)) out.push_back(f);
+}
+
+std::vector<ModuleProblem> Symbolizer::problems() const {
+  std::vector<ModuleProblem> out;
+  for (const auto& [key, s] : sessions_) {
+    if (!s->used) continue;
+    if (s->state == ModuleState::Missing || s->state == ModuleState::Mismatch)
+      out.push_back({model_.modules[key].path, s->state, s->detail});
+  }
+  std::sort(out.begin(), out.end(), [](const ModuleProblem& a, const ModuleProblem& b) { return a.path < b.path; });
+  return out;
+}
+
+}  // namespace memtide::analysis

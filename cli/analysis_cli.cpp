@@ -1,0 +1,190 @@
+#include "cli/analysis_cli.h"
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+
+#include "cli/common.h"
+
+namespace memtide::cli {
+
+using namespace memtide::analysis;
+
+std::optional<uint64_t> parse_time(const std::string& s) {
+  if (s.empty()) return std::nullopt;
+  std::size_t pos = 0;
+  double v;
+  try {
+    v = std::stod(s, &pos);
+  } catch (...) {
+    return std::nullopt;
+  }
+  const std::string unit = s.substr(pos);
+  double mul;
+  if (unit.empty() || unit == "s") mul = 1e9;
+  else if (unit == "ms") mul = 1e6;
+  else if (unit == "us") mul = 1e3;
+  else if (unit == "ns") mul = 1;
+  else if (unit == "min") mul = 60e9;
+  else return std::nullopt;
+  const double ns = v * mul;
+  if (!std::isfinite(ns) || ns < 0 || ns > 1.8e19) return std::nullopt;
+  return static_cast<uint64_t>(std::llround(ns));
+}
+
+std::optional<uint64_t> parse_size(const std::string& s) {
+  if (s.empty() || !(std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '.')) return std::nullopt;
+  std::size_t pos = 0;
+  double v;
+  try {
+    v = std::stod(s, &pos);
+  } catch (...) {
+    return std::nullopt;
+  }
+  std::string unit = s.substr(pos);
+  while (!unit.empty() && unit.front() == ' ') unit.erase(0, 1);
+  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  double mul = 1;
+  if (unit.empty() || unit == "B") mul = 1;
+  else if (unit == "K" || unit == "KB" || unit == "KIB") mul = 1024.0;
+  else if (unit == "M" || unit == "MB" || unit == "MIB") mul = 1024.0 * 1024;
+  else if (unit == "G" || unit == "GB" || unit == "GIB") mul = 1024.0 * 1024 * 1024;
+  else if (unit == "T" || unit == "TB" || unit == "TIB") mul = 1024.0 * 1024 * 1024 * 1024;
+  else return std::nullopt;
+  const double b = v * mul;
+  if (!std::isfinite(b) || b < 0 || b > 1.8e19) return std::nullopt;
+  return static_cast<uint64_t>(std::llround(b));
+}
+
+std::string human_bytes(uint64_t b) {
+  char buf[64];
+  if (b < 1024) {
+    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(b));
+    return buf;
+  }
+  const char* units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double v = static_cast<double>(b) / 1024;
+  int u = 0;
+  while (v >= 1024 && u < 5) {
+    v /= 1024;
+    ++u;
+  }
+  std::snprintf(buf, sizeof buf, v < 10 ? "%.2f %s" : v < 100 ? "%.1f %s" : "%.0f %s", v, units[u]);
+  return buf;
+}
+
+std::string rel_time(const Model& m, uint64_t t) { return format_duration(t >= m.time_base ? t - m.time_base : 0); }
+
+void WindowOptions::declare(CLI::App& sub) {
+  const CLI::Validator time_check(
+      [](std::string& v) -> std::string {
+        return parse_time(v) ? std::string() : "not a time: '" + v + "' (examples: 1.5s, 250ms, 40us, 100ns; plain: seconds)";
+      },
+      "TIME");
+  sub.add_option("--from", from, "Only allocations made at or after this time since the start (e.g. 2s, 150ms)")
+      ->check(time_check);
+  sub.add_option("--to", to, "Only allocations made at or before this time since the start")->check(time_check);
+}
+
+void WindowOptions::apply(ReplayOptions& o) const {
+  if (!from.empty()) o.from = parse_time(from);
+  if (!to.empty()) o.to = parse_time(to);
+}
+
+namespace {
+
+struct Progress {
+  bool on = isatty(STDERR_FILENO) == 1;
+  int last = -1;
+  void operator()(uint64_t done, uint64_t total) {
+    if (!on || total == 0) return;
+    const int pct = static_cast<int>(done * 100 / total);
+    if (pct == last) return;
+    last = pct;
+    const int width = 30, fill = pct * width / 100;
+    std::fprintf(stderr, "\r[%.*s%*s] %3d%%", fill, "##############################", width - fill, "", pct);
+    if (done >= total) std::fprintf(stderr, "\r%*s\r", width + 8, "");
+    std::fflush(stderr);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Model> load_model(const std::string& path, ReplayOptions options, bool quiet_warnings) {
+  auto progress = std::make_shared<Progress>();
+  if (progress->on) options.progress = [progress](uint64_t d, uint64_t t) { (*progress)(d, t); };
+  AnalyzeResult r = analyze_file(path, options);
+  if (!r.ok()) {
+    print_error(path, r.error);
+    return nullptr;
+  }
+  if (!quiet_warnings)
+    for (const std::string& w : r.model->warnings) print_warning(path, w);
+  return std::move(r.model);
+}
+
+void print_symbol_problems(const std::string& path, const Symbolizer& s) {
+  for (const ModuleProblem& p : s.problems())
+    print_warning(path, printable(p.path) + ": " + module_state_name(p.state) + ": " + p.detail +
+                            "; its frames are shown as module+offset");
+}
+
+std::vector<Frame> leaf_first(Symbolizer& s, StackId id) {
+  std::vector<Frame> f;
+  s.stack(id, f);
+  std::reverse(f.begin(), f.end());
+  return f;
+}
+
+nlohmann::json stack_json(Symbolizer& s, StackId id, std::size_t max_frames) {
+  nlohmann::json arr = nlohmann::json::array();
+  for (const Frame& f : leaf_first(s, id)) {
+    if (arr.size() >= max_frames) break;
+    nlohmann::json j;
+    j["function"] = f.function.empty() ? frame_label(f) : std::string(f.function);
+    j["file"] = f.file.empty() ? nlohmann::json(nullptr) : nlohmann::json(std::string(f.file));
+    j["line"] = f.line ? nlohmann::json(f.line) : nlohmann::json(nullptr);
+    j["module"] = f.module.empty() ? nlohmann::json(nullptr) : nlohmann::json(std::string(f.module));
+    j["offset"] = f.offset;
+    if (f.inlined) j["inlined"] = true;
+    arr.push_back(std::move(j));
+  }
+  return arr;
+}
+
+void print_stack(Symbolizer& s, StackId id, std::size_t max_frames, const char* indent) {
+  const std::vector<Frame> frames = leaf_first(s, id);
+  std::size_t i = 0;
+  for (const Frame& f : frames) {
+    if (i == max_frames) {
+      std::printf("%s... %zu more frames\n", indent, frames.size() - i);
+      break;
+    }
+    std::printf("%s#%-2zu %s\n", indent, i++, printable(format_frame(f)).c_str());
+  }
+  if (frames.empty()) std::printf("%s(empty stack)\n", indent);
+}
+
+std::vector<const StackStats*> top_stacks(const Model& m, Domain d, Metric metric, std::size_t n) {
+  std::vector<const StackStats*> v;
+  for (const StackStats& s : m.stacks[static_cast<unsigned>(d)])
+    if (s.m.value(metric)) v.push_back(&s);
+  auto cmp = [metric](const StackStats* a, const StackStats* b) {
+    const uint64_t x = a->m.value(metric), y = b->m.value(metric);
+    return x != y ? x > y : a->stack < b->stack;
+  };
+  if (v.size() > n) {
+    std::partial_sort(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n), v.end(), cmp);
+    v.resize(n);
+  } else {
+    std::sort(v.begin(), v.end(), cmp);
+  }
+  return v;
+}
+
+}  // namespace memtide::cli

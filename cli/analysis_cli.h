@@ -1,0 +1,60 @@
+// Helpers shared by the analysis subcommands (report, check, flamegraph, diff, summary,
+// symbolize): loading a trace into a model with progress and warnings, time and size
+// parsing/formatting, stacks as text and JSON.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis/model.h"
+#include "analysis/replay.h"
+#include "analysis/symbols.h"
+
+namespace CLI {
+class App;
+class Option;
+}  // namespace CLI
+
+namespace memtide::cli {
+
+// "1.5s", "250ms", "40us", "100ns"; a plain number is seconds. nullopt when malformed.
+std::optional<uint64_t> parse_time(const std::string& s);
+// "1048576", "64k", "10MiB", "1.5G" (K/M/G/T are powers of 1024, with or without "iB"/"B").
+std::optional<uint64_t> parse_size(const std::string& s);
+// "12 MiB", "4.0 KiB", "100 B"; "1.23 GiB".
+std::string human_bytes(uint64_t bytes);
+// "1.234 s" relative to the trace start.
+std::string rel_time(const analysis::Model& m, uint64_t t);
+
+// Declares --from/--to on `sub` with a TIME validator (the values land in the strings).
+struct WindowOptions {
+  std::string from, to;
+  void declare(CLI::App& sub);
+  void apply(analysis::ReplayOptions& o) const;
+};
+
+// Loads `path`. On failure prints "memtide: FILE: message" and returns nullptr (exit 2).
+// Warnings (truncated, no end record, ...) are printed as "memtide: FILE: warning: ...".
+// A progress bar is drawn on stderr when it is a terminal.
+std::unique_ptr<analysis::Model> load_model(const std::string& path, analysis::ReplayOptions options,
+                                            bool quiet_warnings = false);
+
+// Prints the symbolizer's module problems as warnings (once per module).
+void print_symbol_problems(const std::string& path, const analysis::Symbolizer& s);
+
+// Frames of a stack, allocation site first (the order of LSan and heaptrack reports).
+std::vector<analysis::Frame> leaf_first(analysis::Symbolizer& s, analysis::StackId id);
+// The stack as JSON: [{"function","file","line","module","inlined"}...], allocation site first.
+nlohmann::json stack_json(analysis::Symbolizer& s, analysis::StackId id, std::size_t max_frames);
+// "    #0 f (file.cpp:12) [module]" lines.
+void print_stack(analysis::Symbolizer& s, analysis::StackId id, std::size_t max_frames, const char* indent = "      ");
+
+// Stacks of a domain sorted by metric, largest first (ties: by stack id), non-zero only.
+std::vector<const analysis::StackStats*> top_stacks(const analysis::Model& m, analysis::Domain d,
+                                                    analysis::Metric metric, std::size_t n);
+
+}  // namespace memtide::cli

@@ -1,0 +1,333 @@
+// `memtide check FILE`: the CI leak gate.
+//
+//   exit 0  within every limit          exit 1  a limit is broken (offending stacks printed,
+//   exit 2  usage or file error                 largest first, readable in a CI log)
+//
+// Leaks are heap blocks (malloc family, new/delete) not freed when the trace ended, minus
+// those whose stack matches a suppression (LSan format, see analysis/suppressions.h, plus the
+// built-in ones unless --no-builtin-suppressions). The report says what each suppression hid.
+// --junit writes a JUnit XML file (one test case per limit); --json prints JSON instead of text.
+//
+// Sections: [1] evaluation  [2] text  [3] JSON  [4] JUnit  [5] command
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "analysis/suppressions.h"
+#include "cli/analysis_cli.h"
+#include "cli/commands.h"
+#include "cli/common.h"
+
+namespace memtide::cli {
+namespace {
+
+using namespace memtide::analysis;
+using nlohmann::json;
+
+struct CheckOptions {
+  std::string file;
+  std::string max_leaked_bytes, max_leaked_blocks, max_peak_bytes;  // empty: not set
+  std::vector<std::string> suppressions;
+  bool no_builtin = false;
+  std::string junit;
+  bool json = false;
+  std::size_t top = 20;
+  std::size_t frames = 24;
+};
+
+// ---------------------------------------------------------------------------------------
+// [1] Evaluation
+// ---------------------------------------------------------------------------------------
+
+struct Leak {
+  const StackStats* s;
+};
+
+struct Limit {
+  std::string name;      // "max-leaked-bytes"
+  std::string what;      // "leaked bytes"
+  bool set = false;
+  uint64_t limit = 0, actual = 0;
+  bool is_bytes = true;
+  bool broken() const { return set && actual > limit; }
+  std::string value(uint64_t v) const { return is_bytes ? human_bytes(v) : std::to_string(v); }
+};
+
+struct Evaluation {
+  std::vector<const StackStats*> leaks;  // unsuppressed, largest first
+  uint64_t leaked_bytes = 0, leaked_blocks = 0;
+  uint64_t suppressed_bytes = 0, suppressed_blocks = 0;
+  std::vector<Limit> limits;
+  bool failed() const {
+    for (const Limit& l : limits)
+      if (l.broken()) return true;
+    return false;
+  }
+};
+
+Evaluation evaluate(const Model& m, Symbolizer& sym, SuppressionList& supp, const CheckOptions& o) {
+  Evaluation e;
+  std::vector<Frame> frames;
+  for (const StackStats* s : top_stacks(m, Domain::Heap, Metric::Leaked, SIZE_MAX)) {
+    sym.stack(s->stack, frames);
+    const int i = supp.match(frames);
+    if (i >= 0) {
+      Suppression& x = supp.items()[static_cast<std::size_t>(i)];
+      ++x.stacks;
+      x.blocks += s->m.leaked_blocks;
+      x.bytes += s->m.leaked_bytes;
+      e.suppressed_blocks += s->m.leaked_blocks;
+      e.suppressed_bytes += s->m.leaked_bytes;
+      continue;
+    }
+    e.leaks.push_back(s);
+    e.leaked_blocks += s->m.leaked_blocks;
+    e.leaked_bytes += s->m.leaked_bytes;
+  }
+  auto limit = [](const std::string& name, const std::string& what, const std::string& value, uint64_t actual, bool bytes) {
+    Limit l{name, what, !value.empty(), 0, actual, bytes};
+    if (l.set) l.limit = *parse_size(value);  // validated by the option's check
+    return l;
+  };
+  // With no leak limit given, any leaked byte fails.
+  const bool no_leak_limit = o.max_leaked_bytes.empty() && o.max_leaked_blocks.empty();
+  e.limits.push_back(limit("max-leaked-bytes", "leaked bytes", no_leak_limit ? "0" : o.max_leaked_bytes, e.leaked_bytes, true));
+  e.limits.push_back(limit("max-leaked-blocks", "leaked blocks", o.max_leaked_blocks, e.leaked_blocks, false));
+  e.limits.push_back(limit("max-peak-bytes", "peak heap bytes", o.max_peak_bytes, m.heap().peak_bytes, true));
+  return e;
+}
+
+// ---------------------------------------------------------------------------------------
+// [2] Text
+// ---------------------------------------------------------------------------------------
+
+std::string stack_text(Symbolizer& sym, StackId id, std::size_t max_frames, const char* indent) {
+  std::string out;
+  std::size_t i = 0;
+  const auto frames = leaf_first(sym, id);
+  for (const Frame& f : frames) {
+    if (i == max_frames) {
+      out += std::string(indent) + "... " + std::to_string(frames.size() - i) + " more frames\n";
+      break;
+    }
+    out += std::string(indent) + "#" + std::to_string(i++) + " " + printable(format_frame(f)) + "\n";
+  }
+  return out;
+}
+
+void print_text(const Model& m, Symbolizer& sym, const SuppressionList& supp, const Evaluation& e, const CheckOptions& o) {
+  std::printf("memtide check: %s\n", printable(o.file).c_str());
+  for (const Limit& l : e.limits) {
+    if (!l.set) continue;
+    std::printf("  %s %s: %s (limit %s)\n", l.broken() ? "FAIL" : "ok  ", l.what.c_str(), l.value(l.actual).c_str(),
+                l.value(l.limit).c_str());
+  }
+  if (!e.leaks.empty()) {
+    std::printf("\n%s leaked in %llu blocks from %zu stacks (largest first):\n", human_bytes(e.leaked_bytes).c_str(),
+                static_cast<unsigned long long>(e.leaked_blocks), e.leaks.size());
+    std::size_t i = 0;
+    for (const StackStats* s : e.leaks) {
+      if (i == o.top) {
+        std::printf("  ... %zu more stacks (--top to see them)\n", e.leaks.size() - i);
+        break;
+      }
+      std::printf("  %zu. %s in %llu blocks, allocated %s .. %s\n", ++i, human_bytes(s->m.leaked_bytes).c_str(),
+                  static_cast<unsigned long long>(s->m.leaked_blocks), rel_time(m, s->m.first_leak_time).c_str(),
+                  rel_time(m, s->m.last_leak_time).c_str());
+      std::fputs(stack_text(sym, s->stack, o.frames, "      ").c_str(), stdout);
+    }
+  }
+  bool header = false;
+  for (const Suppression& x : supp.items()) {
+    if (!x.stacks) continue;
+    if (!header) {
+      std::printf("\nsuppressed: %s in %llu blocks\n", human_bytes(e.suppressed_bytes).c_str(),
+                  static_cast<unsigned long long>(e.suppressed_blocks));
+      header = true;
+    }
+    std::printf("  leak:%s (%s%s%s): %llu stacks, %llu blocks, %s\n", x.pattern.c_str(), x.origin.c_str(),
+                x.builtin ? ": " : "", x.description.c_str(), static_cast<unsigned long long>(x.stacks),
+                static_cast<unsigned long long>(x.blocks), human_bytes(x.bytes).c_str());
+  }
+  for (const Suppression& x : supp.items())
+    if (!x.builtin && !x.stacks) std::printf("  unused: leak:%s (%s)\n", x.pattern.c_str(), x.origin.c_str());
+  std::printf("\n%s\n", e.failed() ? "memtide check: FAILED" : "memtide check: passed");
+}
+
+// ---------------------------------------------------------------------------------------
+// [3] JSON
+// ---------------------------------------------------------------------------------------
+
+json check_json(const Model& m, Symbolizer& sym, const SuppressionList& supp, const Evaluation& e, const CheckOptions& o) {
+  json j;
+  j["file"] = o.file;
+  j["result"] = e.failed() ? "fail" : "pass";
+  j["complete"] = m.complete;
+  json limits = json::array();
+  for (const Limit& l : e.limits)
+    if (l.set) limits.push_back({{"name", l.name}, {"limit", l.limit}, {"actual", l.actual}, {"broken", l.broken()}});
+  j["limits"] = limits;
+  j["leaked_bytes"] = e.leaked_bytes;
+  j["leaked_blocks"] = e.leaked_blocks;
+  j["suppressed_bytes"] = e.suppressed_bytes;
+  j["suppressed_blocks"] = e.suppressed_blocks;
+  j["peak_bytes"] = m.heap().peak_bytes;
+  j["total_allocations"] = m.heap().allocations;
+  json leaks = json::array();
+  for (const StackStats* s : e.leaks) {
+    if (leaks.size() == o.top) break;
+    leaks.push_back({{"bytes", s->m.leaked_bytes},
+                     {"count", s->m.leaked_blocks},
+                     {"stack_id", s->stack.value},
+                     {"stack", stack_json(sym, s->stack, o.frames)}});
+  }
+  j["leaks"] = leaks;
+  json sup = json::array();
+  for (const Suppression& x : supp.items())
+    if (x.stacks || !x.builtin)
+      sup.push_back({{"pattern", "leak:" + x.pattern},
+                     {"origin", x.origin},
+                     {"builtin", x.builtin},
+                     {"stacks", x.stacks},
+                     {"blocks", x.blocks},
+                     {"bytes", x.bytes}});
+  j["suppressions"] = sup;
+  j["warnings"] = m.warnings;
+  return j;
+}
+
+// ---------------------------------------------------------------------------------------
+// [4] JUnit
+// ---------------------------------------------------------------------------------------
+
+std::string xml_escape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default:
+        // XML 1.0 forbids most control characters even escaped.
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') out += '?';
+        else out += c;
+    }
+  }
+  return out;
+}
+
+bool write_junit(const std::string& path, const Model& m, Symbolizer& sym, const Evaluation& e, const CheckOptions& o) {
+  std::ostringstream x;
+  std::size_t tests = 0, failures = 0;
+  for (const Limit& l : e.limits)
+    if (l.set) ++tests, failures += l.broken();
+  const std::string suite = "memtide check " + (m.process.exe.empty() ? o.file : m.process.exe);
+  x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  x << "<testsuites name=\"memtide\" tests=\"" << tests << "\" failures=\"" << failures << "\" errors=\"0\">\n";
+  x << "  <testsuite name=\"" << xml_escape(suite) << "\" tests=\"" << tests << "\" failures=\"" << failures
+    << "\" errors=\"0\" skipped=\"0\" time=\"" << static_cast<double>(m.duration()) / 1e9 << "\">\n";
+  x << "    <properties>\n      <property name=\"trace\" value=\"" << xml_escape(o.file) << "\"/>\n"
+    << "      <property name=\"suppressed_bytes\" value=\"" << e.suppressed_bytes << "\"/>\n    </properties>\n";
+  for (const Limit& l : e.limits) {
+    if (!l.set) continue;
+    x << "    <testcase classname=\"memtide.check\" name=\"" << xml_escape(l.name) << "\" time=\"0\">\n";
+    if (l.broken()) {
+      std::string body = l.what + ": " + l.value(l.actual) + " (limit " + l.value(l.limit) + ")\n";
+      if (l.name != "max-peak-bytes") {
+        std::size_t i = 0;
+        for (const StackStats* s : e.leaks) {
+          if (i++ == o.top) break;
+          body += "\n" + human_bytes(s->m.leaked_bytes) + " in " + std::to_string(s->m.leaked_blocks) + " blocks\n" +
+                  stack_text(sym, s->stack, o.frames, "  ");
+        }
+      }
+      x << "      <failure type=\"memtide.leak\" message=\""
+        << xml_escape(l.what + " " + l.value(l.actual) + " > " + l.value(l.limit)) << "\">" << xml_escape(body)
+        << "</failure>\n";
+    }
+    x << "    </testcase>\n";
+  }
+  x << "  </testsuite>\n</testsuites>\n";
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << x.str();
+  f.close();
+  return static_cast<bool>(f);
+}
+
+// ---------------------------------------------------------------------------------------
+// [5] Command
+// ---------------------------------------------------------------------------------------
+
+int run_check(const CheckOptions& o) {
+  SuppressionList supp;
+  std::vector<std::string> notes;
+  for (const std::string& f : o.suppressions) {
+    std::string err;
+    if (!supp.load_file(f, err, notes)) {
+      std::cout.flush();
+      std::cerr << "memtide: " << printable(err) << '\n';
+      return kExitError;
+    }
+  }
+  if (!o.no_builtin) supp.add_builtin();
+  for (const std::string& n : notes) std::cerr << "memtide: note: " << printable(n) << '\n';
+
+  auto model = load_model(o.file, ReplayOptions{});
+  if (!model) return kExitError;
+  if (model->corrupt) {
+    print_error(o.file, "the trace is corrupt: leaks cannot be trusted");
+    return kExitError;
+  }
+  Symbolizer sym(*model);
+  const Evaluation e = evaluate(*model, sym, supp, o);
+  if (o.json)
+    std::cout << check_json(*model, sym, supp, e, o).dump(2, ' ', false, json::error_handler_t::replace) << '\n';
+  else
+    print_text(*model, sym, supp, e, o);
+  std::cout.flush();
+  print_symbol_problems(o.file, sym);
+  if (!o.junit.empty() && !write_junit(o.junit, *model, sym, e, o)) {
+    print_error(o.junit, "cannot write the JUnit report");
+    return kExitError;
+  }
+  return e.failed() ? 1 : kExitOk;
+}
+
+}  // namespace
+
+Command check_command() {
+  return {"check", "CI leak gate: exit 1 when leaks or the peak exceed the limits (0: within, 2: error)",
+          [](CLI::App& sub) -> std::function<int()> {
+            auto o = std::make_shared<CheckOptions>();
+            const CLI::Validator size_check(
+                [](std::string& v) -> std::string {
+                  return parse_size(v) ? std::string() : "not a size: '" + v + "' (examples: 0, 4096, 64k, 10MiB)";
+                },
+                "SIZE");
+            sub.add_option("file", o->file, "Trace file (.mtide)")->required();
+            sub.add_option("--max-leaked-bytes", o->max_leaked_bytes, "Most leaked bytes allowed (default 0 when no leak limit is given)")
+                ->check(size_check);
+            sub.add_option("--max-leaked-blocks", o->max_leaked_blocks, "Most leaked blocks allowed (default: no limit)")
+                ->check(size_check);
+            sub.add_option("--max-peak-bytes", o->max_peak_bytes, "Highest heap peak allowed (default: no limit)")
+                ->check(size_check);
+            sub.add_option("--suppressions", o->suppressions,
+                           "LeakSanitizer-format suppressions file (leak:<glob>, # comments); repeatable")
+                ->check(CLI::ExistingFile);
+            sub.add_flag("--no-builtin-suppressions", o->no_builtin,
+                         "Do not hide the known one-time allocations of glibc and libstdc++");
+            sub.add_option("--junit", o->junit, "Also write a JUnit XML report to this file");
+            sub.add_flag("--json", o->json, "Print the result as JSON instead of text");
+            sub.add_option("--top", o->top, "Leak stacks printed (default 20)")->check(CLI::Range(1, 1000000));
+            sub.add_option("--frames", o->frames, "Frames printed per stack (default 24)")->check(CLI::Range(1, 100000));
+            return [o] { return run_check(*o); };
+          }};
+}
+
+}  // namespace memtide::cli

@@ -1,0 +1,296 @@
+// `memtide report FILE [--json] [--top N] [--from T] [--to T] [--frames N]`: the analysis of
+// one trace: totals, peak, leaks, and the top stacks by peak, by allocations, by leaks and by
+// temporaries, each frame as function, file:line, module. docs/REPORT_JSON.md is the schema.
+//
+// Sections: [1] JSON  [2] text  [3] command
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/analysis_cli.h"
+#include "cli/commands.h"
+#include "cli/common.h"
+
+namespace memtide::cli {
+namespace {
+
+using namespace memtide::analysis;
+using nlohmann::json;
+
+struct ReportOptions {
+  std::string file;
+  bool json = false;
+  std::size_t top = 10;
+  std::size_t frames = 32;
+  WindowOptions window;
+};
+
+const char* end_reason(fmt::EndReason r) {
+  switch (r) {
+    case fmt::EndReason::Exit: return "exit";
+    case fmt::EndReason::QuickExit: return "quick_exit";
+    case fmt::EndReason::Signal: return "signal";
+    case fmt::EndReason::Exec: return "exec";
+    case fmt::EndReason::Error: return "error";
+    case fmt::EndReason::Detached: return "detached";
+    default: return "unknown";
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// [1] JSON
+// ---------------------------------------------------------------------------------------
+
+json rel(const Model& m, uint64_t t) { return t >= m.time_base ? t - m.time_base : 0; }
+
+json stack_items(const Model& m, Symbolizer& sym, Domain d, Metric metric, const ReportOptions& o) {
+  json arr = json::array();
+  for (const StackStats* s : top_stacks(m, d, metric, o.top)) {
+    json j;
+    j["bytes"] = metric == Metric::Temporary ? s->m.temp_bytes : s->m.value(metric);
+    j["count"] = s->m.blocks(metric);
+    if (metric == Metric::Leaked) {
+      j["first_alloc_time_ns"] = rel(m, s->m.first_leak_time);
+      j["last_alloc_time_ns"] = rel(m, s->m.last_leak_time);
+    }
+    if (metric == Metric::Allocated) {
+      j["temporary_count"] = s->m.temp_count;
+      j["leaked_bytes"] = s->m.leaked_bytes;
+    }
+    j["stack_id"] = s->stack.value;
+    j["stack"] = stack_json(sym, s->stack, o.frames);
+    arr.push_back(std::move(j));
+  }
+  return arr;
+}
+
+json domain_json(const Model& m, Symbolizer& sym, Domain d, const ReportOptions& o) {
+  const Totals& t = m.totals[static_cast<unsigned>(d)];
+  return {{"allocations", t.allocations},
+          {"frees", t.frees},
+          {"allocated_bytes", t.allocated_bytes},
+          {"freed_bytes", t.freed_bytes},
+          {"peak_bytes", t.peak_bytes},
+          {"peak_blocks", t.peak_blocks},
+          {"peak_time_ns", rel(m, t.peak_time)},
+          {"leaked_bytes", t.leaked_bytes},
+          {"leaked_blocks", t.leaked_blocks},
+          {"unknown_frees", m.anomalies.unknown_free_count[static_cast<unsigned>(d)]},
+          {"leaks", stack_items(m, sym, d, Metric::Leaked, o)}};
+}
+
+json report_json(const Model& m, Symbolizer& sym, const ReportOptions& o) {
+  const Totals& h = m.heap();
+  json j;
+  j["file"] = o.file;
+  j["complete"] = m.complete;
+  j["truncated"] = m.truncated;
+  j["end"] = m.end ? json{{"reason", end_reason(m.end->reason)},
+                          {"status", m.end->status},
+                          {"lost_events", m.end->lost_events}}
+                   : json(nullptr);
+  j["process"] = {{"pid", m.process.pid}, {"ppid", m.process.ppid}, {"exe", m.process.exe}, {"argv", m.process.argv}};
+  j["duration_ns"] = m.duration();
+  j["window"] = m.has_window() ? json{{"from_ns", rel(m, m.window_from)},
+                                      {"to_ns", m.window_to == UINT64_MAX ? json(nullptr) : rel(m, m.window_to)}}
+                               : json(nullptr);
+  j["threads"] = m.threads.size();
+  j["total_allocations"] = h.allocations;
+  j["total_frees"] = h.frees;
+  j["total_allocated_bytes"] = h.allocated_bytes;
+  j["total_freed_bytes"] = h.freed_bytes;
+  j["peak_bytes"] = h.peak_bytes;
+  j["peak_blocks"] = h.peak_blocks;
+  j["peak_time_ns"] = rel(m, h.peak_time);
+  j["leaked_bytes"] = h.leaked_bytes;
+  j["leaked_blocks"] = h.leaked_blocks;
+  j["temporary_allocations"] = h.temporaries;
+  j["temporary_bytes"] = h.temporary_bytes;
+  j["peak_rss_bytes"] = m.peak_rss;
+  json apis = json::object();
+  for (unsigned a = 0; a < fmt::kApiCount; ++a) {
+    const ApiCount& al = m.alloc_api[a];
+    const ApiCount& fr = m.free_api[a];
+    if (al.calls || fr.calls)
+      apis[std::string(fmt::api_name(static_cast<fmt::Api>(a)))] = {
+          {"allocations", al.calls}, {"allocated_bytes", al.bytes}, {"frees", fr.calls}, {"freed_bytes", fr.bytes}};
+  }
+  j["apis"] = apis;
+  j["unknown_frees"] = m.anomalies.unknown_free_count[0];
+  j["mismatched_frees"] = m.anomalies.mismatch_count;
+  j["leaks"] = stack_items(m, sym, Domain::Heap, Metric::Leaked, o);
+  j["peak_stacks"] = stack_items(m, sym, Domain::Heap, Metric::Peak, o);
+  j["top_allocators"] = stack_items(m, sym, Domain::Heap, Metric::Allocated, o);
+  j["top_temporary"] = stack_items(m, sym, Domain::Heap, Metric::Temporary, o);
+  json mm = json::array();
+  for (const Mismatch& x : m.anomalies.mismatches)
+    mm.push_back({{"alloc_api", fmt::api_name(x.alloc_api)},
+                  {"free_api", fmt::api_name(x.free_api)},
+                  {"count", x.count},
+                  {"bytes", x.bytes},
+                  {"stack", stack_json(sym, x.stack, o.frames)}});
+  j["mismatches"] = mm;
+  json uf = json::array();
+  for (const UnknownFree& u : m.anomalies.unknown_frees)
+    uf.push_back({{"api", fmt::api_name(u.api)}, {"thread", u.thread.value}, {"count", u.count},
+                  {"first_address", u.first_addr}, {"first_time_ns", rel(m, u.first_time)}});
+  j["unknown_free_list"] = uf;
+  j["mmap"] = domain_json(m, sym, Domain::Mmap, o);
+  j["custom"] = domain_json(m, sym, Domain::Custom, o);
+  j["warnings"] = m.warnings;
+  return j;
+}
+
+// ---------------------------------------------------------------------------------------
+// [2] Text
+// ---------------------------------------------------------------------------------------
+
+std::string percent(uint64_t part, uint64_t whole) {
+  if (!whole) return "";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, " (%.1f%%)", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
+  return buf;
+}
+
+void row(const char* label, const std::string& v) { std::printf("%-11s %s\n", label, v.c_str()); }
+
+void print_section(const Model& m, Symbolizer& sym, const char* title, Domain d, Metric metric, const ReportOptions& o) {
+  const auto top = top_stacks(m, d, metric, o.top);
+  if (top.empty()) return;
+  std::printf("\n%s\n", title);
+  std::size_t i = 0;
+  for (const StackStats* s : top) {
+    std::string line;
+    switch (metric) {
+      case Metric::Leaked:
+        line = human_bytes(s->m.leaked_bytes) + " in " + std::to_string(s->m.leaked_blocks) + " blocks, allocated " +
+               rel_time(m, s->m.first_leak_time) + " .. " + rel_time(m, s->m.last_leak_time);
+        break;
+      case Metric::Peak:
+        line = human_bytes(s->m.peak_bytes) + " in " + std::to_string(s->m.peak_blocks) + " blocks";
+        break;
+      case Metric::Temporary:
+        line = std::to_string(s->m.temp_count) + " temporary of " + std::to_string(s->m.alloc_count) +
+               " allocations (" + human_bytes(s->m.temp_bytes) + ")";
+        break;
+      default:
+        line = human_bytes(s->m.alloc_bytes) + " in " + std::to_string(s->m.alloc_count) + " allocations";
+        break;
+    }
+    std::printf("  %2zu. %s\n", ++i, line.c_str());
+    print_stack(sym, s->stack, o.frames);
+  }
+}
+
+void report_text(const Model& m, Symbolizer& sym, const ReportOptions& o) {
+  const Totals& h = m.heap();
+  std::string state = m.complete ? std::string("complete") : m.truncated ? "truncated" : "incomplete (no end record)";
+  if (m.end && m.end->reason == fmt::EndReason::Signal)
+    state += ", killed by signal " + std::to_string(m.end->status);
+  else if (m.end)
+    state += std::string(", ") + end_reason(m.end->reason) + " status " + std::to_string(m.end->status);
+  row("trace", printable(o.file) + " (" + state + ")");
+  if (m.have_process)
+    row("program", printable(m.process.exe) + " (pid " + std::to_string(m.process.pid) + "), " +
+                       std::to_string(m.threads.size()) + " threads, ran " + format_duration(m.duration()));
+  if (m.has_window())
+    row("window", "allocations made in [" + rel_time(m, m.window_from) + ", " +
+                      (m.window_to == UINT64_MAX ? std::string("end") : rel_time(m, m.window_to)) + "]");
+  row("heap", std::to_string(h.allocations) + " allocations (" + human_bytes(h.allocated_bytes) + "), " +
+                  std::to_string(h.frees) + " frees, " + std::to_string(h.temporaries) + " temporary" +
+                  percent(h.temporaries, h.allocations));
+  row("peak", human_bytes(h.peak_bytes) + " in " + std::to_string(h.peak_blocks) + " blocks at " +
+                  rel_time(m, h.peak_time));
+  row("leaked", human_bytes(h.leaked_bytes) + " in " + std::to_string(h.leaked_blocks) + " blocks");
+  for (Domain d : {Domain::Mmap, Domain::Custom}) {
+    const Totals& t = m.totals[static_cast<unsigned>(d)];
+    if (!t.allocations && !t.frees) continue;
+    row(domain_name(d), std::to_string(t.allocations) + " allocations (" + human_bytes(t.allocated_bytes) + "), peak " +
+                            human_bytes(t.peak_bytes) + ", not freed " + human_bytes(t.leaked_bytes) + " in " +
+                            std::to_string(t.leaked_blocks) + " blocks");
+  }
+  if (m.peak_rss) row("rss", "peak " + human_bytes(m.peak_rss));
+  std::string anomalies;
+  if (m.anomalies.mismatch_count) anomalies += std::to_string(m.anomalies.mismatch_count) + " mismatched frees";
+  uint64_t unknown = 0;
+  for (uint64_t n : m.anomalies.unknown_free_count) unknown += n;
+  if (unknown) anomalies += (anomalies.empty() ? "" : ", ") + std::to_string(unknown) + " frees of unknown addresses";
+  if (!anomalies.empty()) row("anomalies", anomalies);
+
+  std::printf("\nallocations by API\n");
+  for (unsigned a = 0; a < fmt::kApiCount; ++a) {
+    const ApiCount& al = m.alloc_api[a];
+    const ApiCount& fr = m.free_api[a];
+    if (!al.calls && !fr.calls) continue;
+    std::printf("  %-16s %10llu calls %12s", std::string(fmt::api_name(static_cast<fmt::Api>(a))).c_str(),
+                static_cast<unsigned long long>(al.calls ? al.calls : fr.calls),
+                human_bytes(al.calls ? al.bytes : fr.bytes).c_str());
+    std::printf("%s\n", al.calls ? "" : " released");
+  }
+
+  print_section(m, sym, "LEAKS (not freed at the end, by stack)", Domain::Heap, Metric::Leaked, o);
+  print_section(m, sym, "PEAK (live at the high-water mark, by stack)", Domain::Heap, Metric::Peak, o);
+  print_section(m, sym, "ALLOCATIONS (bytes allocated, by stack)", Domain::Heap, Metric::Allocated, o);
+  print_section(m, sym, "TEMPORARIES (freed right after allocation, by stack)", Domain::Heap, Metric::Temporary, o);
+  print_section(m, sym, "MMAP NOT UNMAPPED (by stack)", Domain::Mmap, Metric::Leaked, o);
+  print_section(m, sym, "CUSTOM POOL BLOCKS NOT FREED (by stack)", Domain::Custom, Metric::Leaked, o);
+  if (!m.anomalies.mismatches.empty()) {
+    std::printf("\nMISMATCHED FREES\n");
+    std::size_t i = 0;
+    for (const Mismatch& x : m.anomalies.mismatches) {
+      if (i == o.top) break;
+      std::printf("  %2zu. %s block freed with %s: %llu times (%s)\n", ++i, std::string(fmt::api_name(x.alloc_api)).c_str(),
+                  std::string(fmt::api_name(x.free_api)).c_str(), static_cast<unsigned long long>(x.count),
+                  human_bytes(x.bytes).c_str());
+      print_stack(sym, x.stack, o.frames);
+    }
+  }
+  if (!m.anomalies.unknown_frees.empty()) {
+    std::printf("\nFREES OF UNKNOWN ADDRESSES (allocated before recording, while paused, or freed twice)\n");
+    std::size_t i = 0;
+    for (const UnknownFree& u : m.anomalies.unknown_frees) {
+      if (i++ == o.top) break;
+      std::printf("  %s on thread %u: %llu times (first 0x%llx at %s)\n", std::string(fmt::api_name(u.api)).c_str(),
+                  u.thread.value, static_cast<unsigned long long>(u.count), static_cast<unsigned long long>(u.first_addr),
+                  rel_time(m, u.first_time).c_str());
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// [3] Command
+// ---------------------------------------------------------------------------------------
+
+int run_report(const ReportOptions& o) {
+  ReplayOptions ro;
+  o.window.apply(ro);
+  auto model = load_model(o.file, ro);
+  if (!model) return kExitError;
+  Symbolizer sym(*model);
+  if (o.json)
+    std::cout << report_json(*model, sym, o).dump(2, ' ', false, json::error_handler_t::replace) << '\n';
+  else
+    report_text(*model, sym, o);
+  std::cout.flush();
+  print_symbol_problems(o.file, sym);
+  return kExitOk;
+}
+
+}  // namespace
+
+Command report_command() {
+  return {"report", "Analyse a trace: totals, peak, leaks, top stacks by peak, allocations, leaks, temporaries",
+          [](CLI::App& sub) -> std::function<int()> {
+            auto o = std::make_shared<ReportOptions>();
+            sub.add_option("file", o->file, "Trace file (.mtide)")->required();
+            sub.add_flag("--json", o->json, "Print the report as JSON (schema: docs/REPORT_JSON.md)");
+            sub.add_option("--top", o->top, "Stacks listed per section (default 10)")->check(CLI::Range(1, 1000000));
+            sub.add_option("--frames", o->frames, "Frames printed per stack (default 32)")->check(CLI::Range(1, 100000));
+            o->window.declare(sub);
+            return [o] { return run_report(*o); };
+          }};
+}
+
+}  // namespace memtide::cli
