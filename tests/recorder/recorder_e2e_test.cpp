@@ -431,3 +431,70 @@ TEST(Allocator, MimallocBackingRecordsTheSame) {
   EXPECT_EQ(live(t, 1013), 24u);
   EXPECT_EQ(live(t, 10007), 1u);
 }
+
+// The leaf frame of an allocation is the allocating function itself: memtide's own frames
+// are not in the stack.
+TEST(Stacks, LeafFrameIsTheAllocatingFunction) {
+  TempDir dir;
+  RunResult nm = run({"nm", "-S", "--defined-only", MT_EXACT}, {}, dir.path());
+  ASSERT_EQ(nm.status, 0);
+  uint64_t start = 0, size = 0;
+  std::istringstream lines(nm.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("leak_small") == std::string::npos) continue;
+    std::istringstream f(line);
+    std::string a, s;
+    f >> a >> s;
+    start = std::stoull(a, nullptr, 16);
+    size = std::stoull(s, nullptr, 16);
+  }
+  ASSERT_GT(size, 0u) << "leak_small not found in " << MT_EXACT;
+  Replay r;
+  run_exact(dir.path(), false, r);
+  uint64_t bias = ~0ull;
+  const std::string exe = fs::canonical(MT_EXACT).string();
+  for (const auto& m : r.modules_loaded)
+    if (m.path == exe) bias = m.bias;
+  ASSERT_NE(bias, ~0ull) << "no module record for the executable";
+  const auto& leaves = r.leaf_ips[1013];
+  ASSERT_EQ(leaves.size(), 24u);
+  for (uint64_t ip : leaves) {
+    EXPECT_GT(ip, bias + start);
+    EXPECT_LE(ip, bias + start + size) << "leaf frame is not in leak_small";
+  }
+}
+
+TEST(Stacks, MaxDepthIsHonoured) {
+  TempDir dir;
+  RunResult r;
+  auto traces = traced({MT_EXACT}, dir.path(), &r, {{"MEMTIDE_MAX_DEPTH", "3"}});
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_EQ(traces.size(), 1u);
+  const Replay t = replay_trace(traces[0]);
+  ASSERT_TRUE(t.read_ok) << t.error;
+  EXPECT_EQ(t.max_stack_depth, 3u);
+}
+
+TEST(Api, PauseSkipsAllocationsButNotFrees) {
+  TempDir dir;
+  RunResult r;
+  auto traces = traced({MT_LIFECYCLE, "pause"}, dir.path(), &r);
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_EQ(traces.size(), 1u);
+  const Replay t = replay_trace(traces[0]);
+  ASSERT_TRUE(t.read_ok) << t.error;
+  EXPECT_EQ(live(t, 2222), 1u);
+  EXPECT_EQ(live(t, 1111), 0u) << "allocations while paused were recorded";
+  EXPECT_EQ(live(t, 3333), 1u);
+  EXPECT_EQ(live(t, 5050), 0u) << "a free while paused was not recorded";
+}
+
+TEST(Api, MallocUsableSizeIsAnsweredByTheRightAllocator) {
+  for (const char* allocator : {"system", "mimalloc"}) {
+    TempDir dir;
+    RunResult r;
+    traced({MT_LIFECYCLE, "usable"}, dir.path(), &r, {{"MEMTIDE_ALLOCATOR", allocator}});
+    EXPECT_EQ(r.status, 0) << allocator << ": " << r.err;
+    EXPECT_NE(r.out.find("usable ok"), std::string::npos) << allocator;
+  }
+}

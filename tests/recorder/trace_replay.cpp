@@ -12,6 +12,8 @@ struct Visitor : fmt::NullVisitor {
   Replay& r;
   std::unordered_map<uint64_t, std::pair<uint64_t, fmt::Api>> live;  // addr -> (size, api)
   std::set<uint64_t> stacks_used;
+  std::unordered_map<uint64_t, std::pair<uint64_t, uint64_t>> nodes;  // id -> (parent, ip)
+  std::vector<std::pair<uint64_t, uint64_t>> sized_stacks;             // (size, stack id)
   uint64_t last = 0;
   bool any = false;
   explicit Visitor(Replay& out) : r(out) {}
@@ -33,6 +35,7 @@ struct Visitor : fmt::NullVisitor {
     timed(m.time);
     ++r.modules;
     r.module_paths.emplace_back(m.path);
+    r.modules_loaded.push_back({std::string(m.path), m.load_bias});
   }
   void on_thread_start(uint32_t, const fmt::ThreadStart& t) {
     timed(t.time);
@@ -47,6 +50,7 @@ struct Visitor : fmt::NullVisitor {
   void on_stack_def(uint32_t, const fmt::StackDef& s) {
     ++r.stack_defs;
     r.max_stack_id_defined = std::max<uint64_t>(r.max_stack_id_defined, s.first_id + s.count - 1);
+    for (uint32_t i = 0; i < s.count; ++i) nodes[s.first_id + i] = {i == 0 ? s.parent_id : s.first_id + i - 1, s.ips[i]};
   }
   void on_counters(uint32_t, const fmt::Counters& c) {
     timed(c.time);
@@ -69,6 +73,7 @@ struct Visitor : fmt::NullVisitor {
     ++r.allocs[api];
     r.bytes[api] += a.size;
     stacks_used.insert(a.stack);
+    sized_stacks.emplace_back(a.size, a.stack);
     r.max_stack_id_used = std::max(r.max_stack_id_used, a.stack);
     if (!fmt::is_heap(a.api) || a.api == fmt::Api::Custom) return;
     ++r.heap_allocs;
@@ -116,8 +121,20 @@ Replay replay_trace(const std::string& path) {
   r.read_ok = res.end_of_file();
   if (!r.read_ok) r.error = res.message;
   for (const auto& [addr, sa] : v.live) ++r.live_by_size[sa.first];
-  for (uint64_t id : v.stacks_used)
+  for (uint64_t id : v.stacks_used) {
     if (id > r.max_stack_id_defined) ++r.stacks_undefined;
+    uint64_t depth = 0;
+    for (uint64_t n = id; n != 0 && depth < 100000; ++depth) {
+      auto it = v.nodes.find(n);
+      if (it == v.nodes.end()) break;
+      n = it->second.first;
+    }
+    r.max_stack_depth = std::max(r.max_stack_depth, depth);
+  }
+  for (const auto& [size, id] : v.sized_stacks) {
+    auto it = v.nodes.find(id);
+    r.leaf_ips[size].push_back(it == v.nodes.end() ? 0 : it->second.second);
+  }
   r.out_of_order += merger.stats().out_of_order;
   return r;
 }

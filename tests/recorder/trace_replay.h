@@ -40,6 +40,13 @@ struct Replay {
   std::vector<std::string> thread_name_list;
   std::vector<std::string> module_paths;
   uint64_t first_time = 0, last_time = 0;
+  uint64_t max_stack_depth = 0;                        // frames of the deepest stack used
+  std::map<uint64_t, std::vector<uint64_t>> leaf_ips;  // size -> the leaf frame of each allocation
+  struct Module {
+    std::string path;
+    uint64_t bias;
+  };
+  std::vector<Module> modules_loaded;
 };
 
 Replay replay_trace(const std::string& path);

@@ -9,7 +9,12 @@
 //   lifecycle dlopen LIB    dlopen LIB, call its dl_leak(), dlclose it
 //   lifecycle spin          allocates forever (1000 blocks of 3333 kept, the rest churned)
 //   lifecycle big N         N x 1 MiB blocks written to, then exits (fills a small disk)
+//   lifecycle pause         leaks 2222 x1 before, 1111 x2 during and 3333 x1 after a pause; a
+//                           block made before the pause is freed during it
+//   lifecycle usable        malloc_usable_size of malloc/calloc/realloc/memalign blocks is at
+//                           least what was asked (prints "usable ok")
 #include <dlfcn.h>
+#include <malloc.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +23,8 @@
 #include <cstring>
 #include <thread>
 #include <vector>
+
+#include "memtide.h"
 
 static void* volatile sink;
 
@@ -96,6 +103,32 @@ int main(int argc, char** argv) {
       sink = p;
       free(p);
     }
+  }
+  if (!std::strcmp(mode, "pause")) {
+    void* before = malloc(5050);
+    leak(2222, 1);
+    memtide_pause();
+    leak(1111, 2);
+    free(before);
+    memtide_resume();
+    leak(3333, 1);
+    return 0;
+  }
+  if (!std::strcmp(mode, "usable")) {
+    bool ok = true;
+    for (size_t n : {size_t{1}, size_t{24}, size_t{100}, size_t{5000}, size_t{200000}}) {
+      void* a = malloc(n);
+      void* b = calloc(1, n);
+      void* c = realloc(nullptr, n);
+      void* d = memalign(64, n);
+      for (void* p : {a, b, c, d}) ok = ok && malloc_usable_size(p) >= n;
+      free(a);
+      free(b);
+      free(c);
+      free(d);
+    }
+    std::printf(ok ? "usable ok\n" : "usable WRONG\n");
+    return ok ? 0 : 1;
   }
   if (!std::strcmp(mode, "big") && argc > 2) {
     const int n = std::atoi(argv[2]);
