@@ -116,7 +116,23 @@ RecordType record_type_of_tag(uint8_t tag);
 namespace detail {
 
 // LEB128 without bounds checks: the caller guarantees kMaxVarint readable bytes at p.
+// Varints of up to 8 bytes (56 bits: every realistic dt, size, stack id and address delta)
+// decode without a data-dependent branch, from one 8-byte load: the first byte with its top
+// bit clear ends the varint, and the 7-bit groups below it are squeezed together in three
+// mask-and-shift steps. Longer ones take the byte loop.
 inline bool varint_fast(const uint8_t*& p, uint64_t& out) {
+  const uint64_t w = wire::load_le<uint64_t>(p);
+  const uint64_t stops = ~w & 0x8080808080808080ull;
+  if (stops != 0) [[likely]] {
+    const uint64_t keep = stops ^ (stops - 1);  // the bytes up to and including the last one
+    uint64_t x = w & keep & 0x7f7f7f7f7f7f7f7full;
+    x = ((x & 0x7f007f007f007f00ull) >> 1) | (x & 0x007f007f007f007full);
+    x = ((x & 0x3fff00003fff0000ull) >> 2) | (x & 0x00003fff00003fffull);
+    x = ((x & 0x0fffffff00000000ull) >> 4) | (x & 0x000000000fffffffull);
+    out = x;
+    p += (static_cast<unsigned>(__builtin_ctzll(stops)) + 1) / 8;
+    return true;
+  }
   uint64_t v = 0;
   for (unsigned i = 0; i < wire::kMaxVarint; ++i) {
     const uint64_t b = p[i];
@@ -303,7 +319,7 @@ template <class V>
 // Decodes the record at `p` (p < end), advances `p` past it and calls `v`. On an error `p`
 // is unchanged. Alloc/Free are decoded inline (about 4 varints, no calls but the visitor's).
 template <class V>
-inline DecodeError decode_record(const uint8_t*& p, const uint8_t* end, StreamRegs& r, uint32_t stream,
+[[gnu::always_inline]] inline DecodeError decode_record(const uint8_t*& p, const uint8_t* end, StreamRegs& r, uint32_t stream,
                                  DecodeScratch& s, V& v) {
   const uint8_t tag = *p;
   if (tag >= kTagAllocBase && tag < kTagFreeBase + 32) [[likely]] {

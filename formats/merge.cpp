@@ -4,8 +4,7 @@
 
 namespace memtide::fmt {
 
-bool EventMerger::queued_tag(uint8_t tag) {
-  if (tag >= kTagAllocBase && tag < kTagFreeBase + 32) return true;
+bool EventMerger::queued_prefixed_tag(uint8_t tag) {
   const RecordType t = record_type_of_tag(tag);
   return t != RecordType::Count && is_timed(t);
 }
@@ -54,7 +53,7 @@ void EventMerger::note_watermark(uint64_t time) {
   last_watermark_ = time;
 }
 
-bool EventMerger::peek(Queue& q) {
+bool EventMerger::peek_slow(Queue& q) {
   for (;;) {
     if (q.rd >= q.buf.size()) return false;
     const uint8_t* const base = q.buf.data();

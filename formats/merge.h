@@ -10,7 +10,8 @@
 //   - Timed records are queued per stream and released in (time, block order) order.
 //   - Watermarks (stream 0) bound the wait: once watermark k+1 has been read, every record
 //     timed before watermark k has been read, so those are released. finish() releases the rest.
-//   - A SampleWeight travels with the Alloc it applies to (on_sample_weight right before it).
+//   - A SampleWeight travels with the Alloc it applies to (on_sample_weight right before it);
+//     one that applies to no Alloc is delivered at once.
 //
 // Queued records are kept as their own wire bytes (a copy of the block's timed records, with
 // a 25-byte marker per block and a short marker before weighted Allocs), so the memory is that
@@ -90,17 +91,36 @@ class EventMerger {
     uint64_t time, seq;
     uint32_t queue;
   };
-  // Heap order: the earliest (time, file order) on top.
-  static bool later(const HeapItem& a, const HeapItem& b) {
-    return a.time != b.time ? a.time > b.time : a.seq > b.seq;
-  }
+  // Heap order: the earliest (time, file order) on top. A function object, so that the heap
+  // algorithms inline it.
+  struct Later {
+    bool operator()(const HeapItem& a, const HeapItem& b) const {
+      return a.time != b.time ? a.time > b.time : a.seq > b.seq;
+    }
+  };
 
   // Non-template helpers (merge.cpp).
   uint32_t queue_index(uint32_t stream);
   void append(Queue& q, const uint8_t* from, const uint8_t* to);
   void append_block_mark(Queue& q, uint64_t seq, uint64_t base_time, uint64_t base_addr);
   void append_weight(Queue& q, uint64_t weight);
-  bool peek(Queue& q);  // consumes block marks, computes head_time; false when empty
+  // Consumes block marks and computes head_time; false when the queue is empty.
+  bool peek(Queue& q) {
+    // Fast path: a queued Alloc/Free with room for unchecked varints.
+    if (q.rd + 1 + 2 * wire::kMaxVarint <= q.buf.size()) {
+      const uint8_t* p = q.buf.data() + q.rd;
+      if (*p >= kTagAllocBase && *p < kTagFreeBase + 32) {
+        ++p;
+        uint64_t dt;
+        if (detail::varint_fast(p, dt)) {
+          q.head_time = q.regs.time + dt;
+          return true;
+        }
+      }
+    }
+    return peek_slow(q);
+  }
+  bool peek_slow(Queue& q);
   void note_watermark(uint64_t time);
   void compact();
 
@@ -108,6 +128,8 @@ class EventMerger {
   void deliver(Queue& q, V& v);
   template <class V>
   void release(uint64_t limit, bool all, std::size_t target, V& v);
+  template <class Cmp>
+  void sift_down(const Cmp& later);
 
   // First pass: passes on what is delivered at once, notes watermarks.
   template <class V>
@@ -120,9 +142,26 @@ class EventMerger {
     void on_symbols(uint32_t s, const Symbols& x) { v.on_symbols(s, x); }
     void on_unknown(uint32_t s, uint8_t tag, std::span<const uint8_t> p) { v.on_unknown(s, tag, p); }
     void on_watermark(uint32_t, const Watermark& x) { m.note_watermark(x.time); }
+    // A SampleWeight waits for its Alloc; one that never gets one (overridden, or last in the
+    // block) is passed on at once, so that every record reaches the consumer exactly once.
+    bool has_weight = false;
+    uint64_t weight = 0;
+    void on_sample_weight(uint32_t s, const SampleWeight& x) {
+      if (has_weight) v.on_sample_weight(s, SampleWeight{weight});
+      has_weight = true;
+      weight = x.weight;
+    }
+    void on_alloc(uint32_t, const Alloc&) { has_weight = false; }
+    void flush_weight(uint32_t s) {
+      if (has_weight) v.on_sample_weight(s, SampleWeight{weight});
+      has_weight = false;
+    }
   };
   // Whether a record with this tag is queued (timed and known) or passed on at once.
-  static bool queued_tag(uint8_t tag);
+  static bool queued_tag(uint8_t tag) {
+    return (tag >= kTagAllocBase && tag < kTagFreeBase + 32) || queued_prefixed_tag(tag);
+  }
+  static bool queued_prefixed_tag(uint8_t tag);
 
   MergeOptions opt_;
   RecordDecoder decoder_;
@@ -164,14 +203,15 @@ ReadResult EventMerger::add_block(const Block& block, V& v) {
   while (p < end) {
     const uint8_t* rec = p;
     const uint8_t tag = *p;
-    const uint64_t weight = r.weight;
+    const bool weighted = fw.has_weight;
+    const uint64_t weight = fw.weight;
     const DecodeError e = decode_record(p, end, r, stream, decoder_.scratch(), fw);
     if (e != DecodeError::None) [[unlikely]] {
       result = ReadResult::corrupt(block.offset, describe(e, tag), static_cast<uint64_t>(rec - begin));
       break;
     }
     if (queued_tag(tag)) {
-      if (weight != 0 && is_alloc_tag(tag)) {
+      if (weighted && is_alloc_tag(tag)) {
         append(q, span, rec);
         append_weight(q, weight);
         span = rec;
@@ -182,6 +222,7 @@ ReadResult EventMerger::add_block(const Block& block, V& v) {
     }
   }
   append(q, span, p);
+  fw.flush_weight(stream);
   if (q.buf.size() == mark_at + kBlockMarkSize) {  // nothing queued from this block
     q.buf.resize(mark_at);
     buffered_ -= kBlockMarkSize;
@@ -224,33 +265,44 @@ void EventMerger::deliver(Queue& q, V& v) {
 
 template <class V>
 void EventMerger::release(uint64_t limit, bool all, std::size_t target, V& v) {
+  // A binary min-heap of the streams' heads. The top stream delivers and its new head is
+  // sifted down in place: one sift per record, however the streams interleave.
   heap_.clear();
   for (uint32_t i = 0; i < queues_.size(); ++i)
     if (peek(queues_[i])) heap_.push_back({queues_[i].head_time, queues_[i].block_seq, i});
+  const Later later;
   std::make_heap(heap_.begin(), heap_.end(), later);
-  bool stop = false;
-  while (!heap_.empty() && !stop) {
-    std::pop_heap(heap_.begin(), heap_.end(), later);
-    Queue& q = queues_[heap_.back().queue];
-    const uint32_t qi = heap_.back().queue;
-    heap_.pop_back();
-    // Deliver from this stream while it holds the earliest record.
-    for (;;) {
-      if ((!all && q.head_time >= limit) || (target != 0 && buffered_ <= target)) {
-        stop = true;
-        break;
-      }
-      deliver(q, v);
-      if (!peek(q)) break;
-      const HeapItem mine{q.head_time, q.block_seq, qi};
-      if (!heap_.empty() && later(mine, heap_.front())) {
-        heap_.push_back(mine);
-        std::push_heap(heap_.begin(), heap_.end(), later);
-        break;
-      }
+  while (!heap_.empty()) {
+    Queue& q = queues_[heap_.front().queue];
+    if ((!all && q.head_time >= limit) || (target != 0 && buffered_ <= target)) break;
+    deliver(q, v);
+    if (peek(q)) {
+      heap_.front().time = q.head_time;
+      heap_.front().seq = q.block_seq;
+    } else {
+      heap_.front() = heap_.back();
+      heap_.pop_back();
     }
+    sift_down(later);
   }
   compact();
+}
+
+// Restores the heap order after heap_[0] changed.
+template <class Cmp>
+void EventMerger::sift_down(const Cmp& later) {
+  const std::size_t n = heap_.size();
+  std::size_t i = 0;
+  const HeapItem item = heap_.empty() ? HeapItem{} : heap_[0];
+  for (;;) {
+    std::size_t child = 2 * i + 1;
+    if (child >= n) break;
+    if (child + 1 < n && later(heap_[child], heap_[child + 1])) ++child;
+    if (!later(item, heap_[child])) break;
+    heap_[i] = heap_[child];
+    i = child;
+  }
+  if (n) heap_[i] = item;
 }
 
 // ---------------------------------------------------------------------------------------

@@ -198,6 +198,28 @@ TEST(Merge, SampleWeightTravelsWithItsAlloc) {
   EXPECT_EQ(m.lines, expected);
 }
 
+TEST(Merge, SampleWeightsThatApplyToNothingStillArrive) {
+  std::vector<uint8_t> file;
+  TraceWriter w;
+  w.open_memory(file);
+  w.append(1, SampleWeight{1});  // overridden by the next one
+  w.append(1, SampleWeight{0});  // an explicit zero weight still applies
+  w.append(1, Alloc{10, 0x100, 8, 1, 0, Api::Malloc});
+  w.append(1, SampleWeight{3});  // last in its block
+  w.close();
+  std::vector<std::string> file_order;
+  test::decode_all(file, file_order);
+  const Merged m = merge(file);
+  auto a = file_order, b = m.lines;
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  EXPECT_EQ(a, b);
+  const std::size_t alloc = index_of(m.lines, "alloc s=1");
+  ASSERT_GT(alloc, 0u);
+  EXPECT_EQ(m.lines[alloc - 1], "sample_weight s=1 weight=0");
+  EXPECT_EQ(m.lines[alloc], "alloc s=1 time=10 addr=256 size=8 stack=1 weight=0 api=malloc");
+}
+
 // Counts deliveries, to see that records come out before the end of the file.
 struct CountingVisitor : NullVisitor {
   uint64_t allocs = 0, frees = 0;
