@@ -1,0 +1,390 @@
+// The replay on synthetic traces with exactly known answers.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <unordered_map>
+
+#include "analysis/live_map.h"
+#include "analysis/replay.h"
+#include "tests/analysis/trace_builder.h"
+
+namespace memtide::test {
+namespace {
+
+using analysis::Domain;
+using analysis::Model;
+using analysis::ReplayOptions;
+using analysis::StackId;
+using fmt::Api;
+constexpr uint64_t S = TraceBuilder::kStart;
+
+// Stack ids 2 and 3 are two call paths under node 1; 4 is a third one.
+void add_stacks(TraceBuilder& b) {
+  b.stack(1, 1, 0, {0x100}).stack(1, 2, 1, {0x200}).stack(1, 3, 1, {0x300}).stack(1, 4, 1, {0x400});
+}
+
+TEST(Leaks, GroupedByStackWithBytesBlocksAndAllocationTimes) {
+  TraceBuilder b;
+  add_stacks(b);
+  b.malloc(1, 10, 0x1000, 100, 2).malloc(1, 20, 0x2000, 200, 2).malloc(1, 30, 0x3000, 50, 3).free(1, 40, 0x2000);
+  b.malloc(2, 50, 0x4000, 25, 3);
+  auto m = analyze(b.end(100));
+  ASSERT_TRUE(m);
+  EXPECT_TRUE(m->complete);
+  EXPECT_EQ(m->heap().leaked_bytes, 175u);
+  EXPECT_EQ(m->heap().leaked_blocks, 3u);
+  EXPECT_EQ(m->heap().allocations, 4u);
+  EXPECT_EQ(m->heap().allocated_bytes, 375u);
+  EXPECT_EQ(m->heap().frees, 1u);
+  const auto* a = stack_metrics(*m, 2);
+  const auto* c = stack_metrics(*m, 3);
+  ASSERT_TRUE(a && c);
+  EXPECT_EQ(a->leaked_bytes, 100u);
+  EXPECT_EQ(a->leaked_blocks, 1u);
+  EXPECT_EQ(a->first_leak_time, S + 10);
+  EXPECT_EQ(a->last_leak_time, S + 10);
+  EXPECT_EQ(c->leaked_bytes, 75u);
+  EXPECT_EQ(c->leaked_blocks, 2u);
+  EXPECT_EQ(c->first_leak_time, S + 30);
+  EXPECT_EQ(c->last_leak_time, S + 50);
+  EXPECT_EQ(m->duration(), 100u);
+}
+
+TEST(Peak, TimeBytesAndLiveBytesByStack) {
+  TraceBuilder b;
+  add_stacks(b);
+  b.malloc(1, 10, 0x1000, 100, 2).malloc(1, 20, 0x2000, 200, 2).malloc(1, 30, 0x3000, 50, 3).free(1, 40, 0x2000);
+  auto m = analyze(b.end(100));
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->heap().peak_bytes, 350u);
+  EXPECT_EQ(m->heap().peak_blocks, 3u);
+  EXPECT_EQ(m->heap().peak_time, S + 30);
+  EXPECT_EQ(stack_metrics(*m, 2)->peak_bytes, 300u);
+  EXPECT_EQ(stack_metrics(*m, 2)->peak_blocks, 2u);
+  EXPECT_EQ(stack_metrics(*m, 3)->peak_bytes, 50u);
+}
+
+TEST(Peak, StacksChangedBeforeAndAfterALaterHigherPeak) {
+  TraceBuilder b;
+  add_stacks(b);
+  b.malloc(1, 1, 0xA1, 100, 2).malloc(1, 2, 0xB1, 100, 3).malloc(1, 3, 0xA2, 200, 2);  // 400: first peak
+  b.free(1, 4, 0xA2).malloc(1, 5, 0xB2, 150, 3).free(1, 6, 0xA1);                       // 250
+  b.malloc(1, 7, 0xC1, 390, 4);                                                          // 640: the peak
+  b.free(1, 8, 0xC1).malloc(1, 9, 0xA3, 10, 2);
+  auto m = analyze(b.end(10));
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->heap().peak_bytes, 640u);
+  EXPECT_EQ(m->heap().peak_time, S + 7);
+  EXPECT_EQ(stack_metrics(*m, 2)->peak_bytes, 0u);
+  EXPECT_EQ(stack_metrics(*m, 3)->peak_bytes, 250u);
+  EXPECT_EQ(stack_metrics(*m, 3)->peak_blocks, 2u);
+  EXPECT_EQ(stack_metrics(*m, 4)->peak_bytes, 390u);
+  uint64_t sum = 0;
+  for (const auto& s : m->stacks[0]) sum += s.m.peak_bytes;
+  EXPECT_EQ(sum, m->heap().peak_bytes);
+}
+
+TEST(Temporaries, SameThreadNoAllocationInBetween) {
+  TraceBuilder b;
+  add_stacks(b);
+  b.malloc(1, 1, 0x10, 10, 2).free(1, 2, 0x10);                            // temporary
+  b.malloc(1, 3, 0x20, 20, 2).malloc(1, 4, 0x30, 30, 3).free(1, 5, 0x20);  // not: 0x30 came in between
+  b.free(1, 6, 0x30);                                                      // temporary (frees may intervene)
+  b.malloc(2, 7, 0x40, 40, 3).free(1, 8, 0x40);                            // not: freed by another thread
+  b.malloc(2, 9, 0x50, 50, 4).malloc(1, 10, 0x60, 60, 2).free(2, 11, 0x50);  // temporary: other threads don't count
+  auto m = analyze(b.end(20));
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->heap().temporaries, 3u);
+  EXPECT_EQ(m->heap().temporary_bytes, 90u);
+  EXPECT_EQ(stack_metrics(*m, 2)->temp_count, 1u);
+  EXPECT_EQ(stack_metrics(*m, 3)->temp_count, 1u);
+  EXPECT_EQ(stack_metrics(*m, 4)->temp_count, 1u);
+  EXPECT_EQ(stack_metrics(*m, 4)->temp_bytes, 50u);
+}
+
+std::vector<uint8_t> window_trace() {
+  TraceBuilder b;
+  add_stacks(b);
+  b.malloc(1, 10, 0xA, 100, 2).malloc(1, 20, 0xB, 200, 2).malloc(1, 30, 0xC, 300, 3).free(1, 40, 0xB);
+  b.malloc(1, 50, 0xD, 400, 3).free(1, 60, 0xA);
+  return b.end(70);
+}
+
+TEST(Windows, StatisticsCountOnlyAllocationsMadeInTheWindow) {
+  ReplayOptions o;
+  o.from = 15;
+  o.to = 35;
+  auto m = analyze(window_trace(), o);
+  ASSERT_TRUE(m);
+  EXPECT_TRUE(m->has_window());
+  EXPECT_EQ(m->heap().allocations, 2u);
+  EXPECT_EQ(m->heap().allocated_bytes, 500u);
+  EXPECT_EQ(m->heap().leaked_bytes, 300u);
+  EXPECT_EQ(m->heap().leaked_blocks, 1u);
+  EXPECT_EQ(m->heap().peak_bytes, 500u);
+  EXPECT_EQ(m->heap().peak_time, S + 30);
+  EXPECT_EQ(stack_metrics(*m, 2)->alloc_bytes, 200u);
+  EXPECT_EQ(stack_metrics(*m, 3)->leaked_bytes, 300u);
+}
+
+TEST(Windows, LiveAtAChosenTime) {
+  ReplayOptions o;
+  o.at = 45;
+  auto m = analyze(window_trace(), o);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->heap().at_bytes, 400u);  // 0xA and 0xC
+  EXPECT_EQ(m->heap().at_blocks, 2u);
+  EXPECT_EQ(stack_metrics(*m, 2)->at_bytes, 100u);
+  EXPECT_EQ(stack_metrics(*m, 3)->at_bytes, 300u);
+  o.at = 55;
+  m = analyze(window_trace(), o);
+  EXPECT_EQ(m->heap().at_bytes, 800u);
+}
+
+TEST(Windows, MadeInWindowAndStillLiveAtLaterTime) {
+  ReplayOptions o;
+  o.from = 5;
+  o.to = 25;
+  o.at = 45;
+  auto m = analyze(window_trace(), o);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->heap().at_bytes, 100u);  // 0xA; 0xB was freed at 40
+  EXPECT_EQ(m->heap().at_blocks, 1u);
+}
+
+TEST(Anomalies, MismatchedApisAreCountedWithTheAllocationStack) {
+  TraceBuilder b;
+  add_stacks(b);
+  b.alloc(1, 1, Api::NewArray, 0x10, 40, 2).release(1, 2, Api::Free, 0x10);      // new[] / free
+  b.alloc(1, 3, Api::Malloc, 0x20, 8, 3).release(1, 4, Api::Delete, 0x20);        // malloc / delete
+  b.alloc(1, 5, Api::New, 0x30, 8, 4).release(1, 6, Api::Delete, 0x30);           // fine
+  b.alloc(1, 7, Api::Malloc, 0x40, 8, 4).release(1, 8, Api::Realloc, 0x40);       // fine
+  b.alloc(1, 9, Api::NewArray, 0x50, 16, 2).release(1, 10, Api::Delete, 0x50);    // new[] / delete
+  auto m = analyze(b.end(20));
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->anomalies.mismatch_count, 3u);
+  ASSERT_EQ(m->anomalies.mismatches.size(), 3u);
+  const auto& x = m->anomalies.mismatches[0];
+  EXPECT_EQ(x.stack, StackId(2));
+  EXPECT_EQ(x.alloc_api, Api::NewArray);
+  EXPECT_EQ(x.free_api, Api::Free);
+  EXPECT_EQ(x.bytes, 40u);
+  EXPECT_EQ(m->anomalies.mismatches[1].alloc_api, Api::Malloc);
+  EXPECT_EQ(m->anomalies.mismatches[1].free_api, Api::Delete);
+  EXPECT_EQ(m->anomalies.mismatches[2].free_api, Api::Delete);
+  EXPECT_EQ(m->heap().leaked_bytes, 0u);  // the blocks are released all the same
+}
+
+TEST(Anomalies, FreesOfUnknownAddressesAndDoubleFrees) {
+  TraceBuilder b;
+  add_stacks(b);
+  b.free(1, 1, 0xdead).free(1, 2, 0xdead);
+  b.malloc(2, 3, 0x10, 8, 2).free(2, 4, 0x10).free(2, 5, 0x10);
+  auto m = analyze(b.end(10));
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->anomalies.unknown_free_count[0], 3u);
+  ASSERT_EQ(m->anomalies.unknown_frees.size(), 2u);  // grouped by API and thread
+  EXPECT_EQ(m->anomalies.unknown_frees[0].count, 2u);
+  EXPECT_EQ(m->anomalies.unknown_frees[0].first_addr, 0xdeadu);
+  EXPECT_EQ(m->anomalies.unknown_frees[1].count, 1u);
+  EXPECT_EQ(m->heap().frees, 4u);  // every free record (no window)
+}
+
+TEST(Anomalies, AddressAllocatedTwiceDropsTheOldBlock) {
+  TraceBuilder b;
+  add_stacks(b);
+  b.malloc(1, 1, 0x10, 100, 2).malloc(2, 2, 0x10, 50, 3);
+  auto m = analyze(b.end(10));
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->anomalies.double_allocs, 1u);
+  EXPECT_EQ(m->heap().leaked_bytes, 50u);
+  EXPECT_EQ(stack_metrics(*m, 2)->leaked_bytes, 0u);
+  EXPECT_EQ(stack_metrics(*m, 3)->leaked_bytes, 50u);
+}
+
+TEST(Realloc, FreeAndAllocAtTheSameTimeAndReallocToZero) {
+  TraceBuilder b;
+  add_stacks(b);
+  b.malloc(1, 1, 0x10, 100, 2);
+  b.release(1, 2, Api::Realloc, 0x10).alloc(1, 2, Api::Realloc, 0x80, 200, 3);
+  b.release(1, 3, Api::Realloc, 0x80);  // realloc(p, 0)
+  auto m = analyze(b.end(10));
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->heap().allocations, 2u);
+  EXPECT_EQ(m->heap().frees, 2u);
+  EXPECT_EQ(m->alloc_api[static_cast<unsigned>(Api::Realloc)].calls, 1u);
+  EXPECT_EQ(m->alloc_api[static_cast<unsigned>(Api::Realloc)].bytes, 200u);
+  EXPECT_EQ(m->free_api[static_cast<unsigned>(Api::Realloc)].calls, 2u);
+  EXPECT_EQ(m->heap().peak_bytes, 200u);
+  EXPECT_EQ(m->heap().leaked_bytes, 0u);
+  EXPECT_EQ(m->anomalies.mismatch_count, 0u);
+}
+
+TEST(Mmap, PartialMunmapLeavesOneMappingWithTheRest) {
+  TraceBuilder b;
+  add_stacks(b);
+  b.alloc(1, 1, Api::Mmap, 0x10000, 0x3000, 2);
+  b.release(1, 2, Api::Munmap, 0x11000, 0x1000);  // the middle page
+  b.alloc(1, 3, Api::Mmap, 0x20000, 0x1000, 3).release(1, 4, Api::Munmap, 0x20000, 0x1000);
+  b.release(1, 5, Api::Munmap, 0x50000, 0x1000);  // never mapped
+  auto m = analyze(b.end(10));
+  ASSERT_TRUE(m);
+  const auto& t = m->totals[static_cast<unsigned>(Domain::Mmap)];
+  EXPECT_EQ(t.allocations, 2u);
+  EXPECT_EQ(t.allocated_bytes, 0x4000u);
+  EXPECT_EQ(t.frees, 3u);  // every munmap record, the unknown one included (no window)
+  EXPECT_EQ(t.freed_bytes, 0x2000u);
+  EXPECT_EQ(t.leaked_bytes, 0x2000u);
+  EXPECT_EQ(t.leaked_blocks, 1u);
+  EXPECT_EQ(t.peak_bytes, 0x3000u);
+  EXPECT_EQ(m->anomalies.unknown_free_count[static_cast<unsigned>(Domain::Mmap)], 1u);
+  EXPECT_EQ(stack_metrics(*m, 2, Domain::Mmap)->leaked_bytes, 0x2000u);
+  EXPECT_EQ(m->heap().allocations, 0u);  // kept apart from the heap
+}
+
+TEST(Mmap, MunmapSpanningBothPiecesReleasesTheMapping) {
+  TraceBuilder b;
+  add_stacks(b);
+  b.alloc(1, 1, Api::Mmap, 0x10000, 0x3000, 2).release(1, 2, Api::Munmap, 0x11000, 0x1000);
+  b.release(1, 3, Api::Munmap, 0x10000, 0x3000);
+  auto m = analyze(b.end(10));
+  ASSERT_TRUE(m);
+  const auto& t = m->totals[static_cast<unsigned>(Domain::Mmap)];
+  EXPECT_EQ(t.leaked_bytes, 0u);
+  EXPECT_EQ(t.leaked_blocks, 0u);
+  EXPECT_EQ(t.freed_bytes, 0x3000u);
+}
+
+TEST(Mmap, MremapMovesTheMapping) {
+  TraceBuilder b;
+  add_stacks(b);
+  b.alloc(1, 1, Api::Mmap, 0x10000, 0x1000, 2);
+  b.release(1, 2, Api::Mremap, 0x10000).alloc(1, 2, Api::Mremap, 0x40000, 0x4000, 3);
+  auto m = analyze(b.end(10));
+  ASSERT_TRUE(m);
+  const auto& t = m->totals[static_cast<unsigned>(Domain::Mmap)];
+  EXPECT_EQ(t.leaked_bytes, 0x4000u);
+  EXPECT_EQ(t.leaked_blocks, 1u);
+  EXPECT_EQ(stack_metrics(*m, 3, Domain::Mmap)->leaked_bytes, 0x4000u);
+}
+
+TEST(Custom, PoolBlocksAreADomainOfTheirOwn) {
+  TraceBuilder b;
+  add_stacks(b);
+  b.malloc(1, 1, 0x1000, 4096, 2);  // the pool
+  b.alloc(1, 2, Api::Custom, 0x1000, 32, 3).alloc(1, 3, Api::Custom, 0x1020, 32, 3).release(1, 4, Api::Custom, 0x1000);
+  auto m = analyze(b.end(10));
+  ASSERT_TRUE(m);
+  const auto& c = m->totals[static_cast<unsigned>(Domain::Custom)];
+  EXPECT_EQ(c.allocations, 2u);
+  EXPECT_EQ(c.leaked_bytes, 32u);
+  EXPECT_EQ(m->heap().leaked_bytes, 4096u);  // same address, different domain: no anomaly
+  EXPECT_EQ(m->anomalies.double_allocs, 0u);
+}
+
+TEST(Stacks, DefinitionArrivingAfterTheAllocationThatUsesIt) {
+  TraceBuilder b;
+  b.stack(1, 1, 0, {0x100});
+  b.malloc(2, 1, 0x10, 8, 7).flush();
+  b.stack(3, 5, 1, {0x500, 0x600, 0x700});  // defines 5, 6, 7 in another stream, later in the file
+  auto m = analyze(b.end(10));
+  ASSERT_TRUE(m);
+  std::vector<uint64_t> ips;
+  EXPECT_TRUE(m->stack_table.frames(StackId(7), ips));
+  EXPECT_EQ(ips, (std::vector<uint64_t>{0x100, 0x500, 0x600, 0x700}));
+  EXPECT_EQ(m->anomalies.undefined_stacks, 0u);
+}
+
+TEST(Stacks, UndefinedStackIsCountedNotFatal) {
+  TraceBuilder b;
+  b.malloc(1, 1, 0x10, 8, 99);
+  auto m = analyze(b.end(10));
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->anomalies.undefined_stacks, 1u);
+  EXPECT_EQ(m->heap().leaked_bytes, 8u);
+}
+
+TEST(Truncation, AnalysedUpToTheCutWithAWarning) {
+  TraceBuilder b;
+  add_stacks(b);
+  b.malloc(1, 1, 0x10, 100, 2).flush();
+  b.malloc(1, 2, 0x20, 200, 2).flush();
+  std::vector<uint8_t> bytes = b.end(10);
+  bytes.resize(bytes.size() - 5);  // the End block loses its tail
+  auto m = analyze(bytes);
+  ASSERT_TRUE(m);
+  EXPECT_TRUE(m->truncated);
+  EXPECT_FALSE(m->complete);
+  EXPECT_FALSE(m->warnings.empty());
+  EXPECT_EQ(m->heap().allocations, 2u);
+  EXPECT_EQ(m->heap().leaked_bytes, 300u);
+}
+
+TEST(Truncation, NotATraceIsAnError) {
+  std::vector<uint8_t> junk(100, 'x');
+  auto r = analysis::analyze_memory(junk);
+  EXPECT_FALSE(r.ok());
+  EXPECT_FALSE(r.error.empty());
+}
+
+TEST(Series, DownsamplingKeepsThePeak) {
+  TraceBuilder b;
+  add_stacks(b);
+  uint64_t t = 1;
+  for (int i = 0; i < 20000; ++i) b.malloc(1, t++, 0x1000 + 16 * static_cast<uint64_t>(i), 10, 2);
+  b.malloc(1, t, 0x900000, 1000000, 3).free(1, t + 1, 0x900000);
+  t += 2;
+  for (int i = 0; i < 20000; ++i) b.free(1, t++, 0x1000 + 16 * static_cast<uint64_t>(i));
+  ReplayOptions o;
+  o.series_points = 64;
+  auto m = analyze(b.end(t + 1), o);
+  ASSERT_TRUE(m);
+  const auto& pts = m->heap_series.points();
+  EXPECT_LE(pts.size(), 64u);
+  uint64_t mx = 0;
+  for (const auto& p : pts) mx = std::max(mx, p.max);
+  EXPECT_EQ(mx, m->heap().peak_bytes);
+  EXPECT_EQ(mx, 200000u + 1000000u);
+  EXPECT_EQ(pts.back().last, 0u);
+}
+
+TEST(Counters, RssSeriesAndPeak) {
+  TraceBuilder b;
+  b.counters(1, 1000).counters(2, 5000).counters(3, 2000);
+  auto m = analyze(b.end(10));
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->peak_rss, 5000u);
+  EXPECT_FALSE(m->rss_series.points().empty());
+}
+
+TEST(LiveMap, AgreesWithUnorderedMapUnderRandomChurn) {
+  analysis::LiveMap<uint64_t> lm;
+  std::unordered_map<uint64_t, uint64_t> ref;
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 200000; ++i) {
+    const uint64_t key = (rng() % 5000) * 16;  // collisions and reuse; includes key 0
+    if (rng() % 3) {
+      auto [v, fresh] = lm.insert(key);
+      ASSERT_EQ(fresh, ref.count(key) == 0);
+      *v = static_cast<uint64_t>(i);
+      ref[key] = static_cast<uint64_t>(i);
+    } else {
+      uint64_t out = 0;
+      const bool had = lm.erase(key, out);
+      ASSERT_EQ(had, ref.count(key) == 1);
+      if (had) {
+        ASSERT_EQ(out, ref[key]);
+        ref.erase(key);
+      }
+    }
+  }
+  ASSERT_EQ(lm.size(), ref.size());
+  for (const auto& [k, v] : ref) {
+    const uint64_t* p = lm.find(k);
+    ASSERT_TRUE(p);
+    EXPECT_EQ(*p, v);
+  }
+}
+
+}  // namespace
+}  // namespace memtide::test

@@ -1,0 +1,218 @@
+// Symbols from the test binary itself (libdw), build-id checks, call trees / folded stacks,
+// suppressions.
+#include <gtest/gtest.h>
+#include <link.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <sstream>
+
+#include "analysis/calltree.h"
+#include "analysis/suppressions.h"
+#include "analysis/symbols.h"
+#include "tests/analysis/trace_builder.h"
+
+extern "C" __attribute__((noinline, used)) int memtide_test_marker_fn(int x) {
+  asm volatile("" ::: "memory");
+  return x * 3 + 1;
+}
+
+namespace memtide::test {
+namespace {
+
+using namespace memtide::analysis;
+
+// The test executable as a ModuleInfo, as the recorder would have described it.
+ModuleInfo self_module(const std::string& build_id) {
+  ModuleInfo m;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) -> int {
+        auto* mi = static_cast<ModuleInfo*>(data);
+        if (info->dlpi_name && *info->dlpi_name) return 0;  // the main program has an empty name
+        mi->load_bias = info->dlpi_addr;
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const auto& ph = info->dlpi_phdr[i];
+          if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
+          mi->lo = info->dlpi_addr + ph.p_vaddr;
+          mi->hi = mi->lo + ph.p_memsz;
+        }
+        return 1;
+      },
+      &m);
+  char path[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+  m.path.assign(path, n > 0 ? static_cast<size_t>(n) : 0);
+  m.id = ModuleId(1);
+  m.build_id = build_id;
+  return m;
+}
+
+uint64_t marker_ip() {
+  // A return address just past the function's first instruction: ip - 1 is inside it.
+  return reinterpret_cast<uint64_t>(&memtide_test_marker_fn) + 2;
+}
+
+TEST(Symbols, FunctionFileAndLineFromTheModuleFile) {
+  Model model;
+  model.modules.push_back(self_module(""));
+  Symbolizer s(model);
+  auto frames = s.resolve(marker_ip());
+  ASSERT_FALSE(frames.empty());
+  EXPECT_EQ(frames[0].function, "memtide_test_marker_fn");
+  EXPECT_NE(frames[0].file.find("symbols_test.cpp"), std::string_view::npos);
+  EXPECT_GT(frames[0].line, 0u);
+  EXPECT_TRUE(s.problems().empty());
+}
+
+TEST(Symbols, BuildIdMismatchIsReportedAndNotResolved) {
+  Model model;
+  model.modules.push_back(self_module(std::string("\x01\x02\x03\x04", 4)));
+  Symbolizer s(model);
+  auto frames = s.resolve(marker_ip());
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_TRUE(frames[0].function.empty());
+  EXPECT_EQ(frames[0].offset, marker_ip() - model.modules[0].load_bias);
+  EXPECT_EQ(frame_label(frames[0]).find(std::string(basename_of(model.modules[0].path)) + "+0x"), 0u);
+  auto p = s.problems();
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].state, ModuleState::Mismatch);
+}
+
+TEST(Symbols, MissingModuleFileIsReported) {
+  Model model;
+  ModuleInfo m = self_module("");
+  m.path = "/nonexistent/libgone.so";
+  model.modules.push_back(m);
+  Symbolizer s(model);
+  auto frames = s.resolve(marker_ip());
+  EXPECT_EQ(frame_label(frames[0]).rfind("libgone.so+0x", 0), 0u);
+  ASSERT_EQ(s.problems().size(), 1u);
+  EXPECT_EQ(s.problems()[0].state, ModuleState::Missing);
+}
+
+TEST(Symbols, EmbeddedSymbolsWinOverTheFile) {
+  Model model;
+  model.modules.push_back(self_module(std::string("\x01", 1)));  // the file would not be used
+  const uint64_t off = marker_ip() - model.modules[0].load_bias;
+  model.embedded[1] = {{off, "outer()", "outer.cpp", 10, 0}, {off, "inner()", "inner.h", 3, 1}};
+  Symbolizer s(model);
+  auto frames = s.resolve(marker_ip());
+  ASSERT_EQ(frames.size(), 2u);
+  EXPECT_EQ(frames[0].function, "outer()");
+  EXPECT_FALSE(frames[0].inlined);
+  EXPECT_EQ(frames[1].function, "inner()");
+  EXPECT_TRUE(frames[1].inlined);
+  EXPECT_EQ(frames[1].line, 3u);
+  EXPECT_TRUE(s.problems().empty());  // the file was never needed
+}
+
+TEST(Symbols, AddressOutsideAnyModule) {
+  Model model;
+  Symbolizer s(model);
+  auto frames = s.resolve(0x1234);
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_EQ(frame_label(frames[0]), "0x1234");
+}
+
+TEST(Symbols, Demangle) {
+  EXPECT_EQ(demangle("_Znwm"), "operator new(unsigned long)");
+  EXPECT_EQ(demangle("main"), "main");
+  EXPECT_EQ(demangle("_Zbogus"), "_Zbogus");
+}
+
+// Stacks 2 = [0x100, 0x200] and 3 = [0x100, 0x300]; no modules, so labels are addresses.
+std::unique_ptr<Model> tree_model() {
+  TraceBuilder b;
+  b.stack(1, 1, 0, {0x100}).stack(1, 2, 1, {0x200}).stack(1, 3, 1, {0x300});
+  b.malloc(1, 1, 0x10, 100, 2).malloc(1, 2, 0x20, 30, 3).malloc(1, 3, 0x30, 7, 3).malloc(1, 4, 0x40, 5, 1);
+  b.free(1, 5, 0x20);
+  return analyze(b.end(10));
+}
+
+TEST(CallTree, FoldedStacksSumToTheTotals) {
+  auto m = tree_model();
+  ASSERT_TRUE(m);
+  Symbolizer s(*m);
+  CallTree t;
+  t.build(*m, s, Domain::Heap, Metric::Allocated);
+  std::ostringstream out;
+  t.write_folded(out);
+  EXPECT_EQ(out.str(), "0x100 5\n0x100;0x200 100\n0x100;0x300 37\n");
+  EXPECT_EQ(t.total(), m->heap().allocated_bytes);
+  CallTree leaked;
+  leaked.build(*m, s, Domain::Heap, Metric::Leaked);
+  EXPECT_EQ(leaked.total(), m->heap().leaked_bytes);
+}
+
+TEST(CallTree, BottomUpStartsAtTheAllocationSite) {
+  auto m = tree_model();
+  Symbolizer s(*m);
+  CallTree t;
+  t.build(*m, s, Domain::Heap, Metric::Count, true);
+  std::ostringstream out;
+  t.write_folded(out);
+  std::vector<std::string> lines;
+  std::istringstream in(out.str());
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  std::sort(lines.begin(), lines.end());
+  EXPECT_EQ(lines, (std::vector<std::string>{"0x100 1", "0x200;0x100 1", "0x300;0x100 2"}));
+}
+
+TEST(CallTree, FoldedLabelsStayParseable) {
+  EXPECT_EQ(folded_label("a;b\nc"), "a:b:c");
+  EXPECT_EQ(folded_label(""), "?");
+}
+
+TEST(Suppressions, GlobLikeLeakSanitizer) {
+  EXPECT_TRUE(glob_match("foo", "xxfooyy"));
+  EXPECT_TRUE(glob_match("^foo", "foobar"));
+  EXPECT_FALSE(glob_match("^foo", "xfoo"));
+  EXPECT_TRUE(glob_match("bar$", "foobar"));
+  EXPECT_FALSE(glob_match("bar$", "barfoo"));
+  EXPECT_TRUE(glob_match("a*c", "xxabbbcyy"));
+  EXPECT_TRUE(glob_match("^std::vector<*>::push_back$", "std::vector<int>::push_back"));
+  EXPECT_FALSE(glob_match("", "anything"));
+}
+
+TEST(Suppressions, ParseCommentsTypesAndErrors) {
+  SuppressionList l;
+  std::string err;
+  std::vector<std::string> notes;
+  EXPECT_TRUE(l.parse("# comment\n\nleak:foo\n  leak:bar*baz  \nrace:x\n", "s.txt", err, notes));
+  ASSERT_EQ(l.items().size(), 2u);
+  EXPECT_EQ(l.items()[1].pattern, "bar*baz");
+  EXPECT_EQ(l.items()[1].origin, "s.txt:4");
+  EXPECT_EQ(notes.size(), 1u);
+  SuppressionList bad;
+  EXPECT_FALSE(bad.parse("leak:ok\nnot a suppression\n", "b.txt", err, notes));
+  EXPECT_NE(err.find("b.txt:2"), std::string::npos);
+}
+
+TEST(Suppressions, MatchFunctionFileOrModuleOfAnyFrame) {
+  SuppressionList l;
+  std::string err;
+  std::vector<std::string> notes;
+  ASSERT_TRUE(l.parse("leak:cache_init\nleak:third_party/*.c\nleak:libfoo.so\n", "s", err, notes));
+  const Frame main_f{"main", "main.cpp", 3, "/bin/app", 0, false};
+  const Frame cache{"cache_init()", "cache.cpp", 9, "/bin/app", 0, false};
+  const Frame tp{"helper", "/src/third_party/z.c", 1, "/bin/app", 0, false};
+  const Frame foo{"", "", 0, "/usr/lib/libfoo.so", 0x10, false};
+  EXPECT_EQ(l.match({main_f, cache}), 0);
+  EXPECT_EQ(l.match({main_f, tp}), 1);
+  EXPECT_EQ(l.match({foo, main_f}), 2);
+  EXPECT_EQ(l.match({main_f}), -1);
+}
+
+TEST(Suppressions, BuiltinsNeedTheirAllocationSiteModule) {
+  SuppressionList l;
+  l.add_builtin();
+  const Frame start{"_dl_init", "dl-init.c", 121, "/lib64/ld-linux-x86-64.so.2", 0, false};
+  const Frame stdcxx{"", "", 0, "/usr/lib/x86_64-linux-gnu/libstdc++.so.6", 0xa57ba, false};
+  const Frame mine{"my_ctor()", "lib.cpp", 5, "/opt/app/libmine.so", 0x40, false};
+  EXPECT_GE(l.match({start, stdcxx}), 0);  // libstdc++'s own start-up allocation
+  EXPECT_EQ(l.match({start, mine}), -1);   // a leak in the program's own library constructor
+}
+
+}  // namespace
+}  // namespace memtide::test
