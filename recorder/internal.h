@@ -33,10 +33,31 @@ void mem_free(void* p);
 // One-line diagnostics, prefixed "memtide: ", written with write(2), capped in number.
 void message(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
-inline uint64_t now_ns() {
+inline uint64_t monotonic_ns() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// The event clock: CLOCK_MONOTONIC nanoseconds. Where the TSC is invariant and the kernel
+// itself keeps time with it (so it is synchronised across cores), the writer thread calibrates
+// it against CLOCK_MONOTONIC once, and from then on events read the TSC (~13 ns instead of
+// ~28 ns here) and convert with that calibration, anchored at the calibration point.
+struct TscClock {
+  std::atomic<bool> ready{false};
+  uint64_t anchor_tsc = 0, anchor_ns = 0;
+  uint64_t mult = 0;  // ns per tick, 32.32 fixed point
+};
+extern TscClock g_tsc;
+void tsc_calibrate_begin();
+void tsc_calibrate_end();  // >= 50 ms after begin
+
+inline uint64_t now_ns() {
+  if (MT_LIKELY(g_tsc.ready.load(std::memory_order_acquire))) {
+    const uint64_t d = __builtin_ia32_rdtsc() - g_tsc.anchor_tsc;
+    return g_tsc.anchor_ns + static_cast<uint64_t>((static_cast<unsigned __int128>(d) * g_tsc.mult) >> 32);
+  }
+  return monotonic_ns();
 }
 
 // ---------------------------------------------------------------------------------------

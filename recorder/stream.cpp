@@ -1,4 +1,6 @@
 // Stream buffers: chunk management on the owner side, and the recorder's own memory.
+#include <cpuid.h>
+#include <fcntl.h>
 #include <mimalloc.h>
 #include <unistd.h>
 
@@ -9,6 +11,46 @@
 #include "recorder/internal.h"
 
 namespace memtide::rec {
+
+TscClock g_tsc;
+
+namespace {
+uint64_t g_cal_tsc = 0, g_cal_ns = 0;
+bool g_cal_ok = false;
+
+// Invariant TSC (CPUID 0x80000007 EDX bit 8), and the kernel's clocksource is the TSC.
+bool tsc_usable() {
+  unsigned a, b, c, d;
+  if (!__get_cpuid(0x80000000u, &a, &b, &c, &d) || a < 0x80000007u) return false;
+  __get_cpuid(0x80000007u, &a, &b, &c, &d);
+  if (!(d & (1u << 8))) return false;
+  const int fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[32] = {};
+  const ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  return n >= 3 && std::strncmp(buf, "tsc", 3) == 0 && (buf[3] == '\n' || buf[3] == 0);
+}
+}  // namespace
+
+void tsc_calibrate_begin() {
+  g_cal_ok = !g_tsc.ready.load() && tsc_usable();
+  if (!g_cal_ok) return;
+  g_cal_ns = monotonic_ns();
+  g_cal_tsc = __builtin_ia32_rdtsc();
+}
+
+void tsc_calibrate_end() {
+  if (!g_cal_ok) return;
+  g_cal_ok = false;
+  const uint64_t ns = monotonic_ns();
+  const uint64_t tsc = __builtin_ia32_rdtsc();
+  if (tsc <= g_cal_tsc || ns <= g_cal_ns || ns - g_cal_ns < 20000000) return;
+  g_tsc.mult = static_cast<uint64_t>((static_cast<unsigned __int128>(ns - g_cal_ns) << 32) / (tsc - g_cal_tsc));
+  g_tsc.anchor_tsc = tsc;
+  g_tsc.anchor_ns = ns;
+  g_tsc.ready.store(true, std::memory_order_release);
+}
 
 void* mem_alloc(size_t n) { return mi_zalloc(n); }
 void mem_free(void* p) { mi_free(p); }

@@ -196,6 +196,9 @@ void* writer_main(void*) {
   const uint64_t flush_ns = static_cast<uint64_t>(g.opts.flush_interval_ms) * 1000000ull;
   const uint64_t counter_ns = static_cast<uint64_t>(g.opts.counter_interval_ms) * 1000000ull;
   uint64_t next_flush = now_ns() + flush_ns;
+  tsc_calibrate_begin();
+  const uint64_t calibrate_at = monotonic_ns() + 100000000ull;  // 100 ms later
+  bool calibrating = true;
   uint64_t next_counter = counter_ns ? now_ns() : ~0ull;
   for (;;) {
     pthread_mutex_lock(&g.queue_mutex);
@@ -214,6 +217,10 @@ void* writer_main(void*) {
     pthread_mutex_unlock(&g.queue_mutex);
 
     drain_queue();
+    if (calibrating && monotonic_ns() >= calibrate_at) {
+      tsc_calibrate_end();
+      calibrating = false;
+    }
     const uint64_t now = now_ns();
     if (now >= next_counter) {
       append_counters(&g.shared);
