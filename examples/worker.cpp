@@ -2,7 +2,8 @@
 //
 // It handles "requests" in a loop: each parses a message into a map of strings, builds a
 // response and throws both away (steady churn). One request in 50 also stores its session in
-// a cache that is never trimmed: a slow leak of the kind that only shows up after hours.
+// a cache that is never trimmed (memory that grows for as long as the worker runs, released
+// only at exit), and one in 1000 writes an audit line into a buffer that nobody frees (a leak).
 // Every second it marks the timeline (memtide_mark) with the number of requests handled.
 //
 //   memtide-example-worker [--seconds N] [--threads N]
@@ -42,6 +43,12 @@ std::string build_response(const std::map<std::string, std::string>& fields) {
   return out;
 }
 
+__attribute__((noinline)) void write_audit_line(unsigned long id) {
+  char* line = new char[128];
+  std::snprintf(line, 128, "request %lu handled", id);
+  // ... handed to a logger that copies it and forgets to release the original.
+}
+
 __attribute__((noinline)) void remember_session(unsigned long id) {
   auto s = std::make_unique<Session>();
   s->user = "user-" + std::to_string(id);
@@ -54,6 +61,7 @@ unsigned long handle_request(unsigned long id) {
   const auto fields = parse_request(id);
   const std::string response = build_response(fields);
   if (id % 50 == 0) remember_session(id);
+  if (id % 1000 == 0) write_audit_line(id);
   return response.size();
 }
 
