@@ -37,6 +37,14 @@ class StackTable {
   // last. False when a node on the way is undefined (the frames found so far are kept).
   bool frames(StackId id, std::vector<uint64_t>& out) const;
 
+  // Calls f(StackId, const Node&) for every defined node.
+  template <class F>
+  void for_each(F&& f) const {
+    for (std::size_t i = 0; i < dense_.size(); ++i)
+      if (dense_[i].defined) f(StackId(i), dense_[i]);
+    for (const auto& [id, n] : sparse_) f(StackId(id), n);
+  }
+
   std::size_t size() const { return count_; }
   std::size_t memory_bytes() const {
     return dense_.capacity() * sizeof(Node) + sparse_.size() * (sizeof(Node) + 32);

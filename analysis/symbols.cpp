@@ -147,8 +147,17 @@ void dwarf_frames(Dwfl_Module* mod, Dwarf_Addr addr, bool inlines, std::vector<R
   Dwarf_Addr bias = 0;
   Dwarf_Die* cudie = dwfl_module_addrdie(mod, addr, &bias);
   if (cudie) {
+    // dwarf_getscopes follows an inlined subroutine into its abstract definition; the chain of
+    // concrete callers comes from the innermost scope's physical parents (dwarf_getscopes_die),
+    // as eu-addr2line -i does.
     Dwarf_Die* scopes = nullptr;
-    const int n = dwarf_getscopes(cudie, addr - bias, &scopes);
+    int n = dwarf_getscopes(cudie, addr - bias, &scopes);
+    if (n > 0) {
+      Dwarf_Die innermost = scopes[0];
+      std::free(scopes);
+      scopes = nullptr;
+      n = dwarf_getscopes_die(&innermost, &scopes);
+    }
     Dwarf_Files* files = nullptr;
     size_t nfiles = 0;
     bool have_files = false;
@@ -247,7 +256,11 @@ Symbolizer::ModuleSession& Symbolizer::session(const ModuleInfo& m) {
   return s;
 }
 
-ModuleState Symbolizer::file_state(const ModuleInfo& m) { return session(m).state; }
+ModuleState Symbolizer::file_state(const ModuleInfo& m) {
+  ModuleSession& s = session(m);
+  s.used = true;
+  return s.state;
+}
 
 std::vector<Frame> Symbolizer::resolve_in_file(const ModuleInfo& m, uint64_t offset) {
   ModuleSession& s = session(m);

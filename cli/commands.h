@@ -28,9 +28,13 @@ Command info_command();
 Command report_command();
 Command check_command();
 Command summary_command();
+Command flamegraph_command();
+Command diff_command();
+Command symbolize_command();
 
 inline std::vector<Command> all_commands() {
-  return {info_command(), report_command(), check_command(), summary_command()};
+  return {info_command(),       report_command(), check_command(),     summary_command(),
+          flamegraph_command(), diff_command(),   symbolize_command()};
 }
 
 }  // namespace memtide::cli

@@ -46,6 +46,20 @@ void TraceWriter::open(const std::string& path, const Options& options) {
   write_out(h, sizeof h);
 }
 
+void TraceWriter::open_append(const std::string& path, const Options& options) {
+  close();
+  opt_ = options;
+  path_ = path;
+  fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd_ < 0) throw std::system_error(errno, std::generic_category(), "cannot open " + path);
+  if (opt_.lock && ::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    ::close(fd_);
+    fd_ = -1;
+    throw std::system_error(err, std::generic_category(), "cannot lock " + path);
+  }
+}
+
 void TraceWriter::open_memory(std::vector<uint8_t>& out, const Options& options) {
   close();
   opt_ = options;

@@ -42,6 +42,9 @@ class TraceWriter {
   // Appends the file to `out` instead of a file (no locking).
   void open_memory(std::vector<uint8_t>& out, const Options& options);
   void open_memory(std::vector<uint8_t>& out) { open_memory(out, Options{}); }
+  // Appends blocks to an existing trace (`memtide symbolize`): no header is written; the file
+  // must end at a block boundary (the caller checks). file_flags is ignored.
+  void open_append(const std::string& path, const Options& options);
 
   // Records. Timed records use their `time` field (absolute); it must not go backwards
   // within a stream. Alloc with weight != 0 is preceded by a SampleWeight record.

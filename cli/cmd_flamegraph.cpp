@@ -1,0 +1,108 @@
+// `memtide flamegraph FILE --metric allocated|count|leaked|peak|temporary [--from T --to T]
+//  -o OUT`: folded stacks ("main;f;g 1234", read by flamegraph.pl, inferno and speedscope) for
+// OUT ending in .folded or .txt (or "-": stdout), a self-contained interactive SVG for .svg.
+// Values are bytes, except for count and temporary (numbers of allocations).
+#include <CLI/CLI.hpp>
+
+#include <fstream>
+#include <iostream>
+#include <map>
+
+#include "analysis/calltree.h"
+#include "analysis/flamegraph_svg.h"
+#include "cli/analysis_cli.h"
+#include "cli/commands.h"
+#include "cli/common.h"
+
+namespace memtide::cli {
+namespace {
+
+using namespace memtide::analysis;
+
+struct FlameOptions {
+  std::string file, out;
+  Metric metric = Metric::Allocated;
+  WindowOptions window;
+  bool bottom_up = false;
+};
+
+const std::map<std::string, Metric> kMetrics = {{"allocated", Metric::Allocated},
+                                                {"count", Metric::Count},
+                                                {"leaked", Metric::Leaked},
+                                                {"peak", Metric::Peak},
+                                                {"temporary", Metric::Temporary}};
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+int run_flamegraph(const FlameOptions& o) {
+  const bool svg = ends_with(o.out, ".svg");
+  if (!svg && o.out != "-" && !ends_with(o.out, ".folded") && !ends_with(o.out, ".txt")) {
+    print_error(o.out, "unknown output type: use .svg (interactive flamegraph), .folded or .txt (folded stacks), or - ");
+    return kExitError;
+  }
+  ReplayOptions ro;
+  o.window.apply(ro);
+  auto model = load_model(o.file, ro);
+  if (!model) return kExitError;
+  Symbolizer sym(*model);
+  CallTree tree;
+  tree.build(*model, sym, Domain::Heap, o.metric, o.bottom_up);
+
+  std::ofstream file;
+  std::ostream* out = &std::cout;
+  if (o.out != "-") {
+    file.open(o.out, std::ios::binary | std::ios::trunc);
+    if (!file) {
+      print_error(o.out, "cannot write the output file");
+      return kExitError;
+    }
+    out = &file;
+  }
+  std::string metric_name;
+  for (const auto& [name, m] : kMetrics)
+    if (m == o.metric) metric_name = name;
+  if (svg) {
+    SvgOptions so;
+    const bool bytes = o.metric != Metric::Count && o.metric != Metric::Temporary;
+    so.bytes = bytes;
+    so.unit = bytes ? "bytes" : "allocations";
+    so.title = "memtide: " + std::string(o.bottom_up ? "bottom-up " : "") + metric_name +
+               (bytes ? " bytes" : " allocations");
+    so.subtitle = model->process.exe.empty() ? o.file : model->process.exe + " (" + o.file + ")";
+    if (model->has_window()) so.subtitle += ", allocations made in [" + rel_time(*model, model->window_from) + ", " +
+                                            (model->window_to == UINT64_MAX ? std::string("end") : rel_time(*model, model->window_to)) + "]";
+    so.palette = o.metric == Metric::Leaked ? "red" : o.metric == Metric::Temporary ? "blue" : o.metric == Metric::Peak ? "green" : "hot";
+    write_flamegraph_svg(tree, so, *out);
+  } else {
+    tree.write_folded(*out);
+  }
+  out->flush();
+  if (!*out) {
+    print_error(o.out, "write error");
+    return kExitError;
+  }
+  print_symbol_problems(o.file, sym);
+  return kExitOk;
+}
+
+}  // namespace
+
+Command flamegraph_command() {
+  return {"flamegraph", "Write a flamegraph (.svg) or folded stacks (.folded, .txt) of one metric",
+          [](CLI::App& sub) -> std::function<int()> {
+            auto o = std::make_shared<FlameOptions>();
+            sub.add_option("file", o->file, "Trace file (.mtide)")->required();
+            sub.add_option("--metric", o->metric, "What the widths show: allocated (bytes, default), count, leaked, "
+                                                  "peak (bytes live at the high-water mark), temporary")
+                ->transform(CLI::CheckedTransformer(kMetrics, CLI::ignore_case));
+            sub.add_option("-o,--output", o->out, "Output: FILE.svg, FILE.folded, FILE.txt, or - for folded stacks on stdout")
+                ->required();
+            sub.add_flag("--bottom-up", o->bottom_up, "Allocation sites at the root instead of callers");
+            o->window.declare(sub);
+            return [o] { return run_flamegraph(*o); };
+          }};
+}
+
+}  // namespace memtide::cli
