@@ -1,0 +1,318 @@
+// Sections: [1] view names, palette  [2] style, fonts, settings  [3] frame: menus, status
+//           line, selection, tabs
+#include "viewer/app.h"
+
+#include <imgui.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "viewer/format.h"
+
+namespace memtide::viewer {
+
+// ---------------------------------------------------------------------------------------
+// [1] View names, palette
+// ---------------------------------------------------------------------------------------
+
+const char* view_name(ViewKind v) {
+  switch (v) {
+    case ViewKind::Summary: return "summary";
+    case ViewKind::Timeline: return "timeline";
+    case ViewKind::Flamegraph: return "flamegraph";
+    case ViewKind::Leaks: return "leaks";
+    case ViewKind::Tree: return "tree";
+    case ViewKind::Compare: return "compare";
+    case ViewKind::Count_: break;
+  }
+  return "?";
+}
+
+std::optional<ViewKind> parse_view(const std::string& name) {
+  for (unsigned i = 0; i < static_cast<unsigned>(ViewKind::Count_); ++i)
+    if (name == view_name(static_cast<ViewKind>(i))) return static_cast<ViewKind>(i);
+  if (name == "trees") return ViewKind::Tree;
+  return std::nullopt;
+}
+
+const Palette& palette(bool dark) {
+  static const Palette kDark{
+      IM_COL32(86, 180, 250, 255),  IM_COL32(86, 180, 250, 70),  IM_COL32(250, 170, 60, 255),
+      IM_COL32(255, 80, 80, 255),   IM_COL32(190, 150, 255, 255), IM_COL32(255, 255, 255, 40),
+      IM_COL32(255, 255, 255, 28),  IM_COL32(160, 160, 170, 255), IM_COL32(255, 120, 90, 255),
+      IM_COL32(60, 220, 110, 255),  IM_COL32(110, 110, 120, 255), IM_COL32(255, 0, 200, 255),
+      IM_COL32(20, 20, 24, 150)};
+  static const Palette kLight{
+      IM_COL32(20, 110, 200, 255),  IM_COL32(20, 110, 200, 60),  IM_COL32(210, 110, 0, 255),
+      IM_COL32(210, 30, 30, 255),   IM_COL32(120, 60, 200, 255), IM_COL32(0, 60, 160, 40),
+      IM_COL32(0, 0, 0, 30),        IM_COL32(100, 100, 110, 255), IM_COL32(200, 60, 20, 255),
+      IM_COL32(0, 150, 60, 255),    IM_COL32(170, 170, 175, 255), IM_COL32(220, 0, 170, 255),
+      IM_COL32(255, 255, 255, 150)};
+  return dark ? kDark : kLight;
+}
+
+// ---------------------------------------------------------------------------------------
+// [2] Style, fonts, settings
+// ---------------------------------------------------------------------------------------
+
+App::App(AppOptions o) : opt_(std::move(o)), loader_(opt_.loader), snap_(loader_.snapshot()) {
+  if (!opt_.config_dir.empty()) settings_ = load_settings(opt_.config_dir);
+}
+
+App::~App() = default;
+
+void App::save() {
+  if (!opt_.config_dir.empty()) save_settings(opt_.config_dir, settings_);
+}
+
+void App::set_scale(float s) {
+  settings_.scale = std::clamp(s, 0.5f, 4.0f);
+  style_dirty_ = true;
+  save();
+}
+
+void App::set_dark(bool dark) {
+  settings_.dark = dark;
+  style_dirty_ = true;
+  save();
+}
+
+void App::apply_style() {
+  const float s = settings_.scale > 0 ? settings_.scale : default_scale_;
+  ImGuiStyle style;
+  if (settings_.dark) {
+    ImGui::StyleColorsDark(&style);
+  } else {
+    ImGui::StyleColorsLight(&style);
+  }
+  style.WindowRounding = 0;
+  style.FrameRounding = 3;
+  style.TabRounding = 3;
+  style.ScaleAllSizes(s);
+  ImGui::GetStyle() = style;
+
+  ImGuiIO& io = ImGui::GetIO();
+  io.Fonts->Clear();
+  const float px = std::round(15.0f * s);
+  const char* const candidates[] = {"/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+                                    "/usr/share/fonts/TTF/DejaVuSans.ttf"};
+  ImFont* font = nullptr;
+  for (const char* path : candidates) {
+    std::error_code ec;
+    if (std::filesystem::exists(path, ec)) {
+      font = io.Fonts->AddFontFromFileTTF(path, px);
+      if (font) break;
+    }
+  }
+  if (!font) {  // ImGui's own bitmap font, at a whole multiple of its size so it stays sharp
+    ImFontConfig cfg;
+    cfg.SizePixels = 13.0f * std::max(1.0f, std::round(s));
+    io.Fonts->AddFontDefault(&cfg);
+  }
+  io.Fonts->Build();
+  settings_.scale = settings_.scale > 0 ? settings_.scale : 0;
+  style_dirty_ = false;
+}
+
+void App::open(const std::string& path) {
+  loader_.open(path);
+  selection_ = applied_selection_ = {};
+  timeline_.reset();
+  strip_.reset();
+  flame_.widget.reset_zoom();
+  if (opt_.remember) {
+    add_recent(settings_.recent, path);
+    save();
+  }
+}
+
+void App::open_baseline(const std::string& path) {
+  loader_.open_baseline(path);
+  compare_.widget.reset_zoom();
+  requested_view_ = ViewKind::Compare;
+}
+
+void App::set_selection(TimeRange r) { selection_ = r; }
+
+bool App::complete() const {
+  const Snapshot& s = *snap_;
+  if (!loader_.idle()) return false;
+  if (!s.error.empty()) return true;
+  if (!s.loaded() || !s.view || !s.view->complete) return false;
+  if (s.compare && !s.compare->complete && s.compare->error.empty()) return false;
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------
+// [3] Frame
+// ---------------------------------------------------------------------------------------
+
+void App::menu_bar() {
+  if (!ImGui::BeginMenuBar()) return;
+  if (ImGui::BeginMenu("File")) {
+    if (ImGui::MenuItem("Open trace...")) {
+      browse_for_ = BrowseFor::Trace;
+      browser_.open("Open trace", {});
+    }
+    if (ImGui::BeginMenu("Open recent", !settings_.recent.empty())) {
+      std::string pick;
+      for (const std::string& r : settings_.recent)
+        if (ImGui::MenuItem(r.c_str())) pick = r;
+      ImGui::EndMenu();
+      if (!pick.empty()) open(pick);
+    }
+    ImGui::Separator();
+    if (ImGui::MenuItem("Compare with baseline...", nullptr, false, snap_->loaded())) {
+      browse_for_ = BrowseFor::Baseline;
+      browser_.open("Open baseline trace", {});
+    }
+    if (ImGui::MenuItem("Close baseline", nullptr, false, snap_->compare != nullptr)) loader_.close_baseline();
+    ImGui::Separator();
+    if (ImGui::MenuItem("Quit", "Ctrl+Q")) quit_ = true;
+    ImGui::EndMenu();
+  }
+  if (ImGui::BeginMenu("View")) {
+    if (ImGui::MenuItem("Dark theme", nullptr, settings_.dark)) set_dark(true);
+    if (ImGui::MenuItem("Light theme", nullptr, !settings_.dark)) set_dark(false);
+    ImGui::Separator();
+    for (float s : {1.0f, 1.25f, 1.5f, 2.0f, 2.5f, 3.0f}) {
+      char label[32];
+      std::snprintf(label, sizeof label, "Scale %.0f %%", s * 100);
+      if (ImGui::MenuItem(label, nullptr, std::abs(scale() - s) < 0.01f)) set_scale(s);
+    }
+    ImGui::Separator();
+    ImGui::MenuItem("Frame times", nullptr, &show_stats_);
+    ImGui::EndMenu();
+  }
+  if (snap_->live || paused_) {
+    if (ImGui::MenuItem(paused_ ? "Resume live" : "Pause live")) {
+      paused_ = !paused_;
+      loader_.set_paused(paused_);
+    }
+  }
+  ImGui::EndMenuBar();
+}
+
+void App::status_line() {
+  const Snapshot& s = *snap_;
+  const Palette& pal = palette(settings_.dark);
+  if (s.live || paused_) {
+    // A dot that pulses while following; steady when paused.
+    const float t = static_cast<float>(ImGui::GetTime());
+    const float a = paused_ ? 1.0f : 0.55f + 0.45f * std::sin(t * 5.0f);
+    ImVec4 c = ImGui::ColorConvertU32ToFloat4(pal.live);
+    c.w = a;
+    ImGui::TextColored(c, paused_ ? "|| PAUSED" : "\xe2\x97\x8f LIVE");
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip("The recorder is still writing this file; refreshed %llu times (last analysis %.2f s)",
+                        static_cast<unsigned long long>(s.refreshes), s.analysis_seconds);
+    ImGui::SameLine();
+  }
+  if (s.summary) {
+    ImGui::TextUnformatted(s.summary->title.c_str());
+    ImGui::SameLine();
+    ImGui::TextDisabled("%s", s.path.c_str());
+  } else if (!s.path.empty()) {
+    ImGui::TextDisabled("%s", s.path.c_str());
+  }
+  const LoaderProgress p = loader_.progress();
+  if (p.busy) {
+    ImGui::SameLine();
+    const float w = 220 * scale();
+    ImGui::SetCursorPosX(std::max(ImGui::GetCursorPosX(), ImGui::GetWindowContentRegionMax().x - w));
+    if (p.fraction >= 0) {
+      ImGui::ProgressBar(p.fraction, ImVec2(w, 0), p.phase.c_str());
+    } else {
+      ImGui::TextDisabled("%s...", p.phase.c_str());
+    }
+  }
+  if (show_stats_) {
+    ImGui::TextDisabled("frame %.2f ms   p50 %.2f ms   p99 %.2f ms   (%llu frames)", stats_.all.last(),
+                        stats_.all.percentile(50), stats_.all.percentile(99),
+                        static_cast<unsigned long long>(stats_.all.total()));
+  }
+}
+
+void App::draw() {
+  snap_ = loader_.snapshot();
+  if (ImGui::GetIO().KeyCtrl && ImGui::IsKeyPressed('Q')  /* GLFW key codes are ASCII for letters */) quit_ = true;
+  if (applied_selection_ != selection_) {
+    applied_selection_ = selection_;
+    loader_.set_window(selection_);
+  }
+
+  const ImGuiViewport* vp = ImGui::GetMainViewport();
+  ImGui::SetNextWindowPos(vp->WorkPos);
+  ImGui::SetNextWindowSize(vp->WorkSize);
+  ImGui::Begin("memtide", nullptr,
+               ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_MenuBar |
+                   ImGuiWindowFlags_NoBringToFrontOnFocus | ImGuiWindowFlags_NoSavedSettings);
+  menu_bar();
+  status_line();
+  Frame f{*snap_, loader_, settings_.dark, scale(), selection_};
+  const Snapshot& s = *snap_;
+
+  if (!s.error.empty()) {
+    ImGui::Spacing();
+    ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette(settings_.dark).warn), "Cannot open %s: %s",
+                       s.path.c_str(), s.error.c_str());
+  }
+  if (!s.loaded()) {
+    ImGui::Spacing();
+    if (s.path.empty() || !s.error.empty()) {
+      ImGui::TextWrapped("Open a trace with File > Open, by dropping a .mtide file on this window, or from the list:");
+      for (const std::string& r : settings_.recent)
+        if (ImGui::Selectable(r.c_str())) open(r);
+    }
+  } else {
+    if (view_ != ViewKind::Timeline) strip_.draw(f, 90 * scale(), true);
+    if (!selection_.empty()) {
+      ImGui::TextDisabled("Selection %s .. %s: views show allocations made in it (leaks: still live at the end)",
+                          format_duration(selection_.from).c_str(), format_duration(selection_.to).c_str());
+      ImGui::SameLine();
+      if (ImGui::SmallButton("Clear selection")) selection_ = {};
+      if (s.view && s.view->window != selection_) {
+        ImGui::SameLine();
+        ImGui::TextDisabled("(analysing...)");
+      }
+    }
+    if (ImGui::BeginTabBar("views")) {
+      for (unsigned i = 0; i < static_cast<unsigned>(ViewKind::Count_); ++i) {
+        const auto v = static_cast<ViewKind>(i);
+        static const char* const titles[] = {"Summary", "Timeline", "Flamegraph", "Leaks", "Trees", "Compare"};
+        const ImGuiTabItemFlags flags = requested_view_ == v ? ImGuiTabItemFlags_SetSelected : 0;
+        if (ImGui::BeginTabItem(titles[i], nullptr, flags)) {
+          view_ = v;
+          ImGui::BeginChild("view", ImVec2(0, 0), false);
+          switch (v) {
+            case ViewKind::Summary: summary_.draw(f); break;
+            case ViewKind::Timeline: timeline_.draw(f, ImGui::GetContentRegionAvail().y, false); break;
+            case ViewKind::Flamegraph: flame_.draw(f); break;
+            case ViewKind::Leaks: leaks_.draw(f); break;
+            case ViewKind::Tree: tree_.draw(f); break;
+            case ViewKind::Compare: compare_.draw(f); break;
+            case ViewKind::Count_: break;
+          }
+          ImGui::EndChild();
+          ImGui::EndTabItem();
+        }
+      }
+      requested_view_.reset();
+      ImGui::EndTabBar();
+    }
+    if (compare_.want_browse) {
+      compare_.want_browse = false;
+      browse_for_ = BrowseFor::Baseline;
+      browser_.open("Open baseline trace", {});
+    }
+  }
+  if (auto chosen = browser_.draw(scale())) {
+    if (browse_for_ == BrowseFor::Trace)
+      open(*chosen);
+    else
+      open_baseline(*chosen);
+  }
+  ImGui::End();
+}
+
+}  // namespace memtide::viewer

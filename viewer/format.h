@@ -1,0 +1,29 @@
+// Human-readable numbers for the viewer: sizes in B / KiB / MiB / GiB (powers of 1024), times
+// in ns / us / ms / s, counts with thousands separators, shares in percent. Pure functions,
+// unit-tested in tests/viewer/format_test.cpp.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace memtide::viewer {
+
+// "0 B", "1023 B", "1.00 KiB", "12.5 MiB", "1.23 GiB", "4.00 TiB"; three significant digits.
+std::string format_bytes(uint64_t bytes);
+// A signed difference: "+1.00 KiB", "-512 B", "0 B".
+std::string format_bytes_delta(int64_t delta);
+// Durations: "0 s", "850 ns", "12.0 us", "250 ms", "1.50 s", "12.3 s", "3 min 20 s".
+std::string format_duration(uint64_t ns);
+// Axis labels: the same units, with as few digits as the step between ticks needs.
+std::string format_time_tick(uint64_t ns, uint64_t step_ns);
+// "1,234,567".
+std::string format_count(uint64_t n);
+// "12.3 %", "0.01 %", "<0.01 %", "100 %".
+std::string format_share(uint64_t part, uint64_t whole);
+
+// A "nice" axis step (1, 2 or 5 times a power of ten, or of 1024 for sizes) not smaller than
+// `raw`.
+uint64_t nice_step(uint64_t raw);
+uint64_t nice_step_bytes(uint64_t raw);
+
+}  // namespace memtide::viewer

@@ -1,0 +1,40 @@
+#include "viewer/frame_stats.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace memtide::viewer {
+
+void FrameRing::add(double ms) {
+  buf_[count_ % buf_.size()] = ms;
+  ++count_;
+}
+
+double FrameRing::percentile(double p) const {
+  const std::size_t n = size();
+  if (n == 0) return 0;
+  std::vector<double> v(buf_.begin(), buf_.begin() + static_cast<std::ptrdiff_t>(n));
+  // Nearest rank: the smallest value with at least p% of the frames at or below it.
+  const double rank = std::ceil(std::clamp(p, 0.0, 100.0) / 100.0 * static_cast<double>(n));
+  const std::size_t k = rank < 1 ? 0 : static_cast<std::size_t>(rank) - 1;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
+  return v[k];
+}
+
+double FrameRing::max() const {
+  const std::size_t n = size();
+  return n ? *std::max_element(buf_.begin(), buf_.begin() + static_cast<std::ptrdiff_t>(n)) : 0;
+}
+
+std::string FrameStats::report() const {
+  auto one = [](const char* name, const FrameRing& r) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%s: %llu frames, p50 %.2f ms, p99 %.2f ms, max %.2f ms", name,
+                  static_cast<unsigned long long>(r.total()), r.percentile(50), r.percentile(99), r.max());
+    return std::string(buf);
+  };
+  return one("loading", loading) + "; " + one("loaded", loaded);
+}
+
+}  // namespace memtide::viewer

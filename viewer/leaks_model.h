@@ -1,0 +1,57 @@
+// Leaks view model: one row per stack with blocks not freed at the end of the trace (of the
+// allocations counted in the selected window), each with its symbolised stack, plus sorting,
+// filtering and the suppression line for a row.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "analysis/model.h"
+#include "analysis/symbols.h"
+
+namespace memtide::viewer {
+
+struct LeakFrame {
+  std::string function, location, module;  // location: "file.cpp:12" or "+0x1a2b"
+  bool inlined = false;
+};
+
+struct LeakRow {
+  uint64_t stack = 0;
+  uint64_t bytes = 0, blocks = 0;
+  uint64_t first = 0, last = 0;  // allocation times of the leaked blocks (relative)
+  std::string site;               // the allocation site: function of the last frame
+  std::string module;             // its module (file name only)
+  std::vector<LeakFrame> frames;  // allocation site first
+  std::size_t suggested = 0;      // frame whose function makes the best suppression
+};
+
+struct LeaksData {
+  std::vector<LeakRow> rows;  // by bytes, largest first
+  uint64_t total_bytes = 0, total_blocks = 0;
+  uint64_t stacks_without_frames = 0;  // rows beyond the frame budget
+};
+
+// Collects the leaking stacks of the heap (`max_frames` per stack; frames are kept for the
+// `max_rows_with_frames` largest rows only, a bound on memory for pathological traces).
+LeaksData make_leaks(const analysis::Model& m, analysis::Symbolizer& sym, std::size_t max_frames = 128,
+                     std::size_t max_rows_with_frames = 50000);
+
+enum class LeakColumn : uint8_t { Bytes, Blocks, First, Last, Site, Module, Count_ };
+
+// Indices of the rows that pass `filter` (case-insensitive substring of any frame's function,
+// location or module; empty: all), ordered by `column`.
+std::vector<uint32_t> filter_and_sort_leaks(const LeaksData& d, std::string_view filter, LeakColumn column,
+                                           bool ascending);
+
+// "leak:<function>" for the row, using frame `frame` (its function; else its module).
+// Characters that LSan's pattern syntax gives a meaning to (`*`, `^`, `$`) are replaced by '*'.
+std::string suppression_line(const LeakRow& row, std::size_t frame);
+
+// The frame a suppression should name by default: the first one from the allocation site
+// that belongs to the program rather than to the allocator or the standard library.
+std::size_t suggested_frame(const std::vector<LeakFrame>& frames);
+
+}  // namespace memtide::viewer

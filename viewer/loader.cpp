@@ -1,0 +1,417 @@
+// Sections: [1] thread and requests  [2] building views  [3] jobs: open, window, baseline, refresh
+#include "viewer/loader.h"
+
+#include <sys/stat.h>
+
+#include "analysis/replay.h"
+#include "analysis/symbols.h"
+#include "formats/reader.h"
+
+namespace memtide::viewer {
+
+using analysis::Metric;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// Thrown from a check point when the job's inputs changed: unwinds the job.
+struct Stale {};
+
+uint64_t file_size(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+}
+
+// The order metrics are built in: what is looked at first comes first.
+constexpr Metric kBuildOrder[] = {Metric::Allocated, Metric::Peak, Metric::Leaked,
+                                  Metric::Count,     Metric::Temporary, Metric::LiveAt};
+
+}  // namespace
+
+struct Loader::Work {
+  std::string path;
+  std::shared_ptr<const analysis::Model> base;
+  std::unique_ptr<analysis::Symbolizer> sym;  // bound to *base; reset before base changes
+  std::shared_ptr<const ViewData> whole;
+  bool following = false;
+  uint64_t last_size = 0;
+  Clock::time_point next_refresh{};
+  uint64_t refreshes = 0;
+
+  std::string baseline_path;
+  std::shared_ptr<const analysis::Model> baseline;
+  std::string baseline_error;
+  std::array<std::array<std::shared_ptr<const analysis::CallTree>, 2>, kMetricCount> baseline_trees{};
+
+  void set_base(std::shared_ptr<const analysis::Model> m) {
+    sym.reset();
+    base = std::move(m);
+    sym = std::make_unique<analysis::Symbolizer>(*base);
+  }
+};
+
+// ---------------------------------------------------------------------------------------
+// [1] Thread and requests
+// ---------------------------------------------------------------------------------------
+
+Loader::Loader(Options o) : opt_(o), current_(std::make_shared<Snapshot>()), work_(std::make_unique<Work>()) {
+  thread_ = std::thread([this] { run(); });
+}
+
+Loader::~Loader() {
+  {
+    std::lock_guard lk(mu_);
+    quit_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void Loader::open(const std::string& path) {
+  std::lock_guard lk(mu_);
+  want_.path = path;
+  ++want_.path_gen;
+  want_.window = {};
+  ++want_.window_gen;
+  cv_.notify_all();
+}
+
+void Loader::set_window(TimeRange r) {
+  std::lock_guard lk(mu_);
+  if (r == want_.window) return;
+  want_.window = r;
+  ++want_.window_gen;
+  cv_.notify_all();
+}
+
+void Loader::open_baseline(const std::string& path) {
+  std::lock_guard lk(mu_);
+  want_.baseline = path;
+  ++want_.baseline_gen;
+  cv_.notify_all();
+}
+
+void Loader::close_baseline() { open_baseline({}); }
+
+void Loader::set_paused(bool paused) {
+  std::lock_guard lk(mu_);
+  want_.paused = paused;
+  cv_.notify_all();
+}
+
+std::shared_ptr<const Snapshot> Loader::snapshot() const {
+  std::lock_guard lk(mu_);
+  return current_;
+}
+
+LoaderProgress Loader::progress() const {
+  std::lock_guard lk(mu_);
+  return progress_;
+}
+
+bool Loader::idle() const {
+  std::lock_guard lk(mu_);
+  return !running_ && want_.path_gen == have_.path_gen && want_.window_gen == have_.window_gen &&
+         want_.baseline_gen == have_.baseline_gen;
+}
+
+void Loader::set_phase(const char* phase, float fraction) {
+  std::lock_guard lk(mu_);
+  progress_.busy = true;
+  progress_.phase = phase;
+  progress_.fraction = fraction;
+}
+
+std::shared_ptr<Snapshot> Loader::copy_current() const {
+  std::lock_guard lk(mu_);
+  return std::make_shared<Snapshot>(*current_);
+}
+
+void Loader::publish(const std::shared_ptr<Snapshot>& s) {
+  std::lock_guard lk(mu_);
+  s->generation = current_->generation + 1;
+  current_ = s;
+}
+
+// ---------------------------------------------------------------------------------------
+// [2] Building views (loader thread)
+// ---------------------------------------------------------------------------------------
+
+namespace {
+
+// Leaks, call trees of every metric in both directions, tree tables. `check` throws Stale;
+// `partial` publishes what is built so far (may be empty).
+template <class Check, class Partial>
+void build_view(ViewData& v, analysis::Symbolizer& sym, Check&& check, Partial&& partial,
+                const std::function<void(const char*, float)>& phase) {
+  const analysis::Model& m = *v.model;
+  phase("leaks", -1);
+  v.leaks = std::make_shared<LeaksData>(make_leaks(m, sym));
+  check();
+  partial(v);
+  int done = 0;
+  for (Metric metric : kBuildOrder) {
+    phase("call trees", static_cast<float>(done++) / std::size(kBuildOrder));
+    for (unsigned d = 0; d < 2; ++d) {
+      auto tree = std::make_shared<analysis::CallTree>();
+      tree->build(m, sym, analysis::Domain::Heap, metric, d == 1);
+      std::shared_ptr<const analysis::CallTree> ct = tree;
+      v.trees[static_cast<unsigned>(metric)][d] = ct;
+      v.flames[static_cast<unsigned>(metric)][d] = std::make_shared<FlameTree>(make_flame_tree(ct));
+      check();
+    }
+    partial(v);
+  }
+  phase("tables", -1);
+  for (unsigned d = 0; d < 2; ++d) {
+    std::array<std::shared_ptr<const analysis::CallTree>, kMetricCount> trees;
+    for (unsigned k = 0; k < kMetricCount; ++k) trees[k] = v.trees[k][d];
+    v.tables[d] = std::make_shared<TreeTable>(make_tree_table(trees));
+  }
+  v.complete = true;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// [3] Jobs
+// ---------------------------------------------------------------------------------------
+
+void Loader::run() {
+  Work& w = *work_;
+  for (;;) {
+    enum class Job { None, Open, Window, Baseline, Refresh } job = Job::None;
+    Want want;
+    {
+      std::unique_lock lk(mu_);
+      for (;;) {
+        running_ = false;
+        progress_.busy = false;
+        if (quit_) return;
+        const bool loaded = w.base != nullptr;
+        if (want_.path_gen != have_.path_gen)
+          job = Job::Open;
+        else if (loaded && want_.window_gen != have_.window_gen)
+          job = Job::Window;
+        else if (want_.baseline_gen != have_.baseline_gen && (loaded || want_.baseline.empty()))
+          job = Job::Baseline;
+        else if (w.following && !want_.paused && Clock::now() >= w.next_refresh)
+          job = Job::Refresh;
+        if (job != Job::None) break;
+        if (w.following && !want_.paused)
+          cv_.wait_until(lk, w.next_refresh);
+        else
+          cv_.wait(lk);
+      }
+      want = want_;
+      running_ = true;
+      progress_ = {true, "starting", -1};
+    }
+    const uint64_t path_gen = want.path_gen, window_gen = want.window_gen, baseline_gen = want.baseline_gen;
+    auto stale_path = [&] {
+      std::lock_guard lk(mu_);
+      return quit_ || want_.path_gen != path_gen;
+    };
+    auto check_path = [&] {
+      if (stale_path()) throw Stale{};
+    };
+    auto check_window = [&] {
+      std::lock_guard lk(mu_);
+      if (quit_ || want_.path_gen != path_gen || want_.window_gen != window_gen) throw Stale{};
+    };
+    auto check_baseline = [&] {
+      std::lock_guard lk(mu_);
+      if (quit_ || want_.path_gen != path_gen || want_.baseline_gen != baseline_gen) throw Stale{};
+    };
+    auto phase = [this](const char* p, float f) { set_phase(p, f); };
+    auto analyze = [&](const std::string& path, analysis::ReplayOptions o, const char* what, auto& check) {
+      o.series_points = opt_.series_points;
+      o.progress = [&](uint64_t done, uint64_t size) {
+        set_phase(what, size ? static_cast<float>(static_cast<double>(done) / static_cast<double>(size)) : -1.f);
+        check();
+      };
+      return analysis::analyze_file(path, o);
+    };
+    auto window_view = [&](TimeRange r, auto& check) -> std::shared_ptr<const ViewData> {
+      if (r.empty()) return w.whole;
+      analysis::ReplayOptions o;
+      o.from = r.from;
+      o.to = r.to;
+      o.at = r.to;
+      analysis::AnalyzeResult res = analyze(w.path, o, "reading the window", check);
+      if (!res.ok()) return w.whole;
+      ViewData v;
+      v.window = r;
+      v.model = std::shared_ptr<const analysis::Model>(std::move(res.model));
+      v.summary = std::make_shared<SummaryData>(make_summary(*v.model, w.path));
+      build_view(v, *w.sym, check, [](const ViewData&) {}, phase);
+      return std::make_shared<ViewData>(std::move(v));
+    };
+    // Differences of the baseline to the whole main trace (both loaded).
+    auto make_compare = [&]() -> std::shared_ptr<const CompareData> {
+      if (w.baseline_path.empty()) return nullptr;
+      auto c = std::make_shared<CompareData>();
+      c->path = w.baseline_path;
+      c->error = w.baseline_error;
+      c->model = w.baseline;
+      if (!w.baseline || !w.whole || !w.whole->complete) return c;
+      c->summary = std::make_shared<SummaryData>(make_summary(*w.baseline, w.baseline_path));
+      for (unsigned m = 0; m < kMetricCount; ++m) {
+        const auto& before = w.baseline_trees[m];
+        const auto& after = w.whole->trees[m];
+        if (!before[0] || !after[0]) continue;
+        c->flames[m][0] = std::make_shared<FlameTree>(make_diff_flame(before[0], after[0], false));
+        c->flames[m][1] = std::make_shared<FlameTree>(make_diff_flame(before[0], after[0], true));
+        c->sites[m] = std::make_shared<std::vector<DiffRow>>(diff_sites(*before[1], *after[1]));
+      }
+      c->complete = true;
+      return c;
+    };
+
+    try {
+      switch (job) {
+        case Job::Open: {
+          w.path = want.path;
+          w.following = false;
+          const auto t0 = Clock::now();
+          w.last_size = file_size(w.path);
+          analysis::AnalyzeResult res = analyze(w.path, {}, "reading", check_path);
+          auto s = std::make_shared<Snapshot>();
+          s->path = w.path;
+          if (!res.ok()) {
+            s->error = res.error.empty() ? "cannot read the file" : res.error;
+            w.sym.reset();
+            w.base.reset();
+            w.whole.reset();
+            check_path();
+            publish(s);
+            std::lock_guard lk(mu_);
+            have_.path_gen = path_gen;
+            have_.window_gen = window_gen;
+            break;
+          }
+          w.set_base(std::shared_ptr<const analysis::Model>(std::move(res.model)));
+          w.following = opt_.follow && fmt::is_being_written(w.path);
+          w.next_refresh = Clock::now() + opt_.live_interval;
+          w.refreshes = 1;
+          s->base = w.base;
+          s->live = w.following;
+          s->writer_alive = w.following;
+          s->refreshes = w.refreshes;
+          s->summary = std::make_shared<SummaryData>(make_summary(*w.base, w.path));
+          s->timeline = std::make_shared<TimelineData>(make_timeline(*w.base));
+          ViewData v;
+          v.model = w.base;
+          v.summary = s->summary;
+          s->view = std::make_shared<ViewData>(v);
+          s->analysis_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+          check_path();
+          publish(s);
+          build_view(
+              v, *w.sym, check_path,
+              [&](const ViewData& part) {
+                auto p = copy_current();
+                p->view = std::make_shared<ViewData>(part);
+                check_path();
+                publish(p);
+              },
+              phase);
+          w.whole = std::make_shared<ViewData>(std::move(v));
+          auto done = copy_current();
+          done->view = w.whole;
+          done->analysis_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+          check_path();
+          publish(done);
+          std::lock_guard lk(mu_);
+          have_.path_gen = path_gen;
+          have_.window_gen = 0;  // the window (if any) is analysed next
+          if (!want_.baseline.empty()) have_.baseline_gen = 0;  // differences to the new trace
+          break;
+        }
+        case Job::Window: {
+          auto view = window_view(want.window, check_window);
+          auto s = copy_current();
+          s->view = view;
+          check_window();
+          publish(s);
+          std::lock_guard lk(mu_);
+          have_.window_gen = window_gen;
+          break;
+        }
+        case Job::Baseline: {
+          if (w.baseline_path != want.baseline || want.baseline.empty()) {
+            w.baseline_path = want.baseline;
+            w.baseline.reset();
+            w.baseline_error.clear();
+            w.baseline_trees = {};
+            if (!want.baseline.empty()) {
+              analysis::AnalyzeResult res = analyze(want.baseline, {}, "reading the baseline", check_baseline);
+              if (!res.ok()) {
+                w.baseline_error = res.error;
+              } else {
+                std::shared_ptr<const analysis::Model> bm(std::move(res.model));
+                analysis::Symbolizer bsym(*bm);
+                phase("baseline call trees", -1);
+                for (unsigned m = 0; m < kMetricCount; ++m)
+                  for (unsigned d = 0; d < 2; ++d) {
+                    auto t = std::make_shared<analysis::CallTree>();
+                    t->build(*bm, bsym, analysis::Domain::Heap, static_cast<Metric>(m), d == 1);
+                    w.baseline_trees[m][d] = std::move(t);
+                    check_baseline();
+                  }
+                w.baseline = bm;
+              }
+            }
+          }
+          phase("differences", -1);
+          auto s = copy_current();
+          s->compare = make_compare();
+          check_baseline();
+          publish(s);
+          std::lock_guard lk(mu_);
+          have_.baseline_gen = baseline_gen;
+          break;
+        }
+        case Job::Refresh: {
+          const uint64_t size = file_size(w.path);
+          const bool writer = fmt::is_being_written(w.path);
+          w.next_refresh = Clock::now() + opt_.live_interval;
+          if (size == w.last_size && writer) break;  // nothing new yet
+          const auto t0 = Clock::now();
+          analysis::AnalyzeResult res = analyze(w.path, {}, "refreshing", check_path);
+          if (!res.ok()) break;
+          w.last_size = size;
+          w.set_base(std::shared_ptr<const analysis::Model>(std::move(res.model)));
+          ViewData v;
+          v.model = w.base;
+          v.summary = std::make_shared<SummaryData>(make_summary(*w.base, w.path));
+          build_view(v, *w.sym, check_path, [](const ViewData&) {}, phase);
+          w.whole = std::make_shared<ViewData>(std::move(v));
+          auto view = window_view(want.window, check_path);
+          auto s = copy_current();
+          s->base = w.base;
+          s->summary = w.whole->summary;
+          s->timeline = std::make_shared<TimelineData>(make_timeline(*w.base));
+          s->view = view;
+          s->writer_alive = writer;
+          s->live = writer;
+          s->refreshes = ++w.refreshes;
+          s->analysis_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+          if (!w.baseline_path.empty()) s->compare = make_compare();
+          w.following = writer;  // one last refresh after the writer is gone, then stop
+          w.next_refresh = Clock::now() + opt_.live_interval;
+          check_path();
+          publish(s);
+          std::lock_guard lk(mu_);
+          if (want_.window_gen == window_gen) have_.window_gen = window_gen;
+          break;
+        }
+        case Job::None: break;
+      }
+    } catch (const Stale&) {
+      // The wanted state changed: the loop picks the next job.
+    }
+  }
+}
+
+}  // namespace memtide::viewer

@@ -1,0 +1,90 @@
+// The loader: one background thread that reads and analyses traces and builds every view
+// model, publishing immutable Snapshots (viewer/snapshot.h). The UI thread only states what
+// it wants (a file, a time window, a baseline to compare with, pause) and picks up the latest
+// snapshot each frame; it never waits for the loader.
+//
+// Work is driven by the difference between the wanted state and the published one, most
+// urgent first: open a file, analyse a window, load the baseline, refresh a live file. A job
+// whose input changed while it ran is abandoned at its next check (the analysis is stopped
+// from its progress callback; the replay keeps its state in RAII objects, so unwinding out of
+// analyze_file is clean).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "viewer/snapshot.h"
+
+namespace memtide::viewer {
+
+struct LoaderProgress {
+  bool busy = false;
+  std::string phase;   // "reading", "symbols", "call trees", ...
+  float fraction = 0;  // of the current phase, 0..1 (negative: unknown)
+};
+
+class Loader {
+ public:
+  struct Options {
+    std::size_t series_points = 4096;
+    std::chrono::milliseconds live_interval{500};  // how often a live file is re-read
+    bool follow = true;  // follow files whose recorder is still writing
+  };
+  Loader() : Loader(Options{}) {}
+  explicit Loader(Options o);
+  ~Loader();
+  Loader(const Loader&) = delete;
+  Loader& operator=(const Loader&) = delete;
+
+  void open(const std::string& path);
+  void set_window(TimeRange r);  // relative to the trace start; empty: the whole trace
+  void open_baseline(const std::string& path);
+  void close_baseline();
+  void set_paused(bool paused);  // live mode: stop (or resume) refreshing
+
+  std::shared_ptr<const Snapshot> snapshot() const;
+  LoaderProgress progress() const;
+  // Nothing wanted is missing and nothing runs (a live file may still be refreshed later).
+  bool idle() const;
+
+ private:
+  struct Want {
+    std::string path;
+    uint64_t path_gen = 0;
+    TimeRange window;
+    uint64_t window_gen = 0;
+    std::string baseline;
+    uint64_t baseline_gen = 0;
+    bool paused = false;
+  };
+  struct Have {
+    uint64_t path_gen = 0, window_gen = 0, baseline_gen = 0;
+    bool view_done = false;
+  };
+  struct Work;  // the loader thread's own state (symbolizers, whole-trace view)
+
+  void run();
+  void publish(const std::shared_ptr<Snapshot>& s);
+  std::shared_ptr<Snapshot> copy_current() const;
+  void set_phase(const char* phase, float fraction);
+
+  Options opt_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  Want want_;
+  Have have_;
+  bool quit_ = false;
+  bool running_ = false;
+  std::shared_ptr<const Snapshot> current_;
+  LoaderProgress progress_;
+  std::unique_ptr<Work> work_;
+  std::thread thread_;
+};
+
+}  // namespace memtide::viewer

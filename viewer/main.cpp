@@ -1,0 +1,114 @@
+// memtide-view: the desktop viewer. `memtide view FILE` runs it.
+//
+//   memtide-view [FILE]
+//   memtide-view --screenshot OUT.png [--view summary|timeline|flamegraph|leaks|tree|compare]
+//                [--width W --height H] [--stats] FILE
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+
+#include "viewer/app.h"
+#include "viewer/format.h"
+#include "viewer/platform.h"
+
+namespace {
+
+using namespace memtide::viewer;
+
+std::optional<uint64_t> parse_seconds(const std::string& s) {
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (end == s.c_str() || v < 0) return std::nullopt;
+  const std::string unit(end);
+  const double mult = unit.empty() || unit == "s" ? 1e9 : unit == "ms" ? 1e6 : unit == "us" ? 1e3 : unit == "ns" ? 1 : -1;
+  if (mult < 0) return std::nullopt;
+  return static_cast<uint64_t>(v * mult);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App cli{"memtide-view: the memtide trace viewer"};
+  std::string file, screenshot, view = "summary", metric, direction, select, search, baseline, theme;
+  RunOptions run;
+  float scale = 0;
+  int frames = 0;
+  cli.add_option("file", file, "Trace file (.mtide) to open");
+  cli.add_option("--screenshot", screenshot, "Render one view to this PNG file and exit (works under xvfb-run -a)");
+  cli.add_option("--view", view, "View to show: summary, timeline, flamegraph, leaks, tree, compare");
+  cli.add_option("--width", run.width, "Window width in pixels")->check(CLI::Range(200, 8192));
+  cli.add_option("--height", run.height, "Window height in pixels")->check(CLI::Range(150, 8192));
+  cli.add_option("--scale", scale, "UI scale (1 = 100 %; HiDPI screens: 1.5, 2)")->check(CLI::Range(0.5, 4.0));
+  cli.add_option("--theme", theme, "dark or light")->check(CLI::IsMember({"dark", "light"}));
+  cli.add_option("--metric", metric,
+                 "Flamegraph metric: allocated, allocations, temporary, leaked, peak, live")
+      ->check(CLI::IsMember({"allocated", "allocations", "temporary", "leaked", "peak", "live"}));
+  cli.add_option("--direction", direction, "Flamegraph and tree direction")->check(CLI::IsMember({"top-down", "bottom-up"}));
+  cli.add_option("--select", select, "Select a time range FROM:TO (e.g. 2s:5.5s) as if dragged on the timeline");
+  cli.add_option("--search", search, "Flamegraph search text");
+  cli.add_option("--baseline", baseline, "A second trace to compare with (the Compare view)");
+  cli.add_flag("--stats", run.stats, "Print frame-time percentiles (while loading and afterwards) at exit");
+  cli.add_option("--frames", frames, "Screenshot mode: frames to draw after loading before the picture (measurement)")
+      ->check(CLI::Range(0, 100000));
+  try {
+    cli.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return cli.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "memtide-view: %s\n", e.what());
+    return 2;
+  }
+  const auto kind = parse_view(view);
+  if (!kind) {
+    std::fprintf(stderr, "memtide-view: unknown view '%s'\n", view.c_str());
+    return 2;
+  }
+  std::optional<TimeRange> range;
+  if (!select.empty()) {
+    const auto colon = select.find(':');
+    const auto a = colon == std::string::npos ? std::nullopt : parse_seconds(select.substr(0, colon));
+    const auto b = colon == std::string::npos ? std::nullopt : parse_seconds(select.substr(colon + 1));
+    if (!a || !b || *b <= *a) {
+      std::fprintf(stderr, "memtide-view: --select wants FROM:TO with FROM < TO, e.g. 2s:5s\n");
+      return 2;
+    }
+    range = TimeRange{*a, *b};
+  }
+  run.screenshot = screenshot;
+  run.extra_frames = frames;
+  if (!screenshot.empty() && file.empty()) {
+    std::fprintf(stderr, "memtide-view: --screenshot needs a trace file\n");
+    return 2;
+  }
+
+  AppOptions ao;
+  // Screenshots are reproducible: no settings read, no recent list written.
+  ao.config_dir = screenshot.empty() ? config_dir() : std::string();
+  ao.remember = screenshot.empty();
+  App app(ao);
+  if (scale > 0) app.set_scale(scale);
+  if (!theme.empty()) app.set_dark(theme == "dark");
+  run.setup = [&](App& a) {
+    if (!file.empty()) a.open(file);
+    if (!baseline.empty()) a.open_baseline(baseline);
+    if (range) a.set_selection(*range);
+    a.select_view(*kind);
+    if (!metric.empty()) {
+      const memtide::analysis::Metric m = metric == "allocated"     ? memtide::analysis::Metric::Allocated
+                                 : metric == "allocations" ? memtide::analysis::Metric::Count
+                                 : metric == "temporary"   ? memtide::analysis::Metric::Temporary
+                                 : metric == "leaked"      ? memtide::analysis::Metric::Leaked
+                                 : metric == "peak"        ? memtide::analysis::Metric::Peak
+                                                           : memtide::analysis::Metric::LiveAt;
+      a.flamegraph().metric = m;
+      a.compare().metric = m;
+    }
+    if (!direction.empty()) {
+      const Direction d = direction == "bottom-up" ? Direction::BottomUp : Direction::TopDown;
+      a.flamegraph().direction = d;
+      a.tree().direction = d;
+    }
+    if (!search.empty()) a.flamegraph().widget.search = search;
+  };
+  return run_viewer(app, run);
+}

@@ -1,0 +1,72 @@
+// What the views draw: immutable results of the loader thread (viewer/loader.h), published as
+// a whole and swapped into the UI between frames. Nothing here changes after publication;
+// a newer analysis publishes a new Snapshot that shares the unchanged parts.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "analysis/calltree.h"
+#include "analysis/model.h"
+#include "viewer/diff_model.h"
+#include "viewer/flame_model.h"
+#include "viewer/leaks_model.h"
+#include "viewer/summary_model.h"
+#include "viewer/timeline_model.h"
+#include "viewer/tree_model.h"
+
+namespace memtide::viewer {
+
+enum class Direction : uint8_t { TopDown, BottomUp };
+
+// The analysis of one time window (or of the whole trace).
+struct ViewData {
+  TimeRange window;  // relative; empty: the whole trace
+  std::shared_ptr<const analysis::Model> model;
+  std::shared_ptr<const SummaryData> summary;
+  std::shared_ptr<const LeaksData> leaks;  // null until built
+  // [metric][direction]; null until built.
+  std::array<std::array<std::shared_ptr<const analysis::CallTree>, 2>, kMetricCount> trees{};
+  std::array<std::array<std::shared_ptr<const FlameTree>, 2>, kMetricCount> flames{};
+  std::array<std::shared_ptr<const TreeTable>, 2> tables{};
+  bool complete = false;  // every part above is built
+
+  const FlameTree* flame(analysis::Metric m, Direction d) const {
+    return flames[static_cast<unsigned>(m)][static_cast<unsigned>(d)].get();
+  }
+};
+
+// A second trace and its differences to the first (whole traces).
+struct CompareData {
+  std::string path;
+  std::string error;  // could not be opened
+  std::shared_ptr<const analysis::Model> model;
+  std::shared_ptr<const SummaryData> summary;
+  // [metric][0: shaped by the newer (second) trace, 1: by the older (first) trace]
+  std::array<std::array<std::shared_ptr<const FlameTree>, 2>, kMetricCount> flames{};
+  std::array<std::shared_ptr<const std::vector<DiffRow>>, kMetricCount> sites{};
+  bool complete = false;
+};
+
+struct Snapshot {
+  uint64_t generation = 0;  // increases with every publication
+  std::string path;
+  std::string error;  // the file could not be opened / read (one line)
+  bool live = false;          // following a file that a recorder still writes
+  bool writer_alive = false;  // at the last refresh
+  uint64_t refreshes = 0;     // analyses of the whole file so far (live mode: one per refresh)
+  double analysis_seconds = 0;
+
+  std::shared_ptr<const analysis::Model> base;  // the whole trace
+  std::shared_ptr<const SummaryData> summary;
+  std::shared_ptr<const TimelineData> timeline;
+  std::shared_ptr<const ViewData> view;     // the selected window's (or the whole trace's)
+  std::shared_ptr<const CompareData> compare;
+
+  bool loaded() const { return base != nullptr; }
+};
+
+}  // namespace memtide::viewer

@@ -1,0 +1,119 @@
+#include "viewer/summary_model.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "viewer/format.h"
+
+namespace memtide::viewer {
+
+using analysis::Domain;
+using analysis::Model;
+using analysis::Totals;
+
+namespace {
+
+std::string rel(const Model& m, uint64_t t) { return format_duration(t > m.time_base ? t - m.time_base : 0); }
+
+std::string signal_name(uint64_t sig) {
+  const char* s = sig < 65 ? sigabbrev_np(static_cast<int>(sig)) : nullptr;
+  return s ? "SIG" + std::string(s) : "signal " + std::to_string(sig);
+}
+
+}  // namespace
+
+std::string end_description(const Model& m) {
+  if (!m.end) return m.truncated ? "no end record (still being written, or cut)" : "no end record (killed?)";
+  const auto& e = *m.end;
+  switch (e.reason) {
+    case fmt::EndReason::Exit: return "exit status " + std::to_string(e.status);
+    case fmt::EndReason::QuickExit: return "_exit status " + std::to_string(e.status);
+    case fmt::EndReason::Signal: return "killed by " + signal_name(e.status);
+    case fmt::EndReason::Exec: return "exec'd another program";
+    case fmt::EndReason::Error: return "recording stopped after an error";
+    case fmt::EndReason::Detached: return "recording stopped on request";
+    default: return "unknown end";
+  }
+}
+
+SummaryData make_summary(const Model& m, const std::string& path) {
+  SummaryData d;
+  const auto& p = m.process;
+  const std::string exe = p.exe.empty() ? path : p.exe;
+  const auto slash = exe.rfind('/');
+  d.title = (slash == std::string::npos ? exe : exe.substr(slash + 1)) +
+            (m.have_process ? " (pid " + std::to_string(p.pid) + ")" : "");
+
+  SummarySection proc{"Process", {}};
+  std::string cmd;
+  for (const std::string& a : p.argv) cmd += (cmd.empty() ? "" : " ") + a;
+  proc.rows.push_back({"command", cmd.empty() ? exe : cmd});
+  if (m.have_process) {
+    proc.rows.push_back({"pid", std::to_string(p.pid) + " (parent " + std::to_string(p.ppid) + ")"});
+    if (!p.cwd.empty()) proc.rows.push_back({"directory", p.cwd});
+    proc.rows.push_back({"mode", p.mode == fmt::RecordingMode::Sampled
+                                     ? "sampled, one sample per " + format_bytes(p.sample_interval) + " on average"
+                                     : "exact (every allocation)"});
+  }
+  proc.rows.push_back({"duration", format_duration(m.duration())});
+  proc.rows.push_back({"ended", end_description(m), !m.complete});
+  proc.rows.push_back({"threads", format_count(m.threads.size())});
+  proc.rows.push_back({"trace", path + " (" + format_bytes(m.file_size) + ", " + format_count(m.events) + " events)"});
+  d.sections.push_back(std::move(proc));
+
+  const Totals& h = m.heap();
+  SummarySection heap{"Heap", {}};
+  if (m.has_window()) {
+    const uint64_t to = m.window_to == UINT64_MAX ? m.last_time : m.window_to;
+    heap.rows.push_back({"window", "allocations made " + rel(m, m.window_from) + " .. " + rel(m, to)});
+  }
+  heap.rows.push_back({"allocations", format_count(h.allocations) + " (" + format_bytes(h.allocated_bytes) + ")"});
+  heap.rows.push_back({"frees", format_count(h.frees) + " (" + format_bytes(h.freed_bytes) + ")"});
+  heap.rows.push_back({"temporary", format_count(h.temporaries) + " (" + format_share(h.temporaries, h.allocations) +
+                                        " of allocations)"});
+  heap.rows.push_back({"peak heap", format_bytes(h.peak_bytes) + " in " + format_count(h.peak_blocks) +
+                                        " blocks at " + rel(m, h.peak_time)});
+  heap.rows.push_back({"peak RSS", m.peak_rss ? format_bytes(m.peak_rss) : "not recorded"});
+  heap.rows.push_back({"not freed", format_bytes(h.leaked_bytes) + " in " + format_count(h.leaked_blocks) + " blocks",
+                       h.leaked_bytes > 0});
+  d.sections.push_back(std::move(heap));
+
+  for (Domain dom : {Domain::Mmap, Domain::Custom}) {
+    const Totals& t = m.totals[static_cast<unsigned>(dom)];
+    if (t.allocations == 0 && t.frees == 0) continue;
+    SummarySection s{dom == Domain::Mmap ? "Anonymous mappings (mmap)" : "Custom pools", {}};
+    s.rows.push_back({"allocations", format_count(t.allocations) + " (" + format_bytes(t.allocated_bytes) + ")"});
+    s.rows.push_back({"peak", format_bytes(t.peak_bytes) + " at " + rel(m, t.peak_time)});
+    s.rows.push_back({"not freed", format_bytes(t.leaked_bytes) + " in " + format_count(t.leaked_blocks) + " blocks"});
+    d.sections.push_back(std::move(s));
+  }
+
+  SummarySection apis{"Allocations by API", {}};
+  for (unsigned i = 0; i < fmt::kApiCount; ++i) {
+    const auto& a = m.alloc_api[i];
+    const auto& f = m.free_api[i];
+    if (a.calls)
+      apis.rows.push_back({std::string(fmt::api_name(static_cast<fmt::Api>(i))),
+                           format_count(a.calls) + " calls, " + format_bytes(a.bytes)});
+    else if (f.calls)
+      apis.rows.push_back({std::string(fmt::api_name(static_cast<fmt::Api>(i))),
+                           format_count(f.calls) + " calls, " + format_bytes(f.bytes) + " released"});
+  }
+  if (!apis.rows.empty()) d.sections.push_back(std::move(apis));
+
+  for (const std::string& w : m.warnings) d.warnings.push_back(w);
+  const auto& an = m.anomalies;
+  uint64_t unknown = 0;
+  for (uint64_t c : an.unknown_free_count) unknown += c;
+  if (unknown) d.warnings.push_back(format_count(unknown) + " frees of addresses that were not live (allocated before "
+                                                            "recording, or freed twice)");
+  if (an.mismatch_count)
+    d.warnings.push_back(format_count(an.mismatch_count) + " blocks released by the wrong API (e.g. new[] with free)");
+  if (an.bad_records) d.warnings.push_back(format_count(an.bad_records) + " records that could not be right were skipped");
+  if (m.end && m.end->lost_events)
+    d.warnings.push_back(format_count(m.end->lost_events) + " events were lost by the recorder");
+  if (m.markers_dropped) d.warnings.push_back(format_count(m.markers_dropped) + " markers were not kept (too many)");
+  return d;
+}
+
+}  // namespace memtide::viewer

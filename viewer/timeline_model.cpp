@@ -1,0 +1,130 @@
+#include "viewer/timeline_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace memtide::viewer {
+
+namespace {
+
+std::vector<SeriesSample> relative(const analysis::Series& s, uint64_t base) {
+  std::vector<SeriesSample> out;
+  out.reserve(s.points().size());
+  for (const analysis::SeriesPoint& p : s.points())
+    out.push_back({p.time > base ? p.time - base : 0, p.min, p.max, p.last});
+  return out;
+}
+
+}  // namespace
+
+TimelineData make_timeline(const analysis::Model& m) {
+  TimelineData d;
+  const uint64_t base = m.time_base;
+  d.duration = m.duration();
+  d.heap = relative(m.heap_series, base);
+  d.rss = relative(m.rss_series, base);
+  d.heap_bucket_ns = m.heap_series.bucket_ns();
+  d.peak_bytes = m.heap().peak_bytes;
+  d.peak_time = m.heap().peak_time > base ? m.heap().peak_time - base : 0;
+  d.peak_rss = m.peak_rss;
+  for (const SeriesSample& p : d.heap) d.max_value = std::max(d.max_value, p.max);
+  for (const SeriesSample& p : d.rss) d.max_value = std::max(d.max_value, p.max);
+  d.max_value = std::max(d.max_value, d.peak_bytes);
+  d.markers.reserve(m.markers.size());
+  for (const analysis::MarkerInfo& k : m.markers) d.markers.push_back({k.time > base ? k.time - base : 0, k.label});
+  std::stable_sort(d.markers.begin(), d.markers.end(),
+                   [](const MarkerLabel& a, const MarkerLabel& b) { return a.time < b.time; });
+  return d;
+}
+
+uint64_t time_at(TimeRange view, int width, float x) {
+  if (width <= 0) return view.from;
+  const double f = std::clamp(static_cast<double>(x) / width, 0.0, 1.0);
+  return view.from + static_cast<uint64_t>(std::llround(f * static_cast<double>(view.length())));
+}
+
+float x_of(TimeRange view, int width, uint64_t t) {
+  if (view.length() == 0) return 0;
+  const double rel = static_cast<double>(t) - static_cast<double>(view.from);
+  return static_cast<float>(rel / static_cast<double>(view.length()) * width);
+}
+
+std::vector<Column> downsample(const std::vector<SeriesSample>& s, uint64_t bucket_ns, TimeRange view, int width) {
+  std::vector<Column> cols(width > 0 ? static_cast<std::size_t>(width) : 0);
+  if (cols.empty() || view.empty() || s.empty()) return cols;
+  const double ns_per_px = static_cast<double>(view.length()) / width;
+  auto column_of = [&](uint64_t t) {
+    const double c = (static_cast<double>(t) - static_cast<double>(view.from)) / ns_per_px;
+    return static_cast<long long>(std::floor(c));
+  };
+  // The first sample that can touch the view: the last one starting at or before view.from.
+  auto it = std::upper_bound(s.begin(), s.end(), view.from,
+                             [](uint64_t t, const SeriesSample& p) { return t < p.time; });
+  if (it != s.begin()) --it;
+  for (; it != s.end() && it->time <= view.to; ++it) {
+    const uint64_t end = std::next(it) != s.end() ? std::next(it)->time : it->time + std::max<uint64_t>(bucket_ns, 1);
+    // Inside its own bucket the value ranges over [min, max]; until the next sample it stays
+    // at `last`.
+    const uint64_t bucket_end = std::min(end, it->time + std::max<uint64_t>(bucket_ns, 1));
+    auto mark = [&](uint64_t t0, uint64_t t1, uint64_t lo, uint64_t hi) {
+      long long c0 = column_of(t0), c1 = column_of(t1 > t0 ? t1 - 1 : t0);
+      if (c1 < 0 || c0 >= width) return;
+      c0 = std::max<long long>(c0, 0);
+      c1 = std::min<long long>(c1, width - 1);
+      for (long long c = c0; c <= c1; ++c) {
+        Column& col = cols[static_cast<std::size_t>(c)];
+        if (!col.valid) {
+          col = {lo, hi, true};
+        } else {
+          col.min = std::min(col.min, lo);
+          col.max = std::max(col.max, hi);
+        }
+      }
+    };
+    mark(it->time, bucket_end, it->min, it->max);
+    if (end > bucket_end) mark(bucket_end, end, it->last, it->last);
+  }
+  return cols;
+}
+
+TimeRange zoom(TimeRange view, uint64_t pivot, double factor, uint64_t duration, uint64_t min_len) {
+  if (duration == 0) return {0, 0};
+  pivot = std::clamp(pivot, view.from, std::max(view.from, view.to));
+  const double len = static_cast<double>(view.length());
+  double new_len = std::clamp(len * factor, static_cast<double>(std::min(min_len, duration)), static_cast<double>(duration));
+  const double left_share = len > 0 ? (static_cast<double>(pivot) - static_cast<double>(view.from)) / len : 0.5;
+  double from = static_cast<double>(pivot) - left_share * new_len;
+  from = std::clamp(from, 0.0, static_cast<double>(duration) - new_len);
+  const auto f = static_cast<uint64_t>(std::llround(from));
+  return {f, std::min(duration, f + static_cast<uint64_t>(std::llround(new_len)))};
+}
+
+TimeRange pan(TimeRange view, int64_t delta, uint64_t duration) {
+  const uint64_t len = std::min(view.length(), duration);
+  int64_t from = static_cast<int64_t>(view.from) + delta;
+  from = std::clamp<int64_t>(from, 0, static_cast<int64_t>(duration - len));
+  return {static_cast<uint64_t>(from), static_cast<uint64_t>(from) + len};
+}
+
+TimeRange selection(uint64_t a, uint64_t b, uint64_t duration, uint64_t min_len) {
+  TimeRange r{std::min({a, b, duration}), std::min(std::max(a, b), duration)};
+  if (r.length() < std::max<uint64_t>(min_len, 1)) return {};
+  return r;
+}
+
+std::vector<std::size_t> visible_markers(const std::vector<MarkerLabel>& markers, TimeRange view, int width,
+                                         float min_px) {
+  std::vector<std::size_t> out;
+  auto it = std::lower_bound(markers.begin(), markers.end(), view.from,
+                             [](const MarkerLabel& k, uint64_t t) { return k.time < t; });
+  float last_x = -1e30f;
+  for (; it != markers.end() && it->time <= view.to; ++it) {
+    const float x = x_of(view, width, it->time);
+    if (x - last_x < min_px) continue;
+    last_x = x;
+    out.push_back(static_cast<std::size_t>(it - markers.begin()));
+  }
+  return out;
+}
+
+}  // namespace memtide::viewer

@@ -1,0 +1,76 @@
+// Timeline view model: heap and RSS series of the trace mapped onto pixel columns, the view
+// range (zoom and pan), and the selected time range that the other views follow.
+// Pure data and functions; the drawing is in view_timeline.cpp.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analysis/model.h"
+
+namespace memtide::viewer {
+
+// Times here are relative to the trace start (Model::time_base), in ns.
+struct TimeRange {
+  uint64_t from = 0, to = 0;
+  uint64_t length() const { return to > from ? to - from : 0; }
+  bool empty() const { return to <= from; }
+  bool operator==(const TimeRange&) const = default;
+};
+
+struct SeriesSample {
+  uint64_t time = 0;  // relative
+  uint64_t min = 0, max = 0, last = 0;
+};
+
+struct MarkerLabel {
+  uint64_t time = 0;  // relative
+  std::string label;
+};
+
+// Everything the timeline draws, copied out of a Model once (immutable afterwards).
+struct TimelineData {
+  uint64_t duration = 0;  // relative time of the last event
+  std::vector<SeriesSample> heap, rss;
+  uint64_t heap_bucket_ns = 0;
+  uint64_t peak_bytes = 0, peak_time = 0;  // heap high-water mark (relative time)
+  uint64_t peak_rss = 0;
+  uint64_t max_value = 0;  // the largest value of either series: the y axis
+  std::vector<MarkerLabel> markers;
+};
+
+TimelineData make_timeline(const analysis::Model& m);
+
+// One pixel column: the smallest and largest value of the series inside it. `valid` false
+// where the series has no sample (before its first one).
+struct Column {
+  uint64_t min = 0, max = 0;
+  bool valid = false;
+};
+
+// Maps a series onto `width` columns covering `view`. A column gets the extremes of every
+// sample whose bucket overlaps it; columns between samples carry the last value forward (the
+// series is a step function), so a peak narrower than a pixel still shows.
+std::vector<Column> downsample(const std::vector<SeriesSample>& s, uint64_t bucket_ns, TimeRange view, int width);
+
+// Pixel <-> time for a view range drawn over `width` pixels.
+uint64_t time_at(TimeRange view, int width, float x);
+float x_of(TimeRange view, int width, uint64_t t);
+
+// Zooms `view` by `factor` (< 1 zooms in) around time `pivot`, kept inside [0, duration] and
+// no narrower than `min_len` ns.
+TimeRange zoom(TimeRange view, uint64_t pivot, double factor, uint64_t duration, uint64_t min_len = 1000);
+// Moves `view` by `delta` ns (negative: to the left), kept inside [0, duration].
+TimeRange pan(TimeRange view, int64_t delta, uint64_t duration);
+
+// A selection from a drag between two times (in either order), clamped to [0, duration].
+// Empty when narrower than `min_len`.
+TimeRange selection(uint64_t a, uint64_t b, uint64_t duration, uint64_t min_len);
+
+// Markers shown for a view: those inside it, at most one per `min_px` pixels (the first one
+// wins); indices into `markers`.
+std::vector<std::size_t> visible_markers(const std::vector<MarkerLabel>& markers, TimeRange view, int width,
+                                         float min_px);
+
+}  // namespace memtide::viewer

@@ -1,0 +1,158 @@
+// Compare: this trace against a baseline trace: totals side by side, a flamegraph coloured by
+// the difference (red: grew, blue: shrank), and the allocation sites with both values.
+#include <imgui.h>
+
+#include "viewer/format.h"
+#include "viewer/views.h"
+
+namespace memtide::viewer {
+
+using analysis::Metric;
+
+namespace {
+
+std::string value(uint64_t v, bool bytes) { return bytes ? format_bytes(v) : format_count(v); }
+std::string delta(int64_t d, bool bytes) {
+  if (bytes) return format_bytes_delta(d);
+  if (d == 0) return "0";
+  return (d > 0 ? "+" : "-") + format_count(static_cast<uint64_t>(d > 0 ? d : -d));
+}
+
+}  // namespace
+
+void CompareView::draw(Frame& f) {
+  const Snapshot& s = f.snap;
+  const float sc = f.scale;
+  const Palette& pal = palette(f.dark);
+  const CompareData* c = s.compare.get();
+  if (!c) {
+    ImGui::TextWrapped("Compare this trace with a baseline (an older run of the same program): the flamegraph is "
+                       "coloured by the difference and the allocation sites list both values.");
+    if (ImGui::Button("Open baseline trace...")) want_browse = true;
+    return;
+  }
+  if (!c->error.empty()) {
+    ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(pal.warn), "Cannot open the baseline %s: %s", c->path.c_str(),
+                       c->error.c_str());
+    if (ImGui::Button("Open another baseline...")) want_browse = true;
+    return;
+  }
+  if (!c->complete || !c->model) {
+    ImGui::TextDisabled("comparing with %s...", c->path.c_str());
+    return;
+  }
+  const analysis::Model& a = *c->model;
+  const analysis::Model& b = *s.base;
+  ImGui::Text("baseline %s", c->path.c_str());
+  ImGui::SameLine();
+  if (ImGui::SmallButton("change...")) want_browse = true;
+  if (ImGui::BeginTable("totals", 4, ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_BordersInnerH)) {
+    ImGui::TableSetupColumn("");
+    ImGui::TableSetupColumn("baseline");
+    ImGui::TableSetupColumn("this trace");
+    ImGui::TableSetupColumn("difference");
+    ImGui::TableHeadersRow();
+    auto row = [&](const char* name, uint64_t x, uint64_t y, bool bytes) {
+      ImGui::TableNextRow();
+      ImGui::TableNextColumn();
+      ImGui::TextDisabled("%s", name);
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(value(x, bytes).c_str());
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(value(y, bytes).c_str());
+      ImGui::TableNextColumn();
+      const int64_t d = static_cast<int64_t>(y) - static_cast<int64_t>(x);
+      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(d > 0 ? pal.warn : d < 0 ? pal.heap : pal.text_dim), "%s",
+                         delta(d, bytes).c_str());
+    };
+    row("allocations", a.heap().allocations, b.heap().allocations, false);
+    row("allocated", a.heap().allocated_bytes, b.heap().allocated_bytes, true);
+    row("peak heap", a.heap().peak_bytes, b.heap().peak_bytes, true);
+    row("not freed", a.heap().leaked_bytes, b.heap().leaked_bytes, true);
+    row("peak RSS", a.peak_rss, b.peak_rss, true);
+    ImGui::EndTable();
+  }
+
+  ImGui::SetNextItemWidth(190 * sc);
+  if (ImGui::BeginCombo("##cmetric", metric_name(metric))) {
+    for (unsigned m = 0; m < kMetricCount; ++m) {
+      if (static_cast<Metric>(m) == Metric::LiveAt) continue;  // whole traces have no selected range
+      if (ImGui::Selectable(metric_name(static_cast<Metric>(m)), static_cast<Metric>(m) == metric)) metric = static_cast<Metric>(m);
+    }
+    ImGui::EndCombo();
+  }
+  ImGui::SameLine(0, 16 * sc);
+  ImGui::Checkbox("widths from the baseline", &shape_of_before);
+  ImGui::SameLine(0, 16 * sc);
+  ImGui::TextDisabled("red: grew   blue: shrank");
+  const bool bytes = metric_is_bytes(metric);
+  const unsigned mi = static_cast<unsigned>(metric);
+
+  const float avail = ImGui::GetContentRegionAvail().y;
+  ImGui::BeginChild("cflame", ImVec2(0, avail * 0.55f), false);
+  widget.draw(f, c->flames[mi][shape_of_before ? 1 : 0].get(), bytes, "diffflame");
+  ImGui::EndChild();
+
+  const std::vector<DiffRow>* rows = c->sites[mi].get();
+  if (!rows) return;
+  if (rows != rows_) {
+    rows_ = rows;
+    dirty_ = true;
+  }
+  ImGui::SetNextItemWidth(260 * sc);
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%s", filter_.c_str());
+  if (ImGui::InputTextWithHint("##cfilter", "filter allocation sites", buf, sizeof buf)) filter_ = buf;
+  if (filter_ != applied_filter_) dirty_ = true;
+  if (ImGui::BeginTable("sites", 5,
+                        ImGuiTableFlags_Sortable | ImGuiTableFlags_ScrollY | ImGuiTableFlags_RowBg |
+                            ImGuiTableFlags_BordersOuter | ImGuiTableFlags_Resizable)) {
+    ImGui::TableSetupScrollFreeze(0, 1);
+    ImGui::TableSetupColumn("allocation site", ImGuiTableColumnFlags_WidthStretch, 0, static_cast<ImGuiID>(DiffColumn::Label));
+    ImGui::TableSetupColumn("module", ImGuiTableColumnFlags_WidthFixed | ImGuiTableColumnFlags_NoSort, 160 * sc, 100);
+    ImGui::TableSetupColumn("baseline", ImGuiTableColumnFlags_WidthFixed | ImGuiTableColumnFlags_PreferSortDescending, 100 * sc,
+                            static_cast<ImGuiID>(DiffColumn::Before));
+    ImGui::TableSetupColumn("this trace", ImGuiTableColumnFlags_WidthFixed | ImGuiTableColumnFlags_PreferSortDescending,
+                            100 * sc, static_cast<ImGuiID>(DiffColumn::After));
+    ImGui::TableSetupColumn("difference",
+                            ImGuiTableColumnFlags_WidthFixed | ImGuiTableColumnFlags_DefaultSort |
+                                ImGuiTableColumnFlags_PreferSortDescending,
+                            110 * sc, static_cast<ImGuiID>(DiffColumn::Delta));
+    ImGui::TableHeadersRow();
+    if (ImGuiTableSortSpecs* sp = ImGui::TableGetSortSpecs(); sp && sp->SpecsDirty) {
+      if (sp->SpecsCount > 0) {
+        column_ = static_cast<DiffColumn>(sp->Specs[0].ColumnUserID);
+        ascending_ = sp->Specs[0].SortDirection == ImGuiSortDirection_Ascending;
+      }
+      sp->SpecsDirty = false;
+      dirty_ = true;
+    }
+    if (dirty_) {
+      order_ = filter_and_sort_diff(*rows, filter_, column_, ascending_);
+      applied_filter_ = filter_;
+      dirty_ = false;
+    }
+    ImGuiListClipper clip;
+    clip.Begin(static_cast<int>(order_.size()));
+    while (clip.Step())
+      for (int i = clip.DisplayStart; i < clip.DisplayEnd; ++i) {
+        const DiffRow& r = (*rows)[order_[static_cast<std::size_t>(i)]];
+        ImGui::TableNextRow();
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(r.label.c_str());
+        ImGui::TableNextColumn();
+        ImGui::TextDisabled("%s", r.module.c_str());
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(value(r.before, bytes).c_str());
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(value(r.after, bytes).c_str());
+        ImGui::TableNextColumn();
+        const int64_t d = r.delta();
+        ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(d > 0 ? pal.warn : d < 0 ? pal.heap : pal.text_dim), "%s",
+                           delta(d, bytes).c_str());
+      }
+    ImGui::EndTable();
+  }
+}
+
+}  // namespace memtide::viewer

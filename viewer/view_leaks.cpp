@@ -1,0 +1,143 @@
+// Leaks: stacks with blocks not freed at the end of the trace (of the allocations in the
+// selected range), sortable and filterable; the selected row's full stack below, and a button
+// that copies an LSan-style suppression line for it.
+#include <imgui.h>
+
+#include "viewer/format.h"
+#include "viewer/views.h"
+
+namespace memtide::viewer {
+
+void LeaksView::draw(Frame& f) {
+  const Snapshot& s = f.snap;
+  const float sc = f.scale;
+  const LeaksData* data = s.view ? s.view->leaks.get() : nullptr;
+  if (!data) {
+    ImGui::TextDisabled("collecting the leaks...");
+    return;
+  }
+  if (data != data_) {
+    data_ = data;
+    dirty_ = true;
+    selected_ = data->rows.empty() ? -1 : 0;
+    frame_ = data->rows.empty() ? 0 : data->rows[0].suggested;
+  }
+  ImGui::Text("%s not freed in %s blocks from %s stacks", format_bytes(data->total_bytes).c_str(),
+              format_count(data->total_blocks).c_str(), format_count(data->rows.size()).c_str());
+  ImGui::SameLine(0, 20 * sc);
+  ImGui::SetNextItemWidth(260 * sc);
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%s", filter.c_str());
+  if (ImGui::InputTextWithHint("##filter", "filter: function, file or module", buf, sizeof buf)) filter = buf;
+  if (filter != applied_filter_) dirty_ = true;
+
+  const float stack_h = std::max(120 * sc, ImGui::GetContentRegionAvail().y * 0.38f);
+  const ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_ScrollY | ImGuiTableFlags_RowBg |
+                                ImGuiTableFlags_BordersOuter | ImGuiTableFlags_BordersV | ImGuiTableFlags_Resizable |
+                                ImGuiTableFlags_Reorderable | ImGuiTableFlags_Hideable;
+  if (ImGui::BeginTable("leaks", 6, flags, ImVec2(0, -stack_h))) {
+    ImGui::TableSetupScrollFreeze(0, 1);
+    ImGui::TableSetupColumn("bytes", ImGuiTableColumnFlags_WidthFixed | ImGuiTableColumnFlags_DefaultSort |
+                                         ImGuiTableColumnFlags_PreferSortDescending, 90 * sc, static_cast<ImGuiID>(LeakColumn::Bytes));
+    ImGui::TableSetupColumn("blocks", ImGuiTableColumnFlags_WidthFixed | ImGuiTableColumnFlags_PreferSortDescending, 80 * sc,
+                            static_cast<ImGuiID>(LeakColumn::Blocks));
+    ImGui::TableSetupColumn("first", ImGuiTableColumnFlags_WidthFixed, 80 * sc, static_cast<ImGuiID>(LeakColumn::First));
+    ImGui::TableSetupColumn("last", ImGuiTableColumnFlags_WidthFixed, 80 * sc, static_cast<ImGuiID>(LeakColumn::Last));
+    ImGui::TableSetupColumn("allocation site", ImGuiTableColumnFlags_WidthStretch, 0, static_cast<ImGuiID>(LeakColumn::Site));
+    ImGui::TableSetupColumn("module", ImGuiTableColumnFlags_WidthFixed, 170 * sc, static_cast<ImGuiID>(LeakColumn::Module));
+    ImGui::TableHeadersRow();
+    if (ImGuiTableSortSpecs* specs = ImGui::TableGetSortSpecs(); specs && (specs->SpecsDirty || dirty_)) {
+      if (specs->SpecsCount > 0) {
+        column_ = static_cast<LeakColumn>(specs->Specs[0].ColumnUserID);
+        ascending_ = specs->Specs[0].SortDirection == ImGuiSortDirection_Ascending;
+      }
+      specs->SpecsDirty = false;
+      dirty_ = true;
+    }
+    if (dirty_) {  // only when the data, the filter or the sort order changed
+      order_ = filter_and_sort_leaks(*data, filter, column_, ascending_);
+      applied_filter_ = filter;
+      dirty_ = false;
+    }
+    ImGuiListClipper clip;
+    clip.Begin(static_cast<int>(order_.size()));
+    while (clip.Step())
+      for (int i = clip.DisplayStart; i < clip.DisplayEnd; ++i) {
+        const uint32_t ri = order_[static_cast<std::size_t>(i)];
+        const LeakRow& r = data->rows[ri];
+        ImGui::TableNextRow();
+        ImGui::TableNextColumn();
+        ImGui::PushID(static_cast<int>(ri));
+        if (ImGui::Selectable(format_bytes(r.bytes).c_str(), selected_ == static_cast<int>(ri),
+                              ImGuiSelectableFlags_SpanAllColumns)) {
+          selected_ = static_cast<int>(ri);
+          frame_ = r.suggested;
+          copied_.clear();
+        }
+        ImGui::PopID();
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(format_count(r.blocks).c_str());
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(format_duration(r.first).c_str());
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(format_duration(r.last).c_str());
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(r.site.c_str());
+        ImGui::TableNextColumn();
+        ImGui::TextDisabled("%s", r.module.c_str());
+      }
+    ImGui::EndTable();
+  }
+
+  // The selected row's stack.
+  if (selected_ < 0 || static_cast<std::size_t>(selected_) >= data->rows.size()) {
+    ImGui::TextDisabled("select a row to see its stack");
+    return;
+  }
+  const LeakRow& r = data->rows[static_cast<std::size_t>(selected_)];
+  const std::string line = suppression_line(r, frame_);
+  if (ImGui::Button("Copy suppression")) {
+    ImGui::SetClipboardText(line.c_str());
+    copied_ = line;
+  }
+  ImGui::SameLine();
+  ImGui::TextUnformatted(line.c_str());
+  if (!copied_.empty()) {
+    ImGui::SameLine();
+    ImGui::TextDisabled("(copied; click a frame to name another function)");
+  } else {
+    ImGui::SameLine();
+    ImGui::TextDisabled("(click a frame to name another function)");
+  }
+  if (ImGui::BeginTable("stack", 3, ImGuiTableFlags_ScrollY | ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersOuter |
+                                        ImGuiTableFlags_Resizable)) {
+    ImGui::TableSetupScrollFreeze(0, 1);
+    ImGui::TableSetupColumn("function", ImGuiTableColumnFlags_WidthStretch);
+    ImGui::TableSetupColumn("location", ImGuiTableColumnFlags_WidthFixed, 200 * sc);
+    ImGui::TableSetupColumn("module", ImGuiTableColumnFlags_WidthFixed, 260 * sc);
+    ImGui::TableHeadersRow();
+    ImGuiListClipper clip;
+    clip.Begin(static_cast<int>(r.frames.size()));
+    while (clip.Step())
+      for (int i = clip.DisplayStart; i < clip.DisplayEnd; ++i) {
+        const LeakFrame& fr = r.frames[static_cast<std::size_t>(i)];
+        ImGui::TableNextRow();
+        ImGui::TableNextColumn();
+        char label[64];
+        std::snprintf(label, sizeof label, "#%d%s##f%d", i, fr.inlined ? " (inlined)" : "", i);
+        if (ImGui::Selectable(label, frame_ == static_cast<std::size_t>(i), ImGuiSelectableFlags_SpanAllColumns)) {
+          frame_ = static_cast<std::size_t>(i);
+          copied_.clear();
+        }
+        ImGui::SameLine();
+        ImGui::TextUnformatted(fr.function.c_str());
+        ImGui::TableNextColumn();
+        ImGui::TextDisabled("%s", fr.location.c_str());
+        ImGui::TableNextColumn();
+        ImGui::TextDisabled("%s", fr.module.c_str());
+      }
+    ImGui::EndTable();
+  }
+}
+
+}  // namespace memtide::viewer

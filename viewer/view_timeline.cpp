@@ -1,0 +1,208 @@
+// Timeline: live heap bytes and RSS over time, the high-water mark, memtide_mark labels.
+// Wheel zooms around the pointer, right/middle drag pans, double-click shows everything, left
+// drag selects the time range the other views follow.
+#include <imgui.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "viewer/format.h"
+#include "viewer/views.h"
+
+namespace memtide::viewer {
+
+void TimelineView::update_columns(const TimelineData& d, int width, float marker_px) {
+  const TimeRange v = view_.empty() ? TimeRange{0, std::max<uint64_t>(d.duration, 1)} : view_;
+  Key k{&d, v, width, marker_px};
+  if (k == cache_key_) return;
+  cache_key_ = k;
+  heap_cols_ = downsample(d.heap, d.heap_bucket_ns, v, width);
+  rss_cols_ = downsample(d.rss, 0, v, width);
+  markers_ = visible_markers(d.markers, v, width, marker_px);
+}
+
+void TimelineView::draw(Frame& f, float height, bool compact) {
+  const Snapshot& s = f.snap;
+  if (!s.timeline) return;
+  const TimelineData& d = *s.timeline;
+  const Palette& pal = palette(f.dark);
+  const float sc = f.scale;
+  const uint64_t duration = std::max<uint64_t>(d.duration, 1);
+
+  if (!compact) {
+    // Legend.
+    auto swatch = [&](uint32_t col, const char* text) {
+      const ImVec2 p = ImGui::GetCursorScreenPos();
+      const float h = ImGui::GetTextLineHeight();
+      ImGui::GetWindowDrawList()->AddRectFilled(ImVec2(p.x, p.y + h * 0.3f), ImVec2(p.x + 14 * sc, p.y + h * 0.7f), col);
+      ImGui::Dummy(ImVec2(18 * sc, h));
+      ImGui::SameLine();
+      ImGui::TextUnformatted(text);
+      ImGui::SameLine(0, 20 * sc);
+    };
+    swatch(pal.heap, "heap (live bytes)");
+    if (!d.rss.empty()) swatch(pal.rss, "RSS");
+    swatch(pal.peak, ("peak " + format_bytes(d.peak_bytes) + " at " + format_duration(d.peak_time)).c_str());
+    if (!d.markers.empty()) swatch(pal.marker, (format_count(d.markers.size()) + " marks").c_str());
+    ImGui::NewLine();
+    ImGui::TextDisabled("wheel: zoom   right-drag: pan   double-click: show all   left-drag: select a range");
+    height = ImGui::GetContentRegionAvail().y;
+  }
+
+  const float axis_w = 72 * sc, axis_h = ImGui::GetTextLineHeight() + 4 * sc;
+  const ImVec2 origin = ImGui::GetCursorScreenPos();
+  const float avail_w = ImGui::GetContentRegionAvail().x;
+  const ImVec2 p0(origin.x + axis_w, origin.y + (compact ? 2 : 6) * sc);
+  const ImVec2 p1(origin.x + avail_w - 4 * sc, origin.y + height - axis_h);
+  const int width = std::max(1, static_cast<int>(p1.x - p0.x));
+  if (p1.y - p0.y < 10) {
+    ImGui::Dummy(ImVec2(avail_w, height));
+    return;
+  }
+  update_columns(d, width, (compact ? 3 : 6) * sc);
+  const TimeRange view = cache_key_.view;
+  const float plot_h = p1.y - p0.y;
+  const double ymax = static_cast<double>(std::max<uint64_t>(d.max_value, 1)) * 1.08;
+  auto y_of = [&](uint64_t v) { return p1.y - static_cast<float>(static_cast<double>(v) / ymax * plot_h); };
+
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  dl->AddRectFilled(p0, p1, ImGui::GetColorU32(ImGuiCol_FrameBg));
+
+  // Grid and axes.
+  const int yticks = compact ? 2 : std::max(2, static_cast<int>(plot_h / (40 * sc)));
+  const uint64_t ystep = nice_step_bytes(static_cast<uint64_t>(ymax / yticks) + 1);
+  for (uint64_t v = 0; static_cast<double>(v) <= ymax; v += ystep) {
+    const float y = y_of(v);
+    dl->AddLine(ImVec2(p0.x, y), ImVec2(p1.x, y), pal.grid);
+    const std::string t = format_bytes(v);
+    const ImVec2 ts = ImGui::CalcTextSize(t.c_str());
+    if (y - ts.y * 0.5f >= p0.y - 2 || v == 0)
+      dl->AddText(ImVec2(p0.x - ts.x - 6 * sc, std::min(y - ts.y * 0.5f, p1.y - ts.y)), pal.text_dim, t.c_str());
+  }
+  const uint64_t xstep = nice_step(std::max<uint64_t>(1, view.length() / std::max(1, static_cast<int>(width / (110 * sc)))));
+  for (uint64_t t = (view.from + xstep - 1) / xstep * xstep; t <= view.to; t += xstep) {
+    const float x = p0.x + x_of(view, width, t);
+    dl->AddLine(ImVec2(x, p0.y), ImVec2(x, p1.y), pal.grid);
+    const std::string lab = format_time_tick(t, xstep);
+    const ImVec2 ts = ImGui::CalcTextSize(lab.c_str());
+    dl->AddText(ImVec2(std::min(x - ts.x * 0.5f, p1.x - ts.x), p1.y + 2 * sc), pal.text_dim, lab.c_str());
+  }
+
+  dl->PushClipRect(p0, p1, true);
+  // Selection.
+  if (!f.selection.empty()) {
+    const float a = p0.x + x_of(view, width, f.selection.from), b = p0.x + x_of(view, width, f.selection.to);
+    dl->AddRectFilled(ImVec2(a, p0.y), ImVec2(std::max(b, a + 1), p1.y), pal.selection);
+  }
+  // Heap: filled below the maximum, a vertical run min..max per column joined to the previous.
+  const Column* prev = nullptr;
+  for (int c = 0; c < width; ++c) {
+    const Column& col = heap_cols_[static_cast<std::size_t>(c)];
+    if (!col.valid) {
+      prev = nullptr;
+      continue;
+    }
+    const float x = p0.x + static_cast<float>(c) + 0.5f;
+    dl->AddLine(ImVec2(x, p1.y), ImVec2(x, y_of(col.max)), pal.heap_fill);
+    uint64_t lo = col.min, hi = col.max;
+    if (prev) {
+      lo = std::min(lo, prev->max);
+      hi = std::max(hi, prev->min);
+    }
+    dl->AddLine(ImVec2(x, y_of(lo) + 0.5f), ImVec2(x, y_of(hi) - 1.0f), pal.heap, 2.0f * std::max(1.0f, sc * 0.75f));
+    prev = &col;
+  }
+  // RSS as a line through the column maxima.
+  ImVec2 last(0, 0);
+  bool have_last = false;
+  for (int c = 0; c < width; ++c) {
+    const Column& col = rss_cols_[static_cast<std::size_t>(c)];
+    if (!col.valid) {
+      have_last = false;
+      continue;
+    }
+    const ImVec2 pt(p0.x + static_cast<float>(c) + 0.5f, y_of(col.max));
+    if (have_last) dl->AddLine(last, pt, pal.rss, 1.5f * sc);
+    last = pt;
+    have_last = true;
+  }
+  // High-water mark.
+  if (d.peak_bytes && d.peak_time >= view.from && d.peak_time <= view.to) {
+    const float x = p0.x + x_of(view, width, d.peak_time);
+    for (float y = p0.y; y < p1.y; y += 8 * sc) dl->AddLine(ImVec2(x, y), ImVec2(x, std::min(p1.y, y + 4 * sc)), pal.peak, 1.5f);
+    dl->AddCircleFilled(ImVec2(x, y_of(d.peak_bytes)), 4 * sc, pal.peak);
+    if (!compact) {
+      const std::string t = "peak " + format_bytes(d.peak_bytes);
+      const ImVec2 ts = ImGui::CalcTextSize(t.c_str());
+      const float tx = x + 6 * sc + ts.x > p1.x ? x - 6 * sc - ts.x : x + 6 * sc;
+      dl->AddText(ImVec2(tx, y_of(d.peak_bytes) - ts.y), pal.peak, t.c_str());
+    }
+  }
+  // Marks: a tick at the top, a label when there is room.
+  float label_end = -1e9f;
+  for (std::size_t i : markers_) {
+    const float x = p0.x + x_of(view, width, d.markers[i].time);
+    dl->AddLine(ImVec2(x, p0.y), ImVec2(x, p0.y + (compact ? 6 : 12) * sc), pal.marker, 2.0f);
+    if (!compact && x > label_end) {
+      const ImVec2 ts = ImGui::CalcTextSize(d.markers[i].label.c_str());
+      dl->AddText(ImVec2(x + 3 * sc, p0.y + 2 * sc), pal.marker, d.markers[i].label.c_str());
+      label_end = x + ts.x + 12 * sc;
+    }
+  }
+  dl->PopClipRect();
+
+  // Interaction.
+  ImGui::SetCursorScreenPos(p0);
+  ImGui::InvisibleButton(compact ? "##strip" : "##timeline", ImVec2(p1.x - p0.x, plot_h),
+                         ImGuiButtonFlags_MouseButtonLeft | ImGuiButtonFlags_MouseButtonRight |
+                             ImGuiButtonFlags_MouseButtonMiddle);
+  const ImGuiIO& io = ImGui::GetIO();
+  const float mx = io.MousePos.x - p0.x;
+  const uint64_t tm = time_at(view, width, mx);
+  if (ImGui::IsItemHovered()) {
+    if (io.MouseWheel != 0) view_ = zoom(view, tm, std::pow(0.8, io.MouseWheel), duration);
+    if (ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left)) view_ = {};
+    if (ImGui::IsMouseClicked(ImGuiMouseButton_Left)) drag_from_ = tm;
+    if (ImGui::IsMouseClicked(ImGuiMouseButton_Right) || ImGui::IsMouseClicked(ImGuiMouseButton_Middle)) {
+      panning_ = true;
+      pan_last_x_ = io.MousePos.x;
+    }
+    const std::size_t c = static_cast<std::size_t>(std::clamp(static_cast<int>(mx), 0, width - 1));
+    ImGui::BeginTooltip();
+    ImGui::Text("%s", format_duration(tm).c_str());
+    if (heap_cols_[c].valid) {
+      const Column& hc = heap_cols_[c];
+      if (hc.min == hc.max)
+        ImGui::Text("heap %s", format_bytes(hc.max).c_str());
+      else
+        ImGui::Text("heap %s .. %s", format_bytes(hc.min).c_str(), format_bytes(hc.max).c_str());
+    }
+    if (rss_cols_[c].valid) ImGui::Text("RSS %s", format_bytes(rss_cols_[c].max).c_str());
+    ImGui::EndTooltip();
+  }
+  if (panning_) {
+    if (ImGui::IsMouseDown(ImGuiMouseButton_Right) || ImGui::IsMouseDown(ImGuiMouseButton_Middle)) {
+      const double ns_per_px = static_cast<double>(view.length()) / width;
+      const auto delta = static_cast<int64_t>((pan_last_x_ - io.MousePos.x) * ns_per_px);
+      if (delta) view_ = pan(view, delta, duration);
+      pan_last_x_ = io.MousePos.x;
+    } else {
+      panning_ = false;
+    }
+  }
+  if (drag_from_) {
+    const TimeRange r = selection(*drag_from_, tm, duration, static_cast<uint64_t>(3.0 * view.length() / width));
+    if (!r.empty()) {
+      const float a = p0.x + x_of(view, width, r.from), b = p0.x + x_of(view, width, r.to);
+      dl->AddRect(ImVec2(a, p0.y), ImVec2(b, p1.y), pal.heap);
+    }
+    if (!ImGui::IsMouseDown(ImGuiMouseButton_Left)) {
+      if (!r.empty()) f.selection = r;
+      drag_from_.reset();
+    }
+  }
+  ImGui::SetCursorScreenPos(ImVec2(origin.x, origin.y + height));
+  ImGui::Dummy(ImVec2(0, 0));
+}
+
+}  // namespace memtide::viewer

@@ -1,0 +1,156 @@
+// The views. Each keeps its own interaction state (zoom, search, sort, selection) and the
+// results derived from it (layouts, sorted row orders), recomputed only when what they depend
+// on changes; draw() itself only draws. One file per view: view_<name>.cpp.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "viewer/snapshot.h"
+
+struct ImVec2;
+
+namespace memtide::viewer {
+
+class Loader;
+
+// What every view may use during a frame.
+struct Frame {
+  const Snapshot& snap;
+  Loader& loader;
+  bool dark = true;
+  float scale = 1;
+  // The selected time range (shared by all views; the timeline changes it).
+  TimeRange& selection;
+};
+
+// Colours of the current theme for what ImGui's style does not cover.
+struct Palette {
+  uint32_t heap, heap_fill, rss, peak, marker, selection, grid, text_dim, warn, live, merged, search, dim_overlay;
+};
+const Palette& palette(bool dark);
+
+// ---------------------------------------------------------------------------------------
+
+class SummaryView {
+ public:
+  void draw(Frame& f);
+};
+
+class TimelineView {
+ public:
+  // The full view (with legend and markers), or the compact strip above the other views.
+  void draw(Frame& f, float height, bool compact);
+  TimeRange view_range() const { return view_; }
+  void reset() { view_ = {}; cache_key_ = {}; }
+
+ private:
+  void update_columns(const TimelineData& d, int width, float marker_px);
+  TimeRange view_{};  // empty: the whole trace
+  struct Key {
+    const TimelineData* data = nullptr;
+    TimeRange view;
+    int width = 0;
+    float marker_px = 0;
+    bool operator==(const Key&) const = default;
+  } cache_key_;
+  std::vector<Column> heap_cols_, rss_cols_;
+  std::vector<std::size_t> markers_;
+  std::optional<uint64_t> drag_from_;  // selection drag in progress (time at press)
+  bool panning_ = false;
+  float pan_last_x_ = 0;
+};
+
+// The flamegraph widget, shared by the Flamegraph and Compare views.
+class FlameWidget {
+ public:
+  void draw(Frame& f, const FlameTree* tree, bool bytes, const char* id);
+  std::string search;  // edited by the owning view's toolbar
+  const FlameSearch& search_result() const { return search_; }
+  void reset_zoom() {
+    zoom_path_.clear();
+    zoom_ = 0;
+    dirty_ = true;
+  }
+
+ private:
+  void sync(const FlameTree* tree, float width, float min_px);
+  const FlameTree* tree_ = nullptr;
+  std::vector<std::string> zoom_path_;  // labels from the root's child to the zoomed frame
+  uint32_t zoom_ = 0;
+  float width_ = 0, min_px_ = 0;
+  FlameLayout layout_;
+  FlameSearch search_;
+  bool dirty_ = true;
+};
+
+class FlamegraphView {
+ public:
+  void draw(Frame& f);
+  analysis::Metric metric = analysis::Metric::Allocated;
+  Direction direction = Direction::TopDown;
+  FlameWidget widget;
+};
+
+class LeaksView {
+ public:
+  void draw(Frame& f);
+  std::string filter;
+
+ private:
+  const LeaksData* data_ = nullptr;
+  std::string applied_filter_;
+  LeakColumn column_ = LeakColumn::Bytes;
+  bool ascending_ = false;
+  bool dirty_ = true;
+  std::vector<uint32_t> order_;
+  int selected_ = -1;  // row index into data_->rows
+  std::size_t frame_ = 0;  // frame chosen for the suppression
+  std::string copied_;
+};
+
+class TreeView {
+ public:
+  void draw(Frame& f);
+  Direction direction = Direction::TopDown;
+  analysis::Metric relatives_metric = analysis::Metric::Allocated;
+
+ private:
+  void rebuild_rows();
+  const TreeTable* table_ = nullptr;
+  TreeSort sort_;
+  TreeOrder order_;
+  std::vector<uint8_t> expanded_;
+  struct Row {
+    uint32_t node;
+    uint32_t depth;
+  };
+  std::vector<Row> rows_;
+  bool rows_dirty_ = true, order_dirty_ = true;
+  uint32_t selected_ = 0;
+  std::string selected_label_;
+  std::optional<FunctionRelatives> relatives_;
+  const TreeTable* relatives_table_ = nullptr;
+};
+
+class CompareView {
+ public:
+  void draw(Frame& f);
+  analysis::Metric metric = analysis::Metric::Allocated;
+  bool shape_of_before = false;
+  FlameWidget widget;
+  // Set by the view when the user asks for a file; the app opens its file browser.
+  bool want_browse = false;
+
+ private:
+  const std::vector<DiffRow>* rows_ = nullptr;
+  std::string filter_, applied_filter_;
+  DiffColumn column_ = DiffColumn::Delta;
+  bool ascending_ = false, dirty_ = true;
+  std::vector<uint32_t> order_;
+};
+
+}  // namespace memtide::viewer
