@@ -65,6 +65,10 @@ std::string check_block_header(const uint8_t* b, BlockHeader& h) {
   if (h.raw_size > kMaxBlockPayload)
     return "raw size " + std::to_string(h.raw_size) + " exceeds the limit of " + std::to_string(kMaxBlockPayload);
   if (h.codec == Codec::None && h.stored_size != h.raw_size) return "uncompressed block with stored size != raw size";
+  // LZ4 cannot expand a byte into more than ~255: refuse before allocating for a bogus size.
+  if (h.codec == Codec::Lz4 && h.raw_size > 256ull * h.stored_size + 1024)
+    return "raw size " + std::to_string(h.raw_size) + " cannot come from " + std::to_string(h.stored_size) +
+           " bytes of LZ4";
   return {};
 }
 
@@ -209,6 +213,8 @@ ReadResult FileReader::next(Block& out) {
   ReadResult r = peek_header(ref);
   if (!r.ok()) return r;
   const BlockHeader& h = ref.header;
+  // Nothing is allocated for a payload the file does not hold (yet).
+  if (ref.end_offset() > size()) return ReadResult::truncated(ref.offset, "payload");
   std::size_t got = 0;
   const uint8_t* stored = read_at(ref.offset + kBlockHeaderSize, h.stored_size, stored_buf_, got);
   if (!stored) return ReadResult::io_error(ref.offset, errno);

@@ -2,6 +2,7 @@
 // the summary on stdout, and exactly one error line on stderr when something is wrong.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -186,6 +187,21 @@ TEST(CliInfo, StillGrowingIsNotAnError) {
   const CliRun after = run_cli("info '" + path + "'");
   EXPECT_EQ(after.status, 2);
   EXPECT_NE(after.err.find("truncated block at offset"), std::string::npos);
+}
+
+TEST(CliInfo, RecorderThatHasNotWrittenTheHeaderYet) {
+  const std::string path = test::temp_path("starting.mtide");
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX), 0);
+  ASSERT_EQ(::write(fd, kFileMagic, 5), 5);
+  const CliRun r = run_cli("info '" + path + "'");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("still growing"), std::string::npos) << r.out;
+  ::close(fd);
+  const CliRun after = run_cli("info '" + path + "'");
+  EXPECT_EQ(after.status, 2);
+  EXPECT_EQ(after.err, "memtide: " + path + ": truncated file header (the file ends at offset 5, inside the 32-byte header)\n");
 }
 
 TEST(CliInfo, IncompleteTraceWarns) {

@@ -220,6 +220,25 @@ TEST(Merge, SampleWeightsThatApplyToNothingStillArrive) {
   EXPECT_EQ(m.lines[alloc], "alloc s=1 time=10 addr=256 size=8 stack=1 weight=0 api=malloc");
 }
 
+TEST(Merge, LateRecordsAreCountedNotFatal) {
+  // A writer that breaks the watermark promise: stream 2's record at t=10 arrives after the
+  // merger has already released t=50. It is still delivered, and counted.
+  std::vector<uint8_t> file;
+  TraceWriter w;
+  w.open_memory(file);
+  w.append(1, Alloc{50, 0x100, 8, 1, 0, Api::Malloc});
+  w.watermark(100);
+  w.watermark(200);
+  w.append(2, Alloc{10, 0x200, 8, 1, 0, Api::Malloc});
+  w.watermark(300);
+  w.close();
+  const Merged m = merge(file);
+  EXPECT_TRUE(m.result.end_of_file());
+  EXPECT_EQ(m.stats.out_of_order, 1u);
+  EXPECT_EQ(m.lines.size(), 5u);
+  EXPECT_EQ(index_of(m.lines, "alloc s=1 time=50"), 0u);
+}
+
 // Counts deliveries, to see that records come out before the end of the file.
 struct CountingVisitor : NullVisitor {
   uint64_t allocs = 0, frees = 0;

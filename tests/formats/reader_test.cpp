@@ -344,6 +344,25 @@ TEST(BlockHeader, Lz4SizeMismatchIsCorrupt) {
   }
 }
 
+TEST(BlockHeader, MaximalLz4RatioReadsBack) {
+  // 4 MiB of zero-delta allocations compress about 255:1: the size plausibility check must
+  // let the real thing through.
+  std::vector<uint8_t> raw;
+  const auto a = alloc_bytes(0, 0, 0, 0);
+  while (raw.size() + a.size() <= (4u << 20)) raw.insert(raw.end(), a.begin(), a.end());
+  const auto b = block(1, raw);
+  EXPECT_GT(raw.size() / (b.size() - kBlockHeaderSize), 200u);
+  const Decoded d = decode_memory(concat({file_header(), b}));
+  EXPECT_TRUE(d.result.end_of_file()) << d.result.message;
+  EXPECT_EQ(d.lines.size(), raw.size() / a.size());
+}
+
+TEST(BlockHeader, ImpossibleLz4RatioIsRefused) {
+  const Decoded d = decode_memory(concat({file_header(), crafted_block(0, 1, 10, 1 << 20, std::vector<uint8_t>(10, 0))}));
+  EXPECT_EQ(d.result.status, ReadStatus::Corrupt);
+  EXPECT_NE(d.result.message.find("cannot come from 10 bytes of LZ4"), std::string::npos) << d.result.message;
+}
+
 TEST(BlockHeader, EmptyBlockIsFine) {
   const Decoded d = decode_memory(concat({file_header(), block(1, {}), block(2, alloc_bytes(1, 1, 1, 1))}));
   EXPECT_TRUE(d.result.end_of_file());
