@@ -498,3 +498,23 @@ TEST(Api, MallocUsableSizeIsAnsweredByTheRightAllocator) {
     EXPECT_NE(r.out.find("usable ok"), std::string::npos) << allocator;
   }
 }
+
+// Without %p in the name, a forked child's file gets .<pid> added, and the exec'd image (same
+// pid, same name) never overwrites the trace of the image before it.
+TEST(Lifecycle, NamesWithoutPidNeverCollide) {
+  TempDir dir;
+  RunResult r;
+  const fs::path base = dir.path() / "fixed.mtide";
+  auto traces = traced({MT_LIFECYCLE, "fork"}, dir.path(), &r, {{"MEMTIDE_OUTPUT", base.string()}});
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_EQ(traces.size(), 3u);
+  EXPECT_EQ(traces[0], base.string());
+  int child = 0, exec_image = 0;
+  for (size_t i = 1; i < traces.size(); ++i) {
+    const Replay t = replay_trace(traces[i]);
+    if (traces[i] == base.string() + "." + std::to_string(t.pid) && t.pid != replay_trace(traces[0]).pid) ++child;
+    if (traces[i] == base.string() + ".1") ++exec_image;
+  }
+  EXPECT_EQ(child, 1);
+  EXPECT_EQ(exec_image, 1);
+}
