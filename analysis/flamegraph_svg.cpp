@@ -70,7 +70,7 @@ var svg = document.documentElement, W = +svg.getAttribute("data-width"), FH = +s
 var frames = [], details, matchedText, resetBtn, zoomed = null, searchTerm = null;
 function fit(g) {
   var r = g.querySelector("rect"), t = g.querySelector("text"), w = +r.getAttribute("width");
-  var name = g.getAttribute("data-name"), x = +r.getAttribute("x");
+  var name = g.getAttribute("data-short") || g.getAttribute("data-name"), x = +r.getAttribute("x");
   t.setAttribute("x", x + 3);
   var chars = Math.floor((w - 6) / 7);
   if (chars < 3) { t.textContent = ""; return; }
@@ -135,6 +135,19 @@ function init() {
     } else if (e.key === "Escape") { search(null); unzoom(); }
   });
   resetBtn.style.opacity = "0";
+  // "#zoom=NAME" zooms to the widest frame whose name contains NAME; "#search=TERM" highlights.
+  var hash = decodeURIComponent((window.location && window.location.hash) || "").substring(1);
+  hash.split("&").forEach(function (kv) {
+    var i = kv.indexOf("="), k = kv.substring(0, i), v = kv.substring(i + 1);
+    if (k === "search" && v) search(v);
+    if (k === "zoom" && v) {
+      var best = null;
+      frames.forEach(function (f) {
+        if (f.getAttribute("data-name").indexOf(v) >= 0 && (!best || +f.getAttribute("data-w") > +best.getAttribute("data-w"))) best = f;
+      });
+      if (best) zoom(best);
+    }
+  });
   svg.setAttribute("data-memtide-ready", String(frames.length));
 }
 window.memtide = { zoom: zoom, unzoom: unzoom, search: search };
@@ -220,15 +233,23 @@ void write_flamegraph_svg(const CallTree& tree, const SvgOptions& o, std::ostrea
     }
     if (!n.module.empty()) info += " [" + std::string(n.module) + "]";
     const std::string fill = root ? std::string("rgb(220,220,210)") : colour(n.label, o.palette);
-    // The static label: the same fitting rule as the script (7 px per character).
+    // The label in the box drops "(anonymous namespace)::" (the tooltip keeps the full name);
+    // the same fitting rule as the script (7 px per character).
+    std::string short_name = name;
+    for (std::size_t p; (p = short_name.find("(anonymous namespace)::")) != std::string::npos;)
+      short_name.erase(p, 23);
     const int chars = static_cast<int>((pw - 6) / 7);
     std::string label;
-    if (chars >= 3) label = static_cast<int>(name.size()) <= chars ? name : name.substr(0, static_cast<std::size_t>(chars - 2)) + "..";
+    if (chars >= 3)
+      label = static_cast<int>(short_name.size()) <= chars ? short_name
+                                                            : short_name.substr(0, static_cast<std::size_t>(chars - 2)) + "..";
     char geo[160];
     std::snprintf(geo, sizeof geo, "x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\"", px, py, pw, o.frame_height - 1);
     char data[96];
     std::snprintf(data, sizeof data, "data-x=\"%.9f\" data-w=\"%.9f\" data-d=\"%d\"", it.x, wf, it.depth);
-    out << "<g class=\"f\" " << data << " data-name=\"" << xml(name) << "\" data-fill=\"" << fill << "\" data-info=\""
+    out << "<g class=\"f\" " << data << " data-name=\"" << xml(name) << "\"";
+    if (short_name != name) out << " data-short=\"" << xml(short_name) << "\"";
+    out << " data-fill=\"" << fill << "\" data-info=\""
         << xml(info) << "\"><title>" << xml(info) << "</title><rect " << geo << " rx=\"2\" fill=\"" << fill
         << "\"/><text x=\"" << px + 3 << "\" y=\"" << py + o.frame_height - 4 << "\">" << xml(label) << "</text></g>\n";
   }

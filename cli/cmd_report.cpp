@@ -219,15 +219,14 @@ void report_text(const Model& m, Symbolizer& sym, const ReportOptions& o) {
   if (unknown) anomalies += (anomalies.empty() ? "" : ", ") + std::to_string(unknown) + " frees of unknown addresses";
   if (!anomalies.empty()) row("anomalies", anomalies);
 
-  std::printf("\nallocations by API\n");
+  std::printf("\n%-18s %12s %12s %12s\n", "by API", "allocations", "bytes", "releases");
   for (unsigned a = 0; a < fmt::kApiCount; ++a) {
     const ApiCount& al = m.alloc_api[a];
     const ApiCount& fr = m.free_api[a];
     if (!al.calls && !fr.calls) continue;
-    std::printf("  %-16s %10llu calls %12s", std::string(fmt::api_name(static_cast<fmt::Api>(a))).c_str(),
-                static_cast<unsigned long long>(al.calls ? al.calls : fr.calls),
-                human_bytes(al.calls ? al.bytes : fr.bytes).c_str());
-    std::printf("%s\n", al.calls ? "" : " released");
+    std::printf("  %-16s %12s %12s %12s\n", std::string(fmt::api_name(static_cast<fmt::Api>(a))).c_str(),
+                al.calls ? std::to_string(al.calls).c_str() : "-", al.calls ? human_bytes(al.bytes).c_str() : "-",
+                fr.calls ? std::to_string(fr.calls).c_str() : "-");
   }
 
   print_section(m, sym, "LEAKS (not freed at the end, by stack)", Domain::Heap, Metric::Leaked, o);

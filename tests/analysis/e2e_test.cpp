@@ -1,0 +1,345 @@
+// End to end: tests/analysis/programs/leaky and tests/programs/exact_workload run under the
+// real LD_PRELOAD; memtide-cli report / check / flamegraph / summary / symbolize / diff read
+// the traces. Numbers are compared with what the programs are known to have done.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "tests/analysis/e2e_util.h"
+
+namespace memtide::test {
+namespace {
+
+using nlohmann::json;
+
+// Traces recorded once for the whole suite.
+const std::string& leaky_trace() {
+  static const std::string t = [] {
+    const std::string p = temp_dir() + "/leaky.mtide";
+    const Proc r = record(p, MT_LEAKY);
+    EXPECT_EQ(r.status, 0) << r.err;
+    return p;
+  }();
+  return t;
+}
+const std::string& clean_trace() {
+  static const std::string t = [] {
+    const std::string p = temp_dir() + "/clean.mtide";
+    const Proc r = record(p, std::string(MT_LEAKY) + " clean");
+    EXPECT_EQ(r.status, 0) << r.err;
+    return p;
+  }();
+  return t;
+}
+
+json report(const std::string& trace, const std::string& extra = "") {
+  const Proc r = cli("report --json --top 1000 --frames 200 " + extra + " " + trace);
+  EXPECT_EQ(r.status, 0) << r.err;
+  return json::parse(r.out);
+}
+
+bool has_function(const json& stack, const std::string& fn, bool* inlined = nullptr) {
+  for (const json& f : stack)
+    if (f["function"].is_string() && f["function"].get<std::string>().find(fn) != std::string::npos) {
+      if (inlined) *inlined = f.value("inlined", false);
+      return true;
+    }
+  return false;
+}
+
+// Bytes and blocks of the items (leaks, peak_stacks, ...) whose stack passes through `fn`.
+std::pair<uint64_t, uint64_t> by_function(const json& items, const std::string& fn) {
+  uint64_t bytes = 0, count = 0;
+  for (const json& it : items)
+    if (has_function(it["stack"], fn)) {
+      bytes += it["bytes"].get<uint64_t>();
+      count += it["count"].get<uint64_t>();
+    }
+  return {bytes, count};
+}
+
+TEST(Report, LeaksByFunctionWithExactBytesAndBlocks) {
+  const json j = report(leaky_trace());
+  EXPECT_EQ(by_function(j["leaks"], "leak_a"), std::make_pair(uint64_t{500}, uint64_t{5}));
+  EXPECT_EQ(by_function(j["leaks"], "leak_b"), std::make_pair(uint64_t{4000}, uint64_t{1}));
+  EXPECT_EQ(by_function(j["leaks"], "leak_c"), std::make_pair(uint64_t{192}, uint64_t{3}));
+  EXPECT_EQ(by_function(j["leaks"], "churn").first, 0u);
+  EXPECT_TRUE(j["complete"].get<bool>());
+  for (const char* k : {"total_allocations", "total_frees", "total_allocated_bytes", "peak_bytes", "peak_time_ns",
+                        "leaked_bytes", "leaked_blocks", "duration_ns"})
+    EXPECT_TRUE(j.contains(k)) << k;
+}
+
+TEST(Report, FramesHaveFunctionFileLineModuleAndInlinedFrames) {
+  const json j = report(leaky_trace());
+  bool found = false;
+  for (const json& it : j["leaks"]) {
+    if (!has_function(it["stack"], "leak_c")) continue;
+    bool inlined = false;
+    ASSERT_TRUE(has_function(it["stack"], "inlined_leak", &inlined)) << it["stack"].dump(1);
+    EXPECT_TRUE(inlined);
+    const json& site = it["stack"][0];
+    EXPECT_NE(site["file"].get<std::string>().find("leaky.cpp"), std::string::npos);
+    EXPECT_GT(site["line"].get<int>(), 0);
+    EXPECT_NE(site["module"].get<std::string>().find("leaky"), std::string::npos);
+    found = true;
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(Report, TemporariesAndMismatchedFree) {
+  const json j = report(leaky_trace());
+  EXPECT_EQ(by_function(j["top_temporary"], "churn").second, 1000u);
+  EXPECT_EQ(by_function(j["top_temporary"], "churn").first, 48000u);
+  ASSERT_GE(j["mismatches"].size(), 1u);
+  bool found = false;
+  for (const json& m : j["mismatches"])
+    if (has_function(m["stack"], "mismatch")) {
+      EXPECT_EQ(m["alloc_api"], "new[]");
+      EXPECT_EQ(m["free_api"], "free");
+      EXPECT_EQ(m["count"], 1);
+      EXPECT_EQ(m["bytes"], 32);
+      found = true;
+    }
+  EXPECT_TRUE(found);
+  const json c = report(clean_trace());
+  EXPECT_EQ(c["mismatched_frees"], 0);
+}
+
+TEST(Report, TextReportShowsSectionsAndFunctions) {
+  const Proc r = cli("report " + leaky_trace());
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const char* s : {"LEAKS", "PEAK", "ALLOCATIONS", "TEMPORARIES", "MISMATCHED FREES", "leak_a()", "leaky.cpp:"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << s;
+}
+
+TEST(Report, WindowRestrictsToAllocationsMadeInIt) {
+  const json all = report(leaky_trace());
+  const json none = report(leaky_trace(), "--from 1000s");
+  EXPECT_EQ(none["total_allocations"], 0);
+  EXPECT_EQ(none["leaked_bytes"], 0);
+  EXPECT_GT(all["total_allocations"].get<uint64_t>(), 1000u);
+}
+
+TEST(Check, FailsOnALeakingProgramAndPassesOnACleanOne) {
+  const Proc bad = cli("check " + leaky_trace());
+  EXPECT_EQ(bad.status, 1) << bad.out << bad.err;
+  EXPECT_NE(bad.out.find("leak_b"), std::string::npos);
+  EXPECT_NE(bad.out.find("FAILED"), std::string::npos);
+  // Largest first: leak_b (4000 B) is listed before leak_a (500 B).
+  EXPECT_LT(bad.out.find("leak_b"), bad.out.find("leak_a"));
+  const Proc good = cli("check " + clean_trace());
+  EXPECT_EQ(good.status, 0) << good.out << good.err;
+}
+
+TEST(Check, LimitsAreHonoured) {
+  EXPECT_EQ(cli("check --max-leaked-bytes 4692 " + leaky_trace()).status, 0);
+  EXPECT_EQ(cli("check --max-leaked-bytes 4691 " + leaky_trace()).status, 1);
+  EXPECT_EQ(cli("check --max-leaked-blocks 9 " + leaky_trace()).status, 0);
+  EXPECT_EQ(cli("check --max-leaked-blocks 8 " + leaky_trace()).status, 1);
+  EXPECT_EQ(cli("check --max-peak-bytes 1 " + clean_trace()).status, 1);
+}
+
+TEST(Check, SuppressionsHideWhatTheyMatchAndNothingElse) {
+  const std::string supp = temp_dir() + "/supp.txt";
+  std::ofstream(supp) << "# known\nleak:leak_a\nleak:never_matches_anything\n";
+  const Proc r = cli("check --json --suppressions " + supp + " " + leaky_trace());
+  EXPECT_EQ(r.status, 1) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["leaked_bytes"], 4000 + 192);
+  EXPECT_EQ(j["leaked_blocks"], 4);
+  bool a = false, never = false;
+  for (const json& s : j["suppressions"]) {
+    if (s["pattern"] == "leak:leak_a") {
+      a = true;
+      EXPECT_EQ(s["bytes"], 500);
+      EXPECT_EQ(s["blocks"], 5);
+      EXPECT_EQ(s["origin"], supp + ":2");
+    }
+    if (s["pattern"] == "leak:never_matches_anything") {
+      never = true;
+      EXPECT_EQ(s["stacks"], 0);
+    }
+  }
+  EXPECT_TRUE(a && never);
+  std::ofstream(supp) << "leak:leak_a\nleak:leak_b\nleak:inlined_leak\n";
+  EXPECT_EQ(cli("check --suppressions " + supp + " " + leaky_trace()).status, 0);
+}
+
+TEST(Check, BuiltinSuppressionsCanBeTurnedOff) {
+  const Proc r = cli("check --json --no-builtin-suppressions " + clean_trace());
+  const json j = json::parse(r.out);
+  // What the built-ins hid in the default run is now reported (libstdc++'s start-up pool, the
+  // stdout buffer of printf).
+  const json def = json::parse(cli("check --json " + clean_trace()).out);
+  EXPECT_EQ(def["leaked_bytes"], 0);
+  EXPECT_GT(def["suppressed_bytes"].get<uint64_t>(), 0u);
+  EXPECT_EQ(j["leaked_bytes"], def["suppressed_bytes"]);
+  EXPECT_EQ(r.status, 1);
+}
+
+TEST(Flamegraph, FoldedOutputSumsToTheTotals) {
+  const json j = report(leaky_trace());
+  for (auto [metric, key] : {std::pair{"allocated", "total_allocated_bytes"}, std::pair{"leaked", "leaked_bytes"},
+                             std::pair{"count", "total_allocations"}, std::pair{"peak", "peak_bytes"},
+                             std::pair{"temporary", "temporary_allocations"}}) {
+    const Proc r = cli(std::string("flamegraph --metric ") + metric + " -o - " + leaky_trace());
+    ASSERT_EQ(r.status, 0) << r.err;
+    uint64_t sum = 0;
+    std::istringstream in(r.out);
+    for (std::string line; std::getline(in, line);) {
+      const auto sp = line.rfind(' ');
+      ASSERT_NE(sp, std::string::npos) << line;
+      sum += std::stoull(line.substr(sp + 1));
+    }
+    EXPECT_EQ(sum, j[key].get<uint64_t>()) << metric;
+  }
+}
+
+TEST(Flamegraph, OutputTypesAndErrors) {
+  const std::string svg = temp_dir() + "/f.svg", folded = temp_dir() + "/f.folded";
+  EXPECT_EQ(cli("flamegraph -o " + svg + " " + leaky_trace()).status, 0);
+  EXPECT_NE(read_file(svg).find("<svg"), std::string::npos);
+  EXPECT_EQ(cli("flamegraph --metric leaked -o " + folded + " " + leaky_trace()).status, 0);
+  EXPECT_NE(read_file(folded).find("leak_b"), std::string::npos);
+  EXPECT_EQ(cli("flamegraph -o out.png " + leaky_trace()).status, 2);
+  EXPECT_EQ(cli("flamegraph --metric nope -o " + svg + " " + leaky_trace()).status, 2);
+}
+
+TEST(Errors, UsageAndFileErrorsExitTwoWithOneLine) {
+  for (const char* c : {"report", "check", "flamegraph -o x.svg", "diff /dev/null", "symbolize"}) {
+    const Proc r = cli(std::string(c) + " /nonexistent/trace.mtide");
+    EXPECT_EQ(r.status, 2) << c;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << c << ": " << r.err;
+  }
+  EXPECT_EQ(cli("report --bogus " + leaky_trace()).status, 2);
+  EXPECT_EQ(cli("report --from yesterday " + leaky_trace()).status, 2);
+  EXPECT_EQ(cli("check --max-leaked-bytes lots " + leaky_trace()).status, 2);
+  EXPECT_EQ(cli("report /etc/hostname").status, 2);
+  for (const char* c : {"report", "check", "flamegraph", "diff", "summary", "symbolize"}) {
+    const Proc h = cli(std::string(c) + " --help");
+    EXPECT_EQ(h.status, 0) << c;
+    EXPECT_NE(h.out.find("Usage"), std::string::npos) << c;
+  }
+}
+
+TEST(Truncation, TruncatedTraceIsAnalysedUpToTheCutWithAWarning) {
+  const std::string cut = temp_dir() + "/cut.mtide";
+  std::string bytes = read_file(leaky_trace());
+  bytes.resize(bytes.size() - 10);
+  std::ofstream(cut, std::ios::binary) << bytes;
+  const Proc r = cli("report --json " + cut);
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.err.find("warning"), std::string::npos);
+  const json j = json::parse(r.out);
+  EXPECT_TRUE(j["truncated"].get<bool>());
+}
+
+TEST(Summary, OneLinePerTraceRootFirst) {
+  const std::string manifest = temp_dir() + "/manifest";
+  std::ofstream(manifest) << "100\t1\t" << leaky_trace() << "\n101\t100\t" << clean_trace() << "\n";
+  const Proc r = cli("summary --manifest " + manifest);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json j = report(leaky_trace());
+  const auto first = r.out.find(leaky_trace()), second = r.out.find(clean_trace());
+  EXPECT_LT(first, second);
+  std::string count = std::to_string(j["total_allocations"].get<uint64_t>());
+  for (int i = static_cast<int>(count.size()) - 3; i > 0; i -= 3) count.insert(static_cast<std::size_t>(i), ",");
+  EXPECT_NE(r.out.find("  " + count + " allocations, peak heap "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" blocks not freed"), std::string::npos) << r.out;
+}
+
+TEST(Symbolize, ACopyKeepsItsNamesWithoutTheBinary) {
+  const std::string dir = temp_dir() + "/sym";
+  ASSERT_EQ(sh("mkdir -p " + dir + " && cp " MT_LEAKY " " + dir + "/leaky_copy").status, 0);
+  const std::string trace = dir + "/t.mtide";
+  ASSERT_EQ(record(trace, dir + "/leaky_copy").status, 0);
+  const Proc s = cli("symbolize " + trace);
+  ASSERT_EQ(s.status, 0) << s.err;
+  ASSERT_EQ(sh("rm " + dir + "/leaky_copy").status, 0);  // the binary is gone
+  const json j = report(trace);
+  EXPECT_EQ(by_function(j["leaks"], "leak_a"), std::make_pair(uint64_t{500}, uint64_t{5}));
+  // Without the embedded names the same trace shows module+offset and a warning.
+  const std::string raw = dir + "/raw.mtide";
+  ASSERT_EQ(sh("cp " MT_LEAKY " " + dir + "/leaky_copy").status, 0);
+  ASSERT_EQ(record(raw, dir + "/leaky_copy").status, 0);
+  ASSERT_EQ(sh("rm " + dir + "/leaky_copy").status, 0);
+  const Proc r = cli("report --json --top 1000 " + raw);
+  EXPECT_EQ(by_function(json::parse(r.out)["leaks"], "leak_a").first, 0u);
+  EXPECT_NE(r.err.find("missing"), std::string::npos) << r.err;
+}
+
+TEST(Diff, StacksMatchedByFunctionAcrossRuns) {
+  const Proc r = cli("diff --json " + clean_trace() + " " + leaky_trace());
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json j = json::parse(r.out);
+  uint64_t grown = 0;
+  for (const json& c : j["leaked_changes"])
+    if (has_function(c["stack"], "leak_b")) grown += c["delta_bytes"].get<uint64_t>();
+  EXPECT_EQ(grown, 4000u);
+  // The same program twice: the churn stacks match, so no allocation change is listed for it.
+  const Proc same = cli("diff --json " + leaky_trace() + " " + leaky_trace());
+  EXPECT_TRUE(json::parse(same.out)["allocated_changes"].empty());
+}
+
+// tests/programs/exact_workload counts every call it makes and writes the tally; "full run
+// minus baseline run" (same threads and I/O, none of the counted work) is what it did.
+class ExactWorkload : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const std::string d = temp_dir();
+    Proc r = record(d + "/exact.mtide", std::string(MT_EXACT) + " --out " + d + "/tally.json");
+    ASSERT_EQ(r.status, 0) << r.err;
+    r = record(d + "/base.mtide", std::string(MT_EXACT) + " --baseline --out " + d + "/base.json");
+    ASSERT_EQ(r.status, 0) << r.err;
+    tally_ = json::parse(read_file(d + "/tally.json"));
+    full_ = report(d + "/exact.mtide");
+    base_ = report(d + "/base.mtide");
+  }
+  static uint64_t api(const json& j, const std::string& name, const char* field) {
+    return j["apis"].contains(name) ? j["apis"][name][field].get<uint64_t>() : 0;
+  }
+  static inline json tally_, full_, base_;
+};
+
+TEST_F(ExactWorkload, CountsAndBytesPerApiEqualWhatTheProgramDid) {
+  for (const auto& [name, t] : tally_["apis"].items()) {
+    EXPECT_EQ(api(full_, name, "allocations") - api(base_, name, "allocations"), t["allocs"].get<uint64_t>()) << name;
+    EXPECT_EQ(api(full_, name, "frees") - api(base_, name, "frees"), t["frees"].get<uint64_t>()) << name;
+    EXPECT_EQ(api(full_, name, "allocated_bytes") - api(base_, name, "allocated_bytes"), t["bytes"].get<uint64_t>())
+        << name;
+  }
+  EXPECT_EQ(full_["total_allocations"].get<uint64_t>() - base_["total_allocations"].get<uint64_t>(),
+            tally_["heap_allocs"].get<uint64_t>());
+  EXPECT_EQ(full_["total_frees"].get<uint64_t>() - base_["total_frees"].get<uint64_t>(),
+            tally_["heap_frees"].get<uint64_t>());
+  EXPECT_EQ(full_["mismatched_frees"], 0);
+}
+
+TEST_F(ExactWorkload, LeaksByFunctionWithExactBytesAndBlocks) {
+  for (const char* fn : {"leak_small", "leak_big"}) {
+    const json& t = tally_["leaks"][fn];
+    EXPECT_EQ(by_function(full_["leaks"], fn), std::make_pair(t["bytes"].get<uint64_t>(), t["blocks"].get<uint64_t>()))
+        << fn;
+  }
+  // Every mapping was unmapped (one of them in two halves); every custom block freed.
+  EXPECT_EQ(full_["mmap"]["leaked_bytes"].get<uint64_t>(), base_["mmap"]["leaked_bytes"].get<uint64_t>());
+  EXPECT_EQ(full_["custom"]["leaked_blocks"], 0);
+}
+
+TEST_F(ExactWorkload, PeakIsTheBigBlockPlusWhatTheWorkersHeld) {
+  // Live at the peak from the counted work: the 64 MiB block (from main) and each worker's
+  // held block and mailbox.
+  uint64_t big = 0, workers = 0;
+  for (const json& it : full_["peak_stacks"]) {
+    if (it["bytes"] == 64u << 20 && has_function(it["stack"], "main")) big += it["bytes"].get<uint64_t>();
+    if (has_function(it["stack"], "worker")) workers += it["bytes"].get<uint64_t>();
+  }
+  EXPECT_EQ(big + workers, tally_["peak_own"].get<uint64_t>());
+  EXPECT_GE(full_["peak_bytes"].get<uint64_t>(), tally_["peak_own"].get<uint64_t>());
+  EXPECT_LT(full_["peak_bytes"].get<uint64_t>() - tally_["peak_own"].get<uint64_t>(), 1u << 20);
+}
+
+}  // namespace
+}  // namespace memtide::test

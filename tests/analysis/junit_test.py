@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""`memtide check --junit` writes JUnit XML that a parser reads back with the right counts.
+
+usage: junit_test.py PRELOAD CLI LEAKY_PROGRAM
+"""
+import os
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+
+preload, cli, leaky = sys.argv[1:4]
+tmp = tempfile.mkdtemp(prefix="memtide-junit.")
+
+
+def record(trace, *args):
+    env = dict(os.environ, LD_PRELOAD=preload, MEMTIDE_OUTPUT=trace)
+    subprocess.run([leaky, *args], env=env, check=True, stdout=subprocess.DEVNULL)
+
+
+def check(trace, xml, *extra):
+    return subprocess.run([cli, "check", trace, "--junit", xml, *extra], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True)
+
+
+failures = []
+
+
+def expect(cond, what):
+    if not cond:
+        failures.append(what)
+
+
+leaky_trace, clean_trace = os.path.join(tmp, "leaky.mtide"), os.path.join(tmp, "clean.mtide")
+record(leaky_trace)
+record(clean_trace, "clean")
+
+# A leaking run: one failing test case per broken limit, with the leak stacks in the body.
+xml = os.path.join(tmp, "leaky.xml")
+r = check(leaky_trace, xml, "--max-peak-bytes", "1G")
+expect(r.returncode == 1, f"check on the leaking trace exited {r.returncode}")
+root = ET.parse(xml).getroot()
+expect(root.tag == "testsuites", f"root element {root.tag}")
+suites = root.findall("testsuite")
+expect(len(suites) == 1, f"{len(suites)} test suites")
+suite = suites[0]
+cases = suite.findall("testcase")
+names = sorted(c.get("name") for c in cases)
+expect(names == ["max-leaked-bytes", "max-peak-bytes"], f"test cases {names}")
+expect(suite.get("tests") == "2" and suite.get("failures") == "1", f"suite counts {suite.attrib}")
+failed = [c for c in cases if c.find("failure") is not None]
+expect(len(failed) == 1 and failed[0].get("name") == "max-leaked-bytes", "the leak limit is the failure")
+body = failed[0].find("failure").text if failed else ""
+for fn in ("leak_a", "leak_b", "inlined_leak"):
+    expect(fn in body, f"{fn} missing from the failure text")
+
+# A clean run: the same test cases, none failing.
+xml2 = os.path.join(tmp, "clean.xml")
+r = check(clean_trace, xml2)
+expect(r.returncode == 0, f"check on the clean trace exited {r.returncode}: {r.stdout}")
+suite = ET.parse(xml2).getroot().find("testsuite")
+expect(suite.get("failures") == "0", f"clean suite counts {suite.attrib}")
+expect(all(c.find("failure") is None for c in suite.findall("testcase")), "a clean case failed")
+
+if failures:
+    print("FAILED:\n  " + "\n  ".join(failures))
+    sys.exit(1)
+print("junit: ok")
