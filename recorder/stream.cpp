@@ -52,7 +52,20 @@ void tsc_calibrate_end() {
   g_tsc.ready.store(true, std::memory_order_release);
 }
 
-void* mem_alloc(size_t n) { return mi_zalloc(n); }
+// With the system allocator serving the program, mimalloc's default heaps are the recorder's
+// alone. With --allocator mimalloc the program uses them, so the recorder allocates from heaps
+// of its own, one per thread (a mimalloc heap allocates only in the thread that made it; any
+// thread may free). Those heaps are kept when their thread exits: deleting one would hand its
+// live blocks (chunks the writer has not freed yet) to the program's heap.
+namespace {
+MT_TLS mi_heap_t* tls_heap = nullptr;
+}
+
+void* mem_alloc(size_t n) {
+  if (g.opts.allocator != AllocatorKind::Mimalloc) return mi_zalloc(n);
+  if (MT_UNLIKELY(!tls_heap)) tls_heap = mi_heap_new();
+  return tls_heap ? mi_heap_zalloc(tls_heap, n) : nullptr;
+}
 void mem_free(void* p) { mi_free(p); }
 
 void message(const char* fmt, ...) {
