@@ -47,7 +47,8 @@ class TraceWriter {
   void open_append(const std::string& path, const Options& options);
 
   // Records. Timed records use their `time` field (absolute); it must not go backwards
-  // within a stream. Alloc with weight != 0 is preceded by a SampleWeight record.
+  // within a stream. Alloc with weight != 0 is preceded by a SampleWeight record. ProcessInfo
+  // takes its arguments from `argv` (its argc / argv_data fields are not used).
   void append(uint32_t stream, const ProcessInfo& x, std::span<const std::string_view> argv);
   void append(uint32_t stream, const ModuleLoad& x);
   void append(uint32_t stream, const ModuleUnload& x);
