@@ -308,6 +308,7 @@ TEST(Lifecycle, DlopenedModuleIsRecorded) {
   int loads = 0;
   for (const auto& p : t.module_paths) loads += p.find("dltarget") != std::string::npos;
   EXPECT_EQ(loads, 1);
+  EXPECT_GE(t.module_unloads, 1u) << "dlclose was not recorded";
   EXPECT_EQ(live(t, 2468), 1u);
 }
 

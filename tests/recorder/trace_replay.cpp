@@ -37,6 +37,10 @@ struct Visitor : fmt::NullVisitor {
     r.module_paths.emplace_back(m.path);
     r.modules_loaded.push_back({std::string(m.path), m.load_bias});
   }
+  void on_module_unload(uint32_t, const fmt::ModuleUnload& m) {
+    timed(m.time);
+    ++r.module_unloads;
+  }
   void on_thread_start(uint32_t, const fmt::ThreadStart& t) {
     timed(t.time);
     ++r.threads;

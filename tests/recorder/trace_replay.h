@@ -36,6 +36,7 @@ struct Replay {
   std::map<std::string, uint64_t> marker_times;
   uint64_t stack_defs = 0, max_stack_id_used = 0, max_stack_id_defined = 0;
   uint64_t stacks_undefined = 0;  // allocations whose stack id was never defined
+  uint64_t module_unloads = 0;
   uint64_t modules = 0, counters = 0, threads = 0, thread_names = 0;
   std::vector<std::string> thread_name_list;
   std::vector<std::string> module_paths;
