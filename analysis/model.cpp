@@ -2,7 +2,7 @@
 
 namespace memtide::analysis {
 
-void Series::add(uint64_t time, uint64_t value) {
+void Series::add_slow(uint64_t time, uint64_t value) {
   if (!started_) {
     started_ = true;
     base_ = time;
@@ -18,10 +18,12 @@ void Series::add(uint64_t time, uint64_t value) {
   }
   if (points_.size() == max_points_) {
     coarsen();
-    add(time, value);
+    add_slow(time, value);
     return;
   }
   points_.push_back({bucket, value, value, value});
+  cur_start_ = bucket;
+  cur_end_ = bucket + width_;
 }
 
 void Series::coarsen() {
@@ -40,6 +42,8 @@ void Series::coarsen() {
     }
   }
   points_.resize(out);
+  cur_start_ = points_.empty() ? 1 : points_.back().time;
+  cur_end_ = points_.empty() ? 0 : cur_start_ + width_;
 }
 
 const ModuleInfo* Model::module(ModuleId id) const {

@@ -131,12 +131,24 @@ struct SeriesPoint {
 class Series {
  public:
   explicit Series(std::size_t max_points = 2048) : max_points_(max_points < 4 ? 4 : max_points) {}
-  void add(uint64_t time, uint64_t value);
+  // Inline fast path: the value falls in the current bucket (almost every event).
+  void add(uint64_t time, uint64_t value) {
+    if (time >= cur_start_ && time < cur_end_) [[likely]] {
+      SeriesPoint& p = points_.back();
+      if (value < p.min) p.min = value;
+      if (value > p.max) p.max = value;
+      p.last = value;
+      return;
+    }
+    add_slow(time, value);
+  }
   const std::vector<SeriesPoint>& points() const { return points_; }
   uint64_t bucket_ns() const { return width_; }
 
  private:
+  void add_slow(uint64_t time, uint64_t value);
   void coarsen();
+  uint64_t cur_start_ = 1, cur_end_ = 0;  // [start, end) of the last bucket; empty at first
   std::size_t max_points_;
   uint64_t base_ = 0;
   uint64_t width_ = 1000;  // ns; doubles whenever the series is full
