@@ -208,5 +208,6 @@ void writer_start();
 void writer_finish(fmt::EndReason reason, uint64_t status, int timeout_ms);
 void enqueue_chunk(Chunk* c);
 void writer_reset_after_fork();
+void writer_reopened();  // after on_exec_failed reopened g.fd
 
 }  // namespace memtide::rec

@@ -481,6 +481,7 @@ void on_exec_failed() {
   g.fd = open(g.path, O_WRONLY | O_APPEND | O_CLOEXEC);
   if (g.fd >= 0) {
     flock(g.fd, LOCK_EX | LOCK_NB);
+    writer_reopened();
     g.state.store(kActive);
     writer_start();
   }

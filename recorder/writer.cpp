@@ -60,16 +60,37 @@ void advance_registers(const uint8_t* p, const uint8_t* end, uint64_t& time, uin
   }
 }
 
+dev_t g_dev = 0;
+ino_t g_ino = 0;
+
+void remember_identity() {
+  struct stat st;
+  if (fstat(g.fd, &st) == 0) {
+    g_dev = st.st_dev;
+    g_ino = st.st_ino;
+  }
+}
+
+void stop_writing(const char* why) {
+  g_write_failed = true;
+  message("cannot write %s: %s; recording stopped, the program goes on", g.path, why);
+  g.state.store(kStopped, std::memory_order_release);
+}
+
 void write_all(const uint8_t* p, size_t n) {
   if (g_write_failed) return;
+  // A program may close descriptors it did not open (daemons close them all); the number may
+  // then name one of the program's own files, which must never receive trace bytes.
+  struct stat st;
+  if (fstat(g.fd, &st) != 0 || st.st_dev != g_dev || st.st_ino != g_ino) {
+    stop_writing("the program closed the trace file's descriptor");
+    return;
+  }
   while (n) {
     const ssize_t w = write(g.fd, p, n);
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) {
-      g_write_failed = true;
-      message("cannot write %s: %s; recording stopped, the program goes on", g.path,
-              w < 0 ? strerror(errno) : "short write");
-      g.state.store(kStopped, std::memory_order_release);
+      stop_writing(w < 0 ? strerror(errno) : "short write");
       return;
     }
     p += w;
@@ -306,6 +327,7 @@ bool open_trace_file(bool child) {
   }
   flock(fd, LOCK_EX | LOCK_NB);  // readers tell a live trace by this lock
   g.fd = fd;
+  remember_identity();
   g_write_failed = false;
   g_finished = false;
 
@@ -383,6 +405,8 @@ void writer_finish(fmt::EndReason reason, uint64_t status, int timeout_ms) {
     g.fd = -1;
   }
 }
+
+void writer_reopened() { remember_identity(); }
 
 void writer_reset_after_fork() {
   // The parent's writer thread does not exist in the child; its queue holds parent data.

@@ -519,3 +519,15 @@ TEST(Lifecycle, NamesWithoutPidNeverCollide) {
   EXPECT_EQ(child, 1);
   EXPECT_EQ(exec_image, 1);
 }
+
+// A program that closes every descriptor and reopens the number for its own file: memtide
+// stops recording instead of writing into the program's file.
+TEST(Lifecycle, ClosedTraceDescriptorIsNeverReused) {
+  TempDir dir;
+  RunResult r;
+  const fs::path data = dir.path() / "data.txt";
+  traced({MT_LIFECYCLE, "closefds", data.string()}, dir.path(), &r);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(slurp(data), "program data\n") << "trace bytes reached the program's file";
+  EXPECT_NE(r.err.find("closed the trace file"), std::string::npos) << r.err;
+}

@@ -11,6 +11,8 @@
 //   lifecycle big N         N x 1 MiB blocks written to, then exits (fills a small disk)
 //   lifecycle pause         leaks 2222 x1 before, 1111 x2 during and 3333 x1 after a pause; a
 //                           block made before the pause is freed during it
+//   lifecycle closefds F    closes every descriptor above 2 (as daemons do), opens F for
+//                           writing, allocates for a second, writes "program data" to F
 //   lifecycle usable        malloc_usable_size of malloc/calloc/realloc/memalign blocks is at
 //                           least what was asked (prints "usable ok")
 #include <dlfcn.h>
@@ -112,6 +114,18 @@ int main(int argc, char** argv) {
     free(before);
     memtide_resume();
     leak(3333, 1);
+    return 0;
+  }
+  if (!std::strcmp(mode, "closefds") && argc > 2) {
+    for (int fd = 3; fd < 1024; ++fd) close(fd);
+    FILE* f = std::fopen(argv[2], "w");
+    if (!f) return 1;
+    for (int i = 0; i < 400; ++i) {
+      leak(100, 1000);
+      usleep(2500);
+    }
+    std::fputs("program data\n", f);
+    std::fclose(f);
     return 0;
   }
   if (!std::strcmp(mode, "usable")) {
