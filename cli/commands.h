@@ -24,6 +24,7 @@ struct Command {
 };
 
 Command info_command();
+Command options_command();
 // Analysis commands (cmd_report.cpp, ...; helpers in analysis_cli.h).
 Command report_command();
 Command check_command();
@@ -33,8 +34,8 @@ Command diff_command();
 Command symbolize_command();
 
 inline std::vector<Command> all_commands() {
-  return {info_command(),       report_command(), check_command(),     summary_command(),
-          flamegraph_command(), diff_command(),   symbolize_command()};
+  return {info_command(), options_command(), report_command(), check_command(), summary_command(),
+          flamegraph_command(), diff_command(), symbolize_command()};
 }
 
 }  // namespace memtide::cli
