@@ -62,11 +62,12 @@ std::string format_time_tick(uint64_t ns, uint64_t step_ns) {
     for (uint64_t u = unit; d < 3 && step % u != 0; u /= 10) ++d;
     return d;
   };
-  if (step_ns >= 1'000'000'000 || ns >= 10'000'000'000ull) {
+  // A unit that keeps the labels short: seconds once ticks are 100 ms apart, and so on.
+  if (step_ns >= 100'000'000 || ns >= 10'000'000'000ull) {
     std::snprintf(buf, sizeof buf, "%.*f s", decimals(step_ns, 1'000'000'000), v / 1e9);
-  } else if (step_ns >= 1'000'000) {
+  } else if (step_ns >= 100'000) {
     std::snprintf(buf, sizeof buf, "%.*f ms", decimals(step_ns, 1'000'000), v / 1e6);
-  } else if (step_ns >= 1'000) {
+  } else if (step_ns >= 100) {
     std::snprintf(buf, sizeof buf, "%.*f us", decimals(step_ns, 1'000), v / 1e3);
   } else {
     std::snprintf(buf, sizeof buf, "%" PRIu64 " ns", ns);

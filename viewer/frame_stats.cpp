@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
+#include <utility>
 
 namespace memtide::viewer {
 
@@ -34,7 +36,19 @@ std::string FrameStats::report() const {
                   static_cast<unsigned long long>(r.total()), r.percentile(50), r.percentile(99), r.max());
     return std::string(buf);
   };
-  return one("loading", loading) + "; " + one("loaded", loaded);
+  std::string out;
+  for (const auto& [name, phase] : {std::pair<const char*, const Phase*>{"while loading", &loading}, {"loaded", &loaded}}) {
+    out += one((std::string("ui wall ") + name).c_str(), phase->ui) + "\n";
+    out += one((std::string("ui cpu ") + name).c_str(), phase->cpu) + "\n";
+    out += one((std::string("ui+render wall ") + name).c_str(), phase->total) + "\n";
+  }
+  return out;
+}
+
+double thread_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
 }
 
 }  // namespace memtide::viewer

@@ -25,15 +25,28 @@ class FrameRing {
   uint64_t count_ = 0;
 };
 
+// Three durations per frame: `ui` is the wall time of building the frame (the views, ImGui),
+// `cpu` the UI thread's CPU time for the same work (unaffected by other processes taking the
+// cores), `total` the wall time including handing the frame to OpenGL and waiting for it to be
+// drawn (glFinish in screenshot mode; with a software rasteriser such as Xvfb's llvmpipe that
+// wait dominates).
 struct FrameStats {
-  FrameRing all{512};   // the latest frames, for the on-screen overlay
-  FrameRing loading{1 << 16}, loaded{1 << 16};
-  void add(double ms, bool busy) {
-    all.add(ms);
-    (busy ? loading : loaded).add(ms);
+  FrameRing all{512};  // the latest frames' ui time, for the on-screen overlay
+  struct Phase {
+    FrameRing ui{1 << 16}, cpu{1 << 16}, total{1 << 16};
+  } loading, loaded;
+  void add(double ui_ms, double cpu_ms, double total_ms, bool busy) {
+    all.add(ui_ms);
+    Phase& p = busy ? loading : loaded;
+    p.ui.add(ui_ms);
+    p.cpu.add(cpu_ms);
+    p.total.add(total_ms);
   }
-  // "loading: 240 frames, p50 3.1 ms, p99 9.8 ms, max 12.0 ms; loaded: ..."
+  // One line per phase and measure: "ui while loading: 240 frames, p50 3.1 ms, p99 ..."
   std::string report() const;
 };
+
+// CPU time of the calling thread, in ms.
+double thread_cpu_ms();
 
 }  // namespace memtide::viewer

@@ -149,6 +149,7 @@ int run_viewer(App& app, const RunOptions& o) {
     else
       glfwWaitEventsTimeout(0.25);
     const double t0 = now_ms();  // the frame's own work, not the wait for events
+    const double c0 = thread_cpu_ms();
     if (app.style_changed()) {
       app.apply_style();
       ImGui_ImplOpenGL3_DestroyFontsTexture();
@@ -168,6 +169,7 @@ int run_viewer(App& app, const RunOptions& o) {
     }
     app.draw();
     ImGui::Render();
+    const double t_ui = now_ms(), c_ui = thread_cpu_ms();
     int fw = o.width, fh = o.height;
     if (!offscreen) glfwGetFramebufferSize(win, &fw, &fh);
     glViewport(0, 0, fw, fh);
@@ -177,7 +179,7 @@ int run_viewer(App& app, const RunOptions& o) {
     ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
     if (offscreen) glFinish();
     const double t1 = now_ms();
-    app.stats().add(t1 - t0, busy);
+    app.stats().add(t_ui - t0, c_ui - c0, t1 - t0, busy);
     if (!offscreen) {
       const std::string title = app.snapshot().path.empty() ? "memtide" : "memtide - " + app.snapshot().path;
       if (title != last_title) glfwSetWindowTitle(win, title.c_str());
@@ -219,7 +221,8 @@ int run_viewer(App& app, const RunOptions& o) {
       break;
     }
   }
-  if (o.stats) std::printf("frame times: %s\n", app.stats().report().c_str());
+  if (o.stats) std::printf("frame times:\n%s", app.stats().report().c_str());
+  if (o.stats) std::fflush(stdout);
   g_app = nullptr;
   fbo.destroy();
   ImGui_ImplOpenGL3_Shutdown();

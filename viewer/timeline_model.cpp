@@ -62,7 +62,9 @@ std::vector<Column> downsample(const std::vector<SeriesSample>& s, uint64_t buck
                              [](uint64_t t, const SeriesSample& p) { return t < p.time; });
   if (it != s.begin()) --it;
   for (; it != s.end() && it->time <= view.to; ++it) {
-    const uint64_t end = std::next(it) != s.end() ? std::next(it)->time : it->time + std::max<uint64_t>(bucket_ns, 1);
+    // The last sample holds until the end of the view (the value does not change after it).
+    const uint64_t end = std::next(it) != s.end() ? std::next(it)->time
+                                                  : std::max(it->time + std::max<uint64_t>(bucket_ns, 1), view.to + 1);
     // Inside its own bucket the value ranges over [min, max]; until the next sample it stays
     // at `last`.
     const uint64_t bucket_end = std::min(end, it->time + std::max<uint64_t>(bucket_ns, 1));

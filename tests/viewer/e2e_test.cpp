@@ -1,0 +1,249 @@
+// End to end: record the example worker under the real LD_PRELOAD recorder, render each view
+// with `xvfb-run -a memtide-view --screenshot`, decode the PNG and check that the expected view
+// is drawn: the right size, not blank, the selected tab, and each view's own marks (the
+// timeline's heap and RSS lines, the flamegraph's rows of frames, the tables' header bands).
+// Without xvfb-run the tests fail: they do not pass vacuously.
+#include <gtest/gtest.h>
+#include <stb_image.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Rgb {
+  int r, g, b;
+};
+
+struct Image {
+  int w = 0, h = 0;
+  std::vector<unsigned char> px;
+  Rgb at(int x, int y) const {
+    const unsigned char* p = &px[(static_cast<std::size_t>(y) * w + x) * 4];
+    return {p[0], p[1], p[2]};
+  }
+};
+
+bool near(Rgb a, Rgb b, int tol) { return std::abs(a.r - b.r) <= tol && std::abs(a.g - b.g) <= tol && std::abs(a.b - b.b) <= tol; }
+int chroma(Rgb c) { return std::max({c.r, c.g, c.b}) - std::min({c.r, c.g, c.b}); }
+
+int run(const std::string& cmd) {
+  const int st = std::system(cmd.c_str());
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+bool have_xvfb_run() { return run("command -v xvfb-run >/dev/null 2>&1") == 0; }
+
+class ViewerE2E : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new fs::path(fs::temp_directory_path() / ("memtide-view-e2e-" + std::to_string(::getpid())));
+    fs::create_directories(*dir_);
+    trace_ = new std::string((*dir_ / "worker.mtide").string());
+    const std::string cmd = std::string(MT_WRAPPER) + " run -o " + *trace_ + " -- " + MT_WORKER +
+                            " --seconds 2 > " + (*dir_ / "record.log").string() + " 2>&1";
+    record_status_ = run(cmd);
+  }
+  static void TearDownTestSuite() {
+    std::error_code ec;
+    fs::remove_all(*dir_, ec);
+    delete dir_;
+    delete trace_;
+  }
+
+  // Renders `view`; fails the test (not skips) when the picture cannot be made.
+  Image shoot(const std::string& view, const std::string& extra = "", int w = 1100, int h = 720) {
+    Image img;
+    EXPECT_TRUE(have_xvfb_run()) << "xvfb-run is missing (install xvfb and xauth: scripts/setup)";
+    EXPECT_EQ(record_status_, 0) << "recording the example worker failed; see the log in " << *dir_;
+    if (!have_xvfb_run() || record_status_ != 0) return img;
+    const std::string out = (*dir_ / (view + ".png")).string();
+    const std::string cmd = "xvfb-run -a -s '-screen 0 1280x1024x24' " + std::string(MT_VIEW) + " --screenshot " + out +
+                            " --view " + view + " --width " + std::to_string(w) + " --height " + std::to_string(h) + " " +
+                            extra + " " + *trace_ + " > " + out + ".log 2>&1";
+    const int st = run(cmd);
+    EXPECT_EQ(st, 0) << cmd;
+    int n = 0;
+    unsigned char* data = stbi_load(out.c_str(), &img.w, &img.h, &n, 4);
+    EXPECT_NE(data, nullptr) << "cannot decode " << out;
+    if (data) {
+      img.px.assign(data, data + static_cast<std::size_t>(img.w) * img.h * 4);
+      stbi_image_free(data);
+    }
+    return img;
+  }
+
+  static fs::path* dir_;
+  static std::string* trace_;
+  static int record_status_;
+};
+
+fs::path* ViewerE2E::dir_ = nullptr;
+std::string* ViewerE2E::trace_ = nullptr;
+int ViewerE2E::record_status_ = -1;
+
+std::size_t distinct_colours(const Image& img) {
+  std::set<uint32_t> s;
+  for (std::size_t i = 0; i + 3 < img.px.size(); i += 4)
+    s.insert(uint32_t{img.px[i]} << 16 | uint32_t{img.px[i + 1]} << 8 | img.px[i + 2]);
+  return s.size();
+}
+
+// The index of the selected tab: tabs are runs of tab colour along one row of pixels; the
+// selected one has the TabActive colour (ImGui's dark style: (51,105,173)).
+int selected_tab(const Image& img) {
+  const Rgb active{51, 105, 173};
+  int best_y = -1, best = 0;
+  for (int y = 0; y < img.h / 2; ++y) {
+    int c = 0;
+    for (int x = 0; x < img.w; ++x) c += near(img.at(x, y), active, 6);
+    // Not the line under the tab bar, which spans the whole width in the same colour.
+    if (c > best && c < img.w / 3) best = c, best_y = y;
+  }
+  if (best_y < 0 || best < 30) return -1;
+  // Walk the row: every run of bluish tab pixels is a tab; the first run containing the
+  // active colour is the selected one.
+  int index = -1, runs = 0;
+  bool in_run = false, run_active = false;
+  for (int x = 0; x <= img.w; ++x) {
+    const Rgb c = x < img.w ? img.at(x, best_y) : Rgb{0, 0, 0};
+    const bool tabby = c.b > c.r + 40 && c.b > 90;
+    if (tabby && !in_run) in_run = true, run_active = false;
+    if (tabby && near(c, active, 6)) run_active = true;
+    if (!tabby && in_run) {
+      in_run = false;
+      if (run_active && index < 0) index = runs;
+      ++runs;
+    }
+  }
+  (void)runs;
+  return index;
+}
+
+// Rows of pixels in [y0, y1) where at least `share` of the pixels satisfy `pred`.
+template <class Pred>
+int lines_where(const Image& img, int y0, int y1, double share, Pred&& pred) {
+  int n = 0;
+  for (int y = std::max(0, y0); y < std::min(img.h, y1); ++y) {
+    int c = 0;
+    for (int x = 0; x < img.w; ++x) c += pred(img.at(x, y));
+    n += c >= share * img.w;
+  }
+  return n;
+}
+
+// Separate bands of table header colour (ImGui dark: TableHeaderBg (48,48,51)).
+int header_bands(const Image& img) {
+  int bands = 0;
+  bool in = false;
+  for (int y = 0; y < img.h; ++y) {
+    int c = 0;
+    for (int x = 0; x < img.w; ++x) c += near(img.at(x, y), {48, 48, 51}, 3);
+    const bool line = c >= 0.6 * img.w;
+    if (line && !in) ++bands;
+    in = line;
+  }
+  return bands;
+}
+
+int pixels_near(const Image& img, Rgb colour, int tol, int y0 = 0) {
+  int n = 0;
+  for (int y = y0; y < img.h; ++y)
+    for (int x = 0; x < img.w; ++x) n += near(img.at(x, y), colour, tol);
+  return n;
+}
+
+void expect_picture(const Image& img, int w, int h) {
+  EXPECT_EQ(img.w, w);
+  EXPECT_EQ(img.h, h);
+  EXPECT_GT(distinct_colours(img), 60u) << "the picture looks blank";
+}
+
+TEST_F(ViewerE2E, SummaryView) {
+  const Image img = shoot("summary");
+  if (img.px.empty()) return;
+  expect_picture(img, 1100, 720);
+  EXPECT_EQ(selected_tab(img), 0);
+  // Text in the lower half (the summary rows): many light pixels, no coloured frames.
+  EXPECT_GT(pixels_near(img, {255, 255, 255}, 40, img.h / 3), 1500);
+  EXPECT_EQ(lines_where(img, img.h / 2, img.h, 0.5, [](Rgb c) { return chroma(c) > 50; }), 0);
+}
+
+TEST_F(ViewerE2E, TimelineView) {
+  const Image img = shoot("timeline");
+  if (img.px.empty()) return;
+  expect_picture(img, 1100, 720);
+  EXPECT_EQ(selected_tab(img), 1);
+  // The heap line, the RSS line and the high-water mark in the plot (below the legend).
+  EXPECT_GT(pixels_near(img, {86, 180, 250}, 12, img.h / 5), 400) << "heap line";
+  EXPECT_GT(pixels_near(img, {250, 170, 60}, 12, img.h / 5), 300) << "RSS line";
+  EXPECT_GT(pixels_near(img, {255, 80, 80}, 12, img.h / 5), 20) << "peak mark";
+}
+
+TEST_F(ViewerE2E, FlamegraphView) {
+  const Image img = shoot("flamegraph");
+  if (img.px.empty()) return;
+  expect_picture(img, 1100, 720);
+  EXPECT_EQ(selected_tab(img), 2);
+  // Rows of frames spanning most of the width in the lower part: at least five rows' worth.
+  const int rows = lines_where(img, img.h / 4, img.h, 0.6, [](Rgb c) { return chroma(c) > 50; });
+  EXPECT_GT(rows, 5 * 18) << "frame rows";
+}
+
+TEST_F(ViewerE2E, FlamegraphBottomUpWithSearch) {
+  const Image img = shoot("flamegraph", "--direction bottom-up --search handle_request --metric peak");
+  if (img.px.empty()) return;
+  expect_picture(img, 1100, 720);
+  // Matches are drawn in the search colour (255,0,200).
+  EXPECT_GT(pixels_near(img, {255, 0, 200}, 10), 500);
+}
+
+TEST_F(ViewerE2E, LeaksView) {
+  const Image img = shoot("leaks");
+  if (img.px.empty()) return;
+  expect_picture(img, 1100, 720);
+  EXPECT_EQ(selected_tab(img), 3);
+  EXPECT_EQ(header_bands(img), 2) << "the leaks table and the stack of the selected row";
+}
+
+TEST_F(ViewerE2E, TreeView) {
+  const Image img = shoot("tree");
+  if (img.px.empty()) return;
+  expect_picture(img, 1100, 720);
+  EXPECT_EQ(selected_tab(img), 4);
+  EXPECT_EQ(header_bands(img), 1);
+  // Many rows of text in the table.
+  const int text_lines = lines_where(img, img.h / 4, img.h, 0.02, [](Rgb c) { return c.r > 200 && c.g > 200 && c.b > 200; });
+  EXPECT_GT(text_lines, 80);
+}
+
+TEST_F(ViewerE2E, SizeOptionAndLightTheme) {
+  const Image img = shoot("summary", "--theme light", 640, 480);
+  if (img.px.empty()) return;
+  expect_picture(img, 640, 480);
+  // Light theme: mostly light background.
+  EXPECT_GT(lines_where(img, 0, img.h, 0.5, [](Rgb c) { return c.r > 200 && c.g > 200 && c.b > 200; }), img.h / 2);
+}
+
+TEST_F(ViewerE2E, MissingFileExitsWithStatus2AndOneLine) {
+  ASSERT_TRUE(have_xvfb_run()) << "xvfb-run is missing (install xvfb and xauth: scripts/setup)";
+  const std::string log = (*dir_ / "missing.log").string();
+  const int st = run("xvfb-run -a " + std::string(MT_VIEW) + " --screenshot " + (*dir_ / "x.png").string() + " " +
+                     (*dir_ / "nope.mtide").string() + " 2> " + log);
+  EXPECT_EQ(st, 2);
+  std::ifstream in(log);
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].rfind("memtide-view: ", 0), 0u) << lines[0];
+}
+
+}  // namespace

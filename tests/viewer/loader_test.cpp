@@ -1,0 +1,214 @@
+// The loader thread: opening, the time window, the baseline, following a file that is still
+// being written, errors. Each test waits with a deadline (a hung loader fails, not blocks).
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "synthetic_trace.h"
+#include "viewer/frame_stats.h"
+#include "viewer/loader.h"
+#include "viewer/settings.h"
+
+namespace memtide::viewer {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    path = fs::temp_directory_path() / ("memtide-viewer-test-" + std::to_string(::getpid()) + "-" +
+                                        std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string file(const char* name) const { return (path / name).string(); }
+};
+
+template <class Pred>
+bool wait_for(Pred&& p, std::chrono::milliseconds limit = 20s) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (p()) return true;
+    std::this_thread::sleep_for(5ms);
+  }
+  return false;
+}
+
+std::string write_standard(const TempDir& d, const char* name) {
+  const std::string path = d.file(name);
+  test::Synthetic s(path);
+  test::standard_program(s).end(40 * test::kMs);
+  return path;
+}
+
+TEST(Loader, OpensAndBuildsEveryView) {
+  TempDir d;
+  const std::string path = write_standard(d, "a.mtide");
+  Loader l;
+  l.open(path);
+  ASSERT_TRUE(wait_for([&] { return l.idle() && l.snapshot()->view && l.snapshot()->view->complete; }));
+  auto s = l.snapshot();
+  EXPECT_TRUE(s->error.empty());
+  EXPECT_FALSE(s->live);
+  ASSERT_TRUE(s->base && s->summary && s->timeline && s->view->leaks);
+  EXPECT_EQ(s->base->heap().peak_bytes, 1350u);
+  EXPECT_EQ(s->view->leaks->rows.size(), 2u);
+  EXPECT_TRUE(s->view->window.empty());
+  for (unsigned m = 0; m < kMetricCount; ++m)
+    for (unsigned dir = 0; dir < 2; ++dir) EXPECT_TRUE(s->view->flames[m][dir]) << m << " " << dir;
+  EXPECT_TRUE(s->view->tables[0] && s->view->tables[1]);
+  EXPECT_EQ(s->view->flame(analysis::Metric::Allocated, Direction::TopDown)->total(), 1350u);
+}
+
+TEST(Loader, MissingFileIsAnError) {
+  TempDir d;
+  Loader l;
+  l.open(d.file("missing.mtide"));
+  ASSERT_TRUE(wait_for([&] { return l.idle(); }));
+  EXPECT_FALSE(l.snapshot()->error.empty());
+  EXPECT_FALSE(l.snapshot()->loaded());
+}
+
+TEST(Loader, WindowRestrictsTheViewsButNotTheTimeline) {
+  TempDir d;
+  const std::string path = write_standard(d, "a.mtide");
+  Loader l;
+  l.open(path);
+  ASSERT_TRUE(wait_for([&] { return l.idle(); }));
+  const TimeRange w{5 * test::kMs, 15 * test::kMs};  // leaf_a's three allocations only
+  l.set_window(w);
+  ASSERT_TRUE(wait_for([&] { return l.idle() && l.snapshot()->view->window == w; }));
+  auto s = l.snapshot();
+  ASSERT_TRUE(s->view->complete);
+  EXPECT_EQ(s->view->model->heap().allocated_bytes, 300u);
+  EXPECT_EQ(s->view->model->heap().at_bytes, 300u);  // all three live at the window's end
+  EXPECT_EQ(s->view->flame(analysis::Metric::Allocated, Direction::TopDown)->total(), 300u);
+  EXPECT_EQ(s->view->flame(analysis::Metric::LiveAt, Direction::TopDown)->total(), 300u);
+  EXPECT_EQ(s->view->leaks->total_bytes, 100u);
+  EXPECT_EQ(s->base->heap().allocated_bytes, 1350u);  // the whole trace is kept for the timeline
+  l.set_window({});
+  ASSERT_TRUE(wait_for([&] { return l.idle() && l.snapshot()->view->window.empty(); }));
+  EXPECT_EQ(l.snapshot()->view->model->heap().allocated_bytes, 1350u);
+}
+
+TEST(Loader, BaselineComparison) {
+  TempDir d;
+  const std::string a = write_standard(d, "a.mtide");
+  const std::string b = d.file("b.mtide");
+  {
+    test::Synthetic s(b);
+    s.stack(1, 0, {0x1000}).stack(5, 1, {0x5000});
+    s.malloc(1 * test::kMs, 0x10000, 50, 5);
+    s.end(5 * test::kMs);
+  }
+  Loader l;
+  l.open(a);
+  l.open_baseline(b);
+  ASSERT_TRUE(wait_for([&] { return l.idle() && l.snapshot()->compare && l.snapshot()->compare->complete; }));
+  auto c = l.snapshot()->compare;
+  const unsigned A = static_cast<unsigned>(analysis::Metric::Allocated);
+  ASSERT_TRUE(c->flames[A][0]);
+  const FlameTree& t = *c->flames[A][0];
+  EXPECT_EQ(t.before(t.nodes[0]), 50u);
+  EXPECT_EQ(t.after(t.nodes[0]), 1350u);
+  ASSERT_TRUE(c->sites[A]);
+  EXPECT_EQ(c->sites[A]->size(), 3u);
+  l.close_baseline();
+  ASSERT_TRUE(wait_for([&] { return l.idle() && !l.snapshot()->compare; }));
+}
+
+TEST(Loader, FollowsAFileStillBeingWritten) {
+  TempDir d;
+  const std::string path = d.file("live.mtide");
+  test::Synthetic s(path, /*lock=*/true);  // holds flock like a running recorder
+  s.stack(1, 0, {0x1000});
+  s.malloc(1 * test::kMs, 0x1000, 10, 1).flush(2 * test::kMs);
+  Loader::Options o;
+  o.live_interval = 50ms;
+  Loader l(o);
+  l.open(path);
+  ASSERT_TRUE(wait_for([&] { return l.snapshot()->loaded(); }));
+  EXPECT_TRUE(l.snapshot()->live);
+  EXPECT_EQ(l.snapshot()->base->heap().allocated_bytes, 10u);
+  const uint64_t first_refreshes = l.snapshot()->refreshes;
+
+  s.malloc(3 * test::kMs, 0x2000, 20, 1).flush(4 * test::kMs);
+  ASSERT_TRUE(wait_for([&] { return l.snapshot()->base->heap().allocated_bytes == 30u; }, 5s))
+      << "a live file must be re-read within a second";
+  EXPECT_GT(l.snapshot()->refreshes, first_refreshes);
+  EXPECT_TRUE(l.snapshot()->live);
+
+  l.set_paused(true);
+  std::this_thread::sleep_for(100ms);  // a refresh already running may still land
+  const uint64_t paused_at = l.snapshot()->base->heap().allocated_bytes;
+  s.malloc(5 * test::kMs, 0x3000, 40, 1).flush(6 * test::kMs);
+  std::this_thread::sleep_for(400ms);
+  EXPECT_EQ(l.snapshot()->base->heap().allocated_bytes, paused_at) << "paused: no refresh";
+  l.set_paused(false);
+
+  s.end(7 * test::kMs);  // the writer closes: one last refresh, then no longer live
+  ASSERT_TRUE(wait_for([&] { return !l.snapshot()->live && l.snapshot()->base->complete; }, 5s));
+  EXPECT_EQ(l.snapshot()->base->heap().allocated_bytes, 70u);
+}
+
+TEST(Settings, RecentListDedupesAndCaps) {
+  std::vector<std::string> r;
+  add_recent(r, "/a/x.mtide");
+  add_recent(r, "/a/y.mtide");
+  add_recent(r, "/a/x.mtide");
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0], "/a/x.mtide");
+  for (int i = 0; i < 40; ++i) add_recent(r, "/t/" + std::to_string(i));
+  EXPECT_EQ(r.size(), kMaxRecent);
+  EXPECT_EQ(r[0], "/t/39");
+}
+
+TEST(Settings, SaveAndLoadRoundTrip) {
+  TempDir d;
+  Settings s;
+  s.scale = 1.5f;
+  s.dark = false;
+  s.recent = {"/x/a.mtide", "/x/b.mtide"};
+  const std::string dir = d.file("conf/memtide");
+  ASSERT_TRUE(save_settings(dir, s));
+  const Settings back = load_settings(dir);
+  EXPECT_FLOAT_EQ(back.scale, 1.5f);
+  EXPECT_FALSE(back.dark);
+  EXPECT_EQ(back.recent, s.recent);
+  EXPECT_TRUE(load_settings(d.file("nowhere")).recent.empty());
+}
+
+TEST(Settings, ConfigDirFollowsXdg) {
+  const char* old = std::getenv("XDG_CONFIG_HOME");
+  const std::string saved = old ? old : "";
+  ::setenv("XDG_CONFIG_HOME", "/tmp/xdg-test", 1);
+  EXPECT_EQ(config_dir(), "/tmp/xdg-test/memtide");
+  if (old)
+    ::setenv("XDG_CONFIG_HOME", saved.c_str(), 1);
+  else
+    ::unsetenv("XDG_CONFIG_HOME");
+}
+
+TEST(FrameStats, Percentiles) {
+  FrameRing r(8);
+  EXPECT_EQ(r.percentile(50), 0);
+  for (int i = 1; i <= 10; ++i) r.add(i);  // the ring keeps 3..10
+  EXPECT_EQ(r.size(), 8u);
+  EXPECT_EQ(r.total(), 10u);
+  EXPECT_EQ(r.percentile(50), 6);
+  EXPECT_EQ(r.percentile(100), 10);
+  EXPECT_EQ(r.percentile(0), 3);
+  EXPECT_EQ(r.max(), 10);
+}
+
+}  // namespace
+}  // namespace memtide::viewer

@@ -1,0 +1,257 @@
+// Leaks table, tree table, callers/callees and comparison models on a synthetic trace whose
+// every number is known (tests/viewer/synthetic_trace.h, standard_program).
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "analysis/calltree.h"
+#include "analysis/replay.h"
+#include "analysis/symbols.h"
+#include "synthetic_trace.h"
+#include "viewer/diff_model.h"
+#include "viewer/leaks_model.h"
+#include "viewer/summary_model.h"
+#include "viewer/tree_model.h"
+
+namespace memtide::viewer {
+namespace {
+
+using analysis::Metric;
+
+std::string label(uint64_t ip) {
+  analysis::Frame f;
+  f.offset = ip;
+  return analysis::frame_label(f);
+}
+
+struct Loaded {
+  std::unique_ptr<analysis::Model> model;
+  std::unique_ptr<analysis::Symbolizer> sym;
+};
+
+Loaded load(const std::vector<uint8_t>& bytes) {
+  Loaded l;
+  auto r = analysis::analyze_memory(bytes);
+  EXPECT_TRUE(r.ok()) << r.error;
+  l.model = std::move(r.model);
+  l.sym = std::make_unique<analysis::Symbolizer>(*l.model);
+  return l;
+}
+
+Loaded standard() {
+  static std::vector<uint8_t> bytes = [] {
+    test::Synthetic s;
+    return test::standard_program(s).end(40 * test::kMs);
+  }();
+  return load(bytes);
+}
+
+std::shared_ptr<const analysis::CallTree> tree(Loaded& l, Metric m, bool bottom_up) {
+  auto t = std::make_shared<analysis::CallTree>();
+  t->build(*l.model, *l.sym, analysis::Domain::Heap, m, bottom_up);
+  return t;
+}
+
+TEST(Leaks, RowsByBytesWithStacksSiteFirst) {
+  Loaded l = standard();
+  const LeaksData d = make_leaks(*l.model, *l.sym);
+  ASSERT_EQ(d.rows.size(), 2u);
+  EXPECT_EQ(d.total_bytes, 150u);
+  EXPECT_EQ(d.total_blocks, 2u);
+  EXPECT_EQ(d.rows[0].bytes, 100u);  // leaf_a's third block
+  EXPECT_EQ(d.rows[0].stack, 3u);
+  EXPECT_EQ(d.rows[0].first, 12 * test::kMs);
+  ASSERT_EQ(d.rows[0].frames.size(), 3u);
+  EXPECT_EQ(d.rows[0].frames[0].function, label(0x3000));
+  EXPECT_EQ(d.rows[0].frames[2].function, label(0x1000));
+  EXPECT_EQ(d.rows[0].site, label(0x3000));
+  EXPECT_EQ(d.rows[1].bytes, 50u);
+  EXPECT_EQ(d.rows[1].first, 1 * test::kMs);
+}
+
+LeaksData table() {
+  LeaksData d;
+  auto row = [&](uint64_t bytes, uint64_t blocks, uint64_t first, std::string site, std::string module) {
+    LeakRow r;
+    r.bytes = bytes;
+    r.blocks = blocks;
+    r.first = r.last = first;
+    r.site = site;
+    r.module = module;
+    r.frames.push_back({site, "x.cpp:1", "/usr/lib/" + module, false});
+    r.frames.push_back({"main", "main.cpp:9", "/usr/bin/prog", false});
+    d.rows.push_back(std::move(r));
+  };
+  row(300, 1, 5, "alpha", "liba.so");
+  row(100, 7, 1, "Beta", "libb.so");
+  row(200, 2, 9, "gamma", "libc.so.6");
+  return d;
+}
+
+std::vector<std::string> sites(const LeaksData& d, const std::vector<uint32_t>& idx) {
+  std::vector<std::string> v;
+  for (uint32_t i : idx) v.push_back(d.rows[i].site);
+  return v;
+}
+
+TEST(Leaks, SortsByEveryColumnBothWays) {
+  const LeaksData d = table();
+  using V = std::vector<std::string>;
+  EXPECT_EQ(sites(d, filter_and_sort_leaks(d, "", LeakColumn::Bytes, false)), (V{"alpha", "gamma", "Beta"}));
+  EXPECT_EQ(sites(d, filter_and_sort_leaks(d, "", LeakColumn::Bytes, true)), (V{"Beta", "gamma", "alpha"}));
+  EXPECT_EQ(sites(d, filter_and_sort_leaks(d, "", LeakColumn::Blocks, false)), (V{"Beta", "gamma", "alpha"}));
+  EXPECT_EQ(sites(d, filter_and_sort_leaks(d, "", LeakColumn::First, true)), (V{"Beta", "alpha", "gamma"}));
+  EXPECT_EQ(sites(d, filter_and_sort_leaks(d, "", LeakColumn::Site, true)), (V{"Beta", "alpha", "gamma"}));
+  EXPECT_EQ(sites(d, filter_and_sort_leaks(d, "", LeakColumn::Module, false)), (V{"gamma", "Beta", "alpha"}));
+}
+
+TEST(Leaks, FilterMatchesAnyFrameCaseInsensitively) {
+  const LeaksData d = table();
+  using V = std::vector<std::string>;
+  EXPECT_EQ(sites(d, filter_and_sort_leaks(d, "BETA", LeakColumn::Bytes, false)), (V{"Beta"}));
+  EXPECT_EQ(sites(d, filter_and_sort_leaks(d, "libc.so", LeakColumn::Bytes, false)), (V{"gamma"}));
+  EXPECT_EQ(filter_and_sort_leaks(d, "main.cpp", LeakColumn::Bytes, false).size(), 3u);
+  EXPECT_TRUE(filter_and_sort_leaks(d, "nothing", LeakColumn::Bytes, false).empty());
+}
+
+TEST(Leaks, SuppressionLineNamesTheChosenFrame) {
+  LeakRow r;
+  r.site = "std::vector<int>::_M_realloc_insert";
+  r.frames = {{"std::vector<int>::_M_realloc_insert", "", "/usr/lib/libstdc++.so.6", false},
+              {"Cache::add(int*)", "cache.cpp:12", "/usr/bin/prog", false},
+              {"libfoo.so+0x1234", "+0x1234", "/opt/libfoo.so", false}};
+  EXPECT_EQ(suggested_frame(r.frames), 1u);
+  EXPECT_EQ(suppression_line(r, 1), "leak:Cache::add(int*)");
+  EXPECT_EQ(suppression_line(r, 0), "leak:std::vector<int>::_M_realloc_insert");
+  EXPECT_EQ(suppression_line(r, 2), "leak:libfoo.so");  // no function: the module
+}
+
+TEST(TreeTable, EveryMetricPerNode) {
+  Loaded l = standard();
+  std::array<std::shared_ptr<const analysis::CallTree>, kMetricCount> trees;
+  for (unsigned m = 0; m < kMetricCount; ++m) trees[m] = tree(l, static_cast<Metric>(m), false);
+  const TreeTable t = make_tree_table(trees);
+  auto node = [&](std::initializer_list<uint64_t> path) -> const TableNode* {
+    uint32_t n = 0;
+    for (uint64_t ip : path) {
+      uint32_t found = UINT32_MAX;
+      for (uint32_t c : t.nodes[n].children)
+        if (t.nodes[c].label == label(ip)) found = c;
+      if (found == UINT32_MAX) return nullptr;
+      n = found;
+    }
+    return &t.nodes[n];
+  };
+  const unsigned A = static_cast<unsigned>(Metric::Allocated), C = static_cast<unsigned>(Metric::Count),
+                 L = static_cast<unsigned>(Metric::Leaked), P = static_cast<unsigned>(Metric::Peak);
+  EXPECT_EQ(t.nodes[0].total[A], 1350u);
+  const TableNode* work = node({0x1000, 0x2000});
+  ASSERT_TRUE(work);
+  EXPECT_EQ(work->total[A], 1300u);
+  EXPECT_EQ(work->total[C], 4u);
+  EXPECT_EQ(work->total[L], 100u);
+  EXPECT_EQ(work->total[P], 1300u);
+  EXPECT_EQ(work->self[A], 0u);
+  const TableNode* a = node({0x1000, 0x2000, 0x3000});
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->self[A], 300u);
+  EXPECT_EQ(a->self[L], 100u);
+  const TableNode* init = node({0x1000, 0x5000});
+  ASSERT_TRUE(init);
+  EXPECT_EQ(init->total[L], 50u);
+}
+
+TEST(TreeTable, SortByAnyColumn) {
+  Loaded l = standard();
+  std::array<std::shared_ptr<const analysis::CallTree>, kMetricCount> trees;
+  for (unsigned m = 0; m < kMetricCount; ++m) trees[m] = tree(l, static_cast<Metric>(m), true);
+  const TreeTable t = make_tree_table(trees);  // bottom-up: leaf_b 1000, leaf_a 300, init 50
+  auto first_level = [&](TreeSort s) {
+    const TreeOrder o = sort_tree(t, s);
+    std::vector<std::string_view> v;
+    for (std::size_t k = 0; k < t.nodes[0].children.size(); ++k) v.push_back(t.nodes[o.children[o.first[0] + k]].label);
+    return v;
+  };
+  using V = std::vector<std::string_view>;
+  const std::string a = label(0x3000), b = label(0x4000), i = label(0x5000);
+  EXPECT_EQ(first_level({Metric::Allocated, false, false, false}), (V{b, a, i}));
+  EXPECT_EQ(first_level({Metric::Allocated, false, false, true}), (V{i, a, b}));
+  EXPECT_EQ(first_level({Metric::Count, false, false, false}), (V{a, b, i}));
+  EXPECT_EQ(first_level({Metric::Leaked, false, false, false}), (V{a, i, b}));
+  EXPECT_EQ(first_level({Metric::Leaked, true, true, true}), (V{a, b, i}));  // by label
+}
+
+TEST(TreeTable, CallersAndCallees) {
+  Loaded l = standard();
+  std::array<std::shared_ptr<const analysis::CallTree>, kMetricCount> trees;
+  for (unsigned m = 0; m < kMetricCount; ++m) trees[m] = tree(l, static_cast<Metric>(m), false);
+  const TreeTable t = make_tree_table(trees);
+  const FunctionRelatives r = function_relatives(t, label(0x2000), Metric::Allocated);
+  const unsigned A = static_cast<unsigned>(Metric::Allocated);
+  EXPECT_EQ(r.total[A], 1300u);
+  ASSERT_EQ(r.callers.size(), 1u);
+  EXPECT_EQ(r.callers[0].label, label(0x1000));
+  ASSERT_EQ(r.callees.size(), 2u);
+  EXPECT_EQ(r.callees[0].label, label(0x4000));
+  EXPECT_EQ(r.callees[0].value[A], 1000u);
+  EXPECT_EQ(r.callees[1].value[A], 300u);
+  const FunctionRelatives top = function_relatives(t, label(0x1000), Metric::Allocated);
+  ASSERT_EQ(top.callers.size(), 1u);
+  EXPECT_EQ(top.callers[0].label, "(root)");
+}
+
+TEST(Compare, DiffFlameAndSites) {
+  Loaded after = standard();
+  test::Synthetic s;  // the baseline: only init (50) and leaf_a once (100)
+  s.stack(1, 0, {0x1000}).stack(2, 1, {0x2000}).stack(3, 2, {0x3000}).stack(5, 1, {0x5000});
+  s.malloc(1 * test::kMs, 0x10000, 50, 5).malloc(2 * test::kMs, 0x20000, 100, 3);
+  Loaded before = load(s.end(10 * test::kMs));
+  const auto bt = tree(before, Metric::Allocated, false), at = tree(after, Metric::Allocated, false);
+  const FlameTree d = make_diff_flame(bt, at);
+  EXPECT_TRUE(d.is_diff);
+  EXPECT_EQ(d.after(d.nodes[0]), 1350u);
+  EXPECT_EQ(d.before(d.nodes[0]), 150u);
+  bool saw_b = false;
+  for (const FlameNode& n : d.nodes)
+    if (n.label == label(0x4000)) {
+      saw_b = true;
+      EXPECT_EQ(d.before(n), 0u);
+      EXPECT_EQ(d.after(n), 1000u);
+    }
+  EXPECT_TRUE(saw_b);
+  const FlameTree old_shape = make_diff_flame(bt, at, true);
+  EXPECT_EQ(old_shape.nodes[0].value, 150u);
+  EXPECT_EQ(old_shape.after(old_shape.nodes[0]), 1350u);
+
+  const auto rows = diff_sites(*tree(before, Metric::Allocated, true), *tree(after, Metric::Allocated, true));
+  ASSERT_EQ(rows.size(), 3u);
+  const auto order = filter_and_sort_diff(rows, "", DiffColumn::Delta, false);
+  EXPECT_EQ(rows[order[0]].label, label(0x4000));  // +1000
+  EXPECT_EQ(rows[order[0]].delta(), 1000);
+  EXPECT_EQ(rows[order[1]].label, label(0x3000));  // +200
+  EXPECT_EQ(rows[order[2]].delta(), 0);            // init unchanged
+}
+
+TEST(Summary, ProcessTotalsAndLeaks) {
+  Loaded l = standard();
+  const SummaryData d = make_summary(*l.model, "/tmp/x.mtide");
+  EXPECT_EQ(d.title, "synthetic (pid 4242)");
+  auto find = [&](const std::string& label) -> const SummaryRow* {
+    for (const auto& sec : d.sections)
+      for (const auto& r : sec.rows)
+        if (r.label == label) return &r;
+    return nullptr;
+  };
+  ASSERT_TRUE(find("command"));
+  EXPECT_EQ(find("command")->value, "synthetic --work");
+  EXPECT_EQ(find("duration")->value, "40.0 ms");
+  EXPECT_EQ(find("ended")->value, "exit status 0");
+  EXPECT_EQ(find("allocations")->value, "5 (1.32 KiB)");
+  EXPECT_EQ(find("peak heap")->value, "1.32 KiB in 5 blocks at 20.0 ms");
+  EXPECT_EQ(find("not freed")->value, "150 B in 2 blocks");
+  EXPECT_TRUE(find("not freed")->emphasis);
+  EXPECT_EQ(find("peak RSS")->value, "8.00 KiB");
+}
+
+}  // namespace
+}  // namespace memtide::viewer

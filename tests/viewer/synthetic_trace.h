@@ -1,0 +1,110 @@
+// Small synthetic traces for the viewer tests, written with formats/writer.h (no recorder).
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "formats/writer.h"
+
+namespace memtide::viewer::test {
+
+inline constexpr uint64_t kStart = 1'000'000'000;  // monotonic start of the synthetic process
+inline constexpr uint64_t kMs = 1'000'000;
+
+class Synthetic {
+ public:
+  // To memory (path empty) or to a file; `lock` holds the writer's flock like a recorder.
+  explicit Synthetic(const std::string& path = {}, bool lock = false) {
+    fmt::TraceWriter::Options o;
+    o.lock = lock;
+    if (path.empty())
+      w_.open_memory(bytes_, o);
+    else
+      w_.open(path, o);
+    fmt::ProcessInfo p;
+    p.pid = 4242;
+    p.ppid = 1;
+    p.monotonic_start_ns = kStart;
+    p.exe = "/usr/bin/synthetic";
+    const std::string_view argv[] = {"synthetic", "--work"};
+    w_.append(0, p, argv);
+  }
+  // A chain of stack nodes first..first+n-1 under `parent`, outermost caller first.
+  Synthetic& stack(uint64_t first, uint64_t parent, std::initializer_list<uint64_t> ips) {
+    std::vector<uint64_t> v(ips);
+    fmt::StackDef d;
+    d.first_id = first;
+    d.parent_id = parent;
+    d.count = static_cast<uint32_t>(v.size());
+    d.ips = v.data();
+    w_.append(0, d);
+    return *this;
+  }
+  Synthetic& malloc(uint64_t t, uint64_t addr, uint64_t size, uint64_t stack) {
+    fmt::Alloc a;
+    a.time = kStart + t;
+    a.api = fmt::Api::Malloc;
+    a.addr = addr;
+    a.size = size;
+    a.stack = stack;
+    w_.append(0, a);
+    return *this;
+  }
+  Synthetic& free(uint64_t t, uint64_t addr) {
+    fmt::Free f;
+    f.time = kStart + t;
+    f.api = fmt::Api::Free;
+    f.addr = addr;
+    w_.append(0, f);
+    return *this;
+  }
+  Synthetic& rss(uint64_t t, uint64_t bytes) {
+    fmt::Counters c;
+    c.time = kStart + t;
+    c.rss_bytes = bytes;
+    w_.append(0, c);
+    return *this;
+  }
+  Synthetic& mark(uint64_t t, std::string_view label) {
+    fmt::Marker m;
+    m.time = kStart + t;
+    m.label = label;
+    w_.append(0, m);
+    return *this;
+  }
+  Synthetic& flush(uint64_t t) {
+    w_.watermark(kStart + t);
+    return *this;
+  }
+  const std::vector<uint8_t>& end(uint64_t t) {
+    fmt::End e;
+    e.time = kStart + t;
+    w_.end(e);
+    w_.close();
+    return bytes_;
+  }
+  void close() { w_.close(); }
+
+ private:
+  std::vector<uint8_t> bytes_;
+  fmt::TraceWriter w_;
+};
+
+// The standard test program: main (0x1000) calls work (0x2000) which calls leaf_a (0x3000,
+// 3 x 100 bytes, one leaked) and leaf_b (0x4000, 1 x 1000 bytes, freed); main also calls
+// init (0x5000, 50 bytes leaked at 1 ms). Stack ids: 1 main, 2 work, 3 leaf_a, 4 leaf_b, 5 init.
+inline Synthetic& standard_program(Synthetic& s) {
+  s.stack(1, 0, {0x1000}).stack(2, 1, {0x2000}).stack(3, 2, {0x3000}).stack(4, 2, {0x4000}).stack(5, 1, {0x5000});
+  s.malloc(1 * kMs, 0x10000, 50, 5);
+  s.rss(2 * kMs, 4096);
+  s.malloc(10 * kMs, 0x20000, 100, 3).malloc(11 * kMs, 0x20100, 100, 3).malloc(12 * kMs, 0x20200, 100, 3);
+  s.mark(15 * kMs, "phase two");
+  s.malloc(20 * kMs, 0x30000, 1000, 4);
+  s.rss(25 * kMs, 8192);
+  s.free(30 * kMs, 0x30000).free(31 * kMs, 0x20000).free(32 * kMs, 0x20100);
+  return s;
+}
+
+}  // namespace memtide::viewer::test

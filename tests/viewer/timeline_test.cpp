@@ -1,0 +1,118 @@
+#include <gtest/gtest.h>
+
+#include "analysis/replay.h"
+#include "synthetic_trace.h"
+#include "viewer/timeline_model.h"
+
+namespace memtide::viewer {
+namespace {
+
+std::vector<SeriesSample> steps(std::initializer_list<std::pair<uint64_t, uint64_t>> tv) {
+  std::vector<SeriesSample> s;
+  for (auto [t, v] : tv) s.push_back({t, v, v, v});
+  return s;
+}
+
+TEST(Downsample, OneColumnPerPixelCarriesTheLastValueForward) {
+  const auto s = steps({{0, 10}, {50, 20}});
+  const auto cols = downsample(s, 1, {0, 100}, 10);
+  ASSERT_EQ(cols.size(), 10u);
+  for (int c = 0; c < 5; ++c) EXPECT_EQ(cols[c].max, 10u) << c;
+  for (int c = 5; c < 10; ++c) EXPECT_EQ(cols[c].max, 20u) << c;
+  for (const Column& c : cols) EXPECT_TRUE(c.valid);
+}
+
+TEST(Downsample, KeepsAPeakNarrowerThanAPixel) {
+  // A spike of 1 ns inside a 1000 ns-per-pixel view must still reach its column's max.
+  std::vector<SeriesSample> s = steps({{0, 5}, {4321, 900}, {4322, 5}});
+  const auto cols = downsample(s, 1, {0, 10'000}, 10);
+  EXPECT_EQ(cols[4].max, 900u);
+  EXPECT_EQ(cols[4].min, 5u);
+  EXPECT_EQ(cols[3].max, 5u);
+  EXPECT_EQ(cols[5].max, 5u);
+}
+
+TEST(Downsample, BucketExtremesSurvive) {
+  std::vector<SeriesSample> s{{0, 1, 100, 50}, {1000, 50, 60, 60}};
+  const auto cols = downsample(s, 1000, {0, 2000}, 2);
+  EXPECT_EQ(cols[0].min, 1u);
+  EXPECT_EQ(cols[0].max, 100u);
+  EXPECT_EQ(cols[1].min, 50u);
+  EXPECT_EQ(cols[1].max, 60u);
+}
+
+TEST(Downsample, ColumnsBeforeTheFirstSampleAreEmpty) {
+  const auto cols = downsample(steps({{500, 7}}), 1, {0, 1000}, 10);
+  EXPECT_FALSE(cols[0].valid);
+  EXPECT_FALSE(cols[4].valid);
+  EXPECT_TRUE(cols[5].valid);
+  EXPECT_EQ(cols[9].max, 7u);
+}
+
+TEST(Downsample, ZoomedViewStartsWithThePreviousSample) {
+  const auto cols = downsample(steps({{0, 3}, {100, 9}}), 1, {40, 60}, 4);
+  for (const Column& c : cols) {
+    EXPECT_TRUE(c.valid);
+    EXPECT_EQ(c.max, 3u);
+  }
+}
+
+TEST(TimelineMapping, PixelsAndTimesRoundTrip) {
+  const TimeRange v{1000, 3000};
+  EXPECT_EQ(time_at(v, 200, 0), 1000u);
+  EXPECT_EQ(time_at(v, 200, 100), 2000u);
+  EXPECT_EQ(time_at(v, 200, 500), 3000u);  // clamped
+  EXPECT_FLOAT_EQ(x_of(v, 200, 2500), 150.f);
+}
+
+TEST(TimelineZoom, ZoomsAroundThePivotAndStaysInside) {
+  const TimeRange z = zoom({0, 1000}, 500, 0.5, 1000, 1);
+  EXPECT_EQ(z.from, 250u);
+  EXPECT_EQ(z.to, 750u);
+  const TimeRange edge = zoom({0, 1000}, 0, 0.5, 1000, 1);
+  EXPECT_EQ(edge.from, 0u);
+  EXPECT_EQ(edge.to, 500u);
+  const TimeRange out = zoom({250, 750}, 500, 10, 1000, 1);
+  EXPECT_EQ(out, (TimeRange{0, 1000}));
+  EXPECT_EQ(zoom({0, 1000}, 500, 1e-9, 1000, 100).length(), 100u);
+}
+
+TEST(TimelinePan, ClampsAtBothEnds) {
+  EXPECT_EQ(pan({100, 200}, 50, 1000), (TimeRange{150, 250}));
+  EXPECT_EQ(pan({100, 200}, -500, 1000), (TimeRange{0, 100}));
+  EXPECT_EQ(pan({100, 200}, 5000, 1000), (TimeRange{900, 1000}));
+}
+
+TEST(TimelineSelection, EitherDirectionClampedAndNotTooNarrow) {
+  EXPECT_EQ(selection(700, 200, 1000, 10), (TimeRange{200, 700}));
+  EXPECT_EQ(selection(900, 5000, 1000, 10), (TimeRange{900, 1000}));
+  EXPECT_TRUE(selection(500, 505, 1000, 10).empty());
+}
+
+TEST(TimelineMarkers, OnePerMinimumSpacing) {
+  std::vector<MarkerLabel> m{{100, "a"}, {101, "b"}, {300, "c"}, {2000, "d"}};
+  const auto v = visible_markers(m, {0, 1000}, 100, 5);
+  ASSERT_EQ(v.size(), 2u);  // "b" is 0.1 px after "a"; "d" is outside
+  EXPECT_EQ(v[0], 0u);
+  EXPECT_EQ(v[1], 2u);
+}
+
+TEST(TimelineData, FromAModel) {
+  test::Synthetic s;
+  auto r = analysis::analyze_memory(test::standard_program(s).end(40 * test::kMs));
+  ASSERT_TRUE(r.ok()) << r.error;
+  const TimelineData d = make_timeline(*r.model);
+  EXPECT_EQ(d.duration, 40 * test::kMs);
+  EXPECT_EQ(d.peak_bytes, 1350u);
+  EXPECT_EQ(d.peak_time, 20 * test::kMs);
+  EXPECT_EQ(d.peak_rss, 8192u);
+  EXPECT_EQ(d.max_value, 8192u);
+  ASSERT_EQ(d.markers.size(), 1u);
+  EXPECT_EQ(d.markers[0].label, "phase two");
+  EXPECT_EQ(d.markers[0].time, 15 * test::kMs);
+  ASSERT_FALSE(d.heap.empty());
+  EXPECT_EQ(d.heap.back().last, 150u);  // 50 + 100 still live
+}
+
+}  // namespace
+}  // namespace memtide::viewer
