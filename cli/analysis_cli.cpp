@@ -80,7 +80,7 @@ std::string human_bytes(uint64_t b) {
 
 std::string rel_time(const Model& m, uint64_t t) { return format_duration(t >= m.time_base ? t - m.time_base : 0); }
 
-void WindowOptions::declare(CLI::App& sub) {
+void WindowOptions::declare(CLI::App& sub, bool with_at) {
   const CLI::Validator time_check(
       [](std::string& v) -> std::string {
         return parse_time(v) ? std::string() : "not a time: '" + v + "' (examples: 1.5s, 250ms, 40us, 100ns; plain: seconds)";
@@ -89,11 +89,16 @@ void WindowOptions::declare(CLI::App& sub) {
   sub.add_option("--from", from, "Only allocations made at or after this time since the start (e.g. 2s, 150ms)")
       ->check(time_check);
   sub.add_option("--to", to, "Only allocations made at or before this time since the start")->check(time_check);
+  if (with_at)
+    sub.add_option("--at", at, "Also show what was live at this time (with --from/--to: made in the window and "
+                                "still live then)")
+        ->check(time_check);
 }
 
 void WindowOptions::apply(ReplayOptions& o) const {
   if (!from.empty()) o.from = parse_time(from);
   if (!to.empty()) o.to = parse_time(to);
+  if (!at.empty()) o.at = parse_time(at);
 }
 
 namespace {

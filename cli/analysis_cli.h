@@ -30,10 +30,10 @@ std::string human_bytes(uint64_t bytes);
 // "1.234 s" relative to the trace start.
 std::string rel_time(const analysis::Model& m, uint64_t t);
 
-// Declares --from/--to on `sub` with a TIME validator (the values land in the strings).
+// Declares --from/--to (and --at when `with_at`) on `sub` with a TIME validator.
 struct WindowOptions {
-  std::string from, to;
-  void declare(CLI::App& sub);
+  std::string from, to, at;
+  void declare(CLI::App& sub, bool with_at = false);
   void apply(analysis::ReplayOptions& o) const;
 };
 

@@ -1,5 +1,5 @@
-// `memtide flamegraph FILE --metric allocated|count|leaked|peak|temporary [--from T --to T]
-//  -o OUT`: folded stacks ("main;f;g 1234", read by flamegraph.pl, inferno and speedscope) for
+// `memtide flamegraph FILE --metric allocated|count|leaked|peak|temporary|live [--from T --to T]
+//  [--at T] -o OUT`: folded stacks ("main;f;g 1234", read by flamegraph.pl, inferno and speedscope) for
 // OUT ending in .folded or .txt (or "-": stdout), a self-contained interactive SVG for .svg.
 // Values are bytes, except for count and temporary (numbers of allocations).
 #include <CLI/CLI.hpp>
@@ -30,7 +30,8 @@ const std::map<std::string, Metric> kMetrics = {{"allocated", Metric::Allocated}
                                                 {"count", Metric::Count},
                                                 {"leaked", Metric::Leaked},
                                                 {"peak", Metric::Peak},
-                                                {"temporary", Metric::Temporary}};
+                                                {"temporary", Metric::Temporary},
+                                                {"live", Metric::LiveAt}};
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -40,6 +41,10 @@ int run_flamegraph(const FlameOptions& o) {
   const bool svg = ends_with(o.out, ".svg");
   if (!svg && o.out != "-" && !ends_with(o.out, ".folded") && !ends_with(o.out, ".txt")) {
     print_error(o.out, "unknown output type: use .svg (interactive flamegraph), .folded or .txt (folded stacks), or - ");
+    return kExitError;
+  }
+  if ((o.metric == Metric::LiveAt) != !o.window.at.empty()) {
+    print_error(o.file, o.window.at.empty() ? "--metric live needs --at TIME" : "--at goes with --metric live");
     return kExitError;
   }
   ReplayOptions ro;
@@ -95,12 +100,13 @@ Command flamegraph_command() {
             auto o = std::make_shared<FlameOptions>();
             sub.add_option("file", o->file, "Trace file (.mtide)")->required();
             sub.add_option("--metric", o->metric, "What the widths show: allocated (bytes, default), count, leaked, "
-                                                  "peak (bytes live at the high-water mark), temporary")
+                                                  "peak (bytes live at the high-water mark), temporary, "
+                                                  "live (bytes live at --at TIME)")
                 ->transform(CLI::CheckedTransformer(kMetrics, CLI::ignore_case));
             sub.add_option("-o,--output", o->out, "Output: FILE.svg, FILE.folded, FILE.txt, or - for folded stacks on stdout")
                 ->required();
             sub.add_flag("--bottom-up", o->bottom_up, "Allocation sites at the root instead of callers");
-            o->window.declare(sub);
+            o->window.declare(sub, true);
             return [o] { return run_flamegraph(*o); };
           }};
 }

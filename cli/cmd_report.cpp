@@ -1,4 +1,4 @@
-// `memtide report FILE [--json] [--top N] [--from T] [--to T] [--frames N]`: the analysis of
+// `memtide report FILE [--json] [--top N] [--from T] [--to T] [--at T] [--frames N]`: the analysis of
 // one trace: totals, peak, leaks, and the top stacks by peak, by allocations, by leaks and by
 // temporaries, each frame as function, file:line, module. docs/REPORT_JSON.md is the schema.
 //
@@ -137,6 +137,13 @@ json report_json(const Model& m, Symbolizer& sym, const ReportOptions& o) {
     uf.push_back({{"api", fmt::api_name(u.api)}, {"thread", u.thread.value}, {"count", u.count},
                   {"first_address", u.first_addr}, {"first_time_ns", rel(m, u.first_time)}});
   j["unknown_free_list"] = uf;
+  if (m.at_time != UINT64_MAX)
+    j["live_at"] = {{"time_ns", rel(m, m.at_time)},
+                    {"bytes", h.at_bytes},
+                    {"blocks", h.at_blocks},
+                    {"stacks", stack_items(m, sym, Domain::Heap, Metric::LiveAt, o)}};
+  else
+    j["live_at"] = nullptr;
   j["mmap"] = domain_json(m, sym, Domain::Mmap, o);
   j["custom"] = domain_json(m, sym, Domain::Custom, o);
   j["warnings"] = m.warnings;
@@ -170,6 +177,9 @@ void print_section(const Model& m, Symbolizer& sym, const char* title, Domain d,
         break;
       case Metric::Peak:
         line = human_bytes(s->m.peak_bytes) + " in " + std::to_string(s->m.peak_blocks) + " blocks";
+        break;
+      case Metric::LiveAt:
+        line = human_bytes(s->m.at_bytes) + " in " + std::to_string(s->m.at_blocks) + " blocks";
         break;
       case Metric::Temporary:
         line = std::to_string(s->m.temp_count) + " temporary of " + std::to_string(s->m.alloc_count) +
@@ -231,6 +241,12 @@ void report_text(const Model& m, Symbolizer& sym, const ReportOptions& o) {
 
   print_section(m, sym, "LEAKS (not freed at the end, by stack)", Domain::Heap, Metric::Leaked, o);
   print_section(m, sym, "PEAK (live at the high-water mark, by stack)", Domain::Heap, Metric::Peak, o);
+  if (m.at_time != UINT64_MAX) {
+    const std::string title = "LIVE AT " + rel_time(m, m.at_time) + " (" + human_bytes(h.at_bytes) + " in " +
+                              std::to_string(h.at_blocks) + " blocks" +
+                              (m.has_window() ? ", made in the window" : "") + ", by stack)";
+    print_section(m, sym, title.c_str(), Domain::Heap, Metric::LiveAt, o);
+  }
   print_section(m, sym, "ALLOCATIONS (bytes allocated, by stack)", Domain::Heap, Metric::Allocated, o);
   print_section(m, sym, "TEMPORARIES (freed right after allocation, by stack)", Domain::Heap, Metric::Temporary, o);
   print_section(m, sym, "MMAP NOT UNMAPPED (by stack)", Domain::Mmap, Metric::Leaked, o);
@@ -287,7 +303,7 @@ Command report_command() {
             sub.add_flag("--json", o->json, "Print the report as JSON (schema: docs/REPORT_JSON.md)");
             sub.add_option("--top", o->top, "Stacks listed per section (default 10)")->check(CLI::Range(1, 1000000));
             sub.add_option("--frames", o->frames, "Frames printed per stack (default 32)")->check(CLI::Range(1, 100000));
-            o->window.declare(sub);
+            o->window.declare(sub, true);
             return [o] { return run_report(*o); };
           }};
 }

@@ -122,6 +122,21 @@ TEST(Report, WindowRestrictsToAllocationsMadeInIt) {
   EXPECT_GT(all["total_allocations"].get<uint64_t>(), 1000u);
 }
 
+TEST(Report, LiveAtAChosenTime) {
+  const json end = report(leaky_trace(), "--at 1000s");  // after the end: what leaked
+  EXPECT_EQ(end["live_at"]["bytes"], end["leaked_bytes"]);
+  EXPECT_EQ(end["live_at"]["blocks"], end["leaked_blocks"]);
+  const json start = report(leaky_trace(), "--at 0");
+  EXPECT_EQ(start["live_at"]["bytes"], 0);
+  EXPECT_TRUE(report(leaky_trace())["live_at"].is_null());
+  const Proc r = cli("flamegraph --metric live --at 1000s -o - " + leaky_trace());
+  uint64_t sum = 0;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) sum += std::stoull(line.substr(line.rfind(' ') + 1));
+  EXPECT_EQ(sum, end["leaked_bytes"].get<uint64_t>());
+  EXPECT_EQ(cli("flamegraph --metric live -o - " + leaky_trace()).status, 2);  // needs --at
+}
+
 TEST(Check, FailsOnALeakingProgramAndPassesOnACleanOne) {
   const Proc bad = cli("check " + leaky_trace());
   EXPECT_EQ(bad.status, 1) << bad.out << bad.err;
