@@ -77,6 +77,7 @@ struct Chunk {
   std::atomic<uint32_t> committed;  // owner: release store; writer: acquire load
   uint32_t consumed;                // writer only
   bool last;                        // the stream's final chunk (its thread exited)
+  uint64_t end_time, end_addr;      // the stream's registers after the chunk (set when sealed)
   alignas(16) uint8_t data[];
 };
 

@@ -108,6 +108,8 @@ void seal_chunk(Stream* s, bool last) {
     if (!c) return;
   }
   c->last = last;
+  c->end_time = s->last_time;
+  c->end_addr = s->last_addr;
   __atomic_store_n(&s->chunk, nullptr, __ATOMIC_RELEASE);
   s->pos = 0;
   enqueue_chunk(c);
@@ -117,7 +119,11 @@ uint8_t* reserve_slow(Stream* s, size_t need) {
   Chunk* next = new_chunk(s, need);
   if (!next) return nullptr;
   Chunk* old = s->chunk;
-  if (old) enqueue_chunk(old);
+  if (old) {
+    old->end_time = s->last_time;
+    old->end_addr = s->last_addr;
+    enqueue_chunk(old);
+  }
   __atomic_store_n(&s->chunk, next, __ATOMIC_RELEASE);
   s->pos = 0;
   return next->data;

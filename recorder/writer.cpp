@@ -98,9 +98,25 @@ void write_all(const uint8_t* p, size_t n) {
   }
 }
 
-// Frames [p, p + n) of stream `s` as one block and appends it.
-void emit(Stream* s, const uint8_t* p, size_t n) {
+// Frames [p, p + n) of stream `s` as one block and appends it. `end` (when known: the rest
+// of a sealed chunk) gives the registers after the block; otherwise the records are parsed.
+struct Registers {
+  uint64_t time, addr;
+};
+void emit(Stream* s, const uint8_t* p, size_t n, const Registers* end = nullptr) {
   if (!n || g_write_failed) return;
+  fmt::BlockHeader h;
+  h.stream = s->index;
+  h.base_time = s->w_time;
+  h.base_addr = s->w_addr;
+  // The registers move past these records whether or not the block reaches the file, so the
+  // next block's base stays right.
+  if (end) {
+    s->w_time = end->time;
+    s->w_addr = end->addr;
+  } else {
+    advance_registers(p, p + n, s->w_time, s->w_addr);
+  }
   const size_t need = fmt::block_bound(n);
   if (need > g_out_cap) {
     mem_free(g_out);
@@ -108,15 +124,11 @@ void emit(Stream* s, const uint8_t* p, size_t n) {
     g_out = static_cast<uint8_t*>(mem_alloc(g_out_cap));
     if (!g_out) {
       g_out_cap = 0;
+      stop_writing("out of memory");
       return;
     }
   }
-  fmt::BlockHeader h;
-  h.stream = s->index;
-  h.base_time = s->w_time;
-  h.base_addr = s->w_addr;
   const size_t total = fmt::encode_block(h, p, n, g_out, g_out_cap, g.opts.compression);
-  advance_registers(p, p + n, s->w_time, s->w_addr);
   write_all(g_out, total);
 }
 
@@ -143,7 +155,8 @@ void drain_queue() {
     Chunk* next = c->next;
     Stream* s = c->stream;
     const uint32_t end = c->committed.load(std::memory_order_acquire);
-    if (end > c->consumed) emit(s, c->data + c->consumed, end - c->consumed);
+    const Registers regs{c->end_time, c->end_addr};
+    if (end > c->consumed) emit(s, c->data + c->consumed, end - c->consumed, &regs);
     s->w_next_seq = c->seq + 1;
     if (c->last) s->w_done = true;
     mem_free(c);
