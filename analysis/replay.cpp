@@ -582,6 +582,9 @@ void Replayer::finish() {
     std::stable_sort(v.begin(), v.end(), [](const EmbeddedSymbol& a, const EmbeddedSymbol& b) {
       return a.offset != b.offset ? a.offset < b.offset : a.inline_depth < b.inline_depth;
     });
+  if (m_.end && m_.end->lost_events)
+    m_.warnings.push_back("the recorder lost " + std::to_string(m_.end->lost_events) +
+                          " events (see its messages): totals may be short");
   if (m_.anomalies.undefined_stacks)
     m_.warnings.push_back(std::to_string(m_.anomalies.undefined_stacks) +
                           " stacks were used but never defined (shown as <unknown>)");

@@ -97,6 +97,15 @@ json report_json(const Model& m, Symbolizer& sym, const ReportOptions& o) {
                                       {"to_ns", m.window_to == UINT64_MAX ? json(nullptr) : rel(m, m.window_to)}}
                                : json(nullptr);
   j["threads"] = m.threads.size();
+  json threads = json::array();
+  for (const ThreadInfo& t : m.threads)
+    threads.push_back({{"thread", t.id.value}, {"tid", t.os_tid}, {"name", t.name}, {"allocations", t.allocations},
+                       {"frees", t.frees}});
+  j["thread_list"] = threads;
+  json markers = json::array();
+  for (const MarkerInfo& mk : m.markers)
+    if (markers.size() < 1000) markers.push_back({{"time_ns", rel(m, mk.time)}, {"thread", mk.thread.value}, {"label", mk.label}});
+  j["markers"] = markers;
   j["total_allocations"] = h.allocations;
   j["total_frees"] = h.frees;
   j["total_allocated_bytes"] = h.allocated_bytes;

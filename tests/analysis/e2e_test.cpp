@@ -354,6 +354,15 @@ TEST_F(ExactWorkload, PeakIsTheBigBlockPlusWhatTheWorkersHeld) {
   EXPECT_EQ(big + workers, tally_["peak_own"].get<uint64_t>());
   EXPECT_GE(full_["peak_bytes"].get<uint64_t>(), tally_["peak_own"].get<uint64_t>());
   EXPECT_LT(full_["peak_bytes"].get<uint64_t>() - tally_["peak_own"].get<uint64_t>(), 1u << 20);
+  // The peak is reached when main allocates the big block, just before its "peak" marker.
+  uint64_t start = 0, peak = 0;
+  for (const json& mk : full_["markers"]) {
+    if (mk["label"] == "start") start = mk["time_ns"].get<uint64_t>();
+    if (mk["label"] == "peak") peak = mk["time_ns"].get<uint64_t>();
+  }
+  ASSERT_GT(peak, 0u);
+  EXPECT_GT(full_["peak_time_ns"].get<uint64_t>(), start);
+  EXPECT_LE(full_["peak_time_ns"].get<uint64_t>(), peak);
 }
 
 }  // namespace
