@@ -531,3 +531,17 @@ TEST(Lifecycle, ClosedTraceDescriptorIsNeverReused) {
   EXPECT_EQ(slurp(data), "program data\n") << "trace bytes reached the program's file";
   EXPECT_NE(r.err.find("closed the trace file"), std::string::npos) << r.err;
 }
+
+// `memtide run --check`: the gate's verdict is the exit status, unless the program failed.
+TEST(Wrapper, RunCheckGatesAndTheProgramsFailureWins) {
+  TempDir dir;
+  const std::string out = (dir.path() / "c.mtide").string();
+  RunResult leaky = run({MT_WRAPPER, "run", "--quiet", "--check", "-o", out, "--", MT_LIFECYCLE, "pause"}, {}, dir.path());
+  EXPECT_EQ(leaky.status, 1) << leaky.out << leaky.err;
+  RunResult allowed = run({MT_WRAPPER, "run", "--quiet", "--check", "--max-leaked-bytes", "100000", "-o", out, "--",
+                           MT_LIFECYCLE, "pause"},
+                          {}, dir.path());
+  EXPECT_EQ(allowed.status, 0) << allowed.out << allowed.err;
+  RunResult failing = run({MT_WRAPPER, "run", "--quiet", "--check", "-o", out, "--", MT_LIFECYCLE, "quick-exit"}, {}, dir.path());
+  EXPECT_EQ(failing.status, 3) << "the program's own exit status wins over the gate";
+}
