@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -23,10 +24,18 @@ inline std::string read_file(const std::string& path) {
   return ss.str();
 }
 
+// A directory for this test process, removed when it exits (set MEMTIDE_KEEP_TEST_FILES=1 to
+// keep it for a look).
 inline std::string temp_dir() {
+  // The name lives in a plain array: the atexit handler runs after static strings are gone.
+  static char name[] = "/tmp/memtide-analysis-e2e.XXXXXX";
   static std::string dir = [] {
-    char tmpl[] = "/tmp/memtide-analysis-e2e.XXXXXX";
-    const char* d = mkdtemp(tmpl);
+    const char* d = mkdtemp(name);
+    if (d && !std::getenv("MEMTIDE_KEEP_TEST_FILES"))
+      std::atexit([] {
+        const std::string cmd = std::string("rm -rf '") + name + "'";
+        if (std::system(cmd.c_str()) != 0) std::fprintf(stderr, "could not remove %s\n", name);
+      });
     return std::string(d ? d : "/tmp");
   }();
   return dir;

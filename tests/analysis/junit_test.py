@@ -3,7 +3,9 @@
 
 usage: junit_test.py PRELOAD CLI LEAKY_PROGRAM
 """
+import atexit
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -11,6 +13,7 @@ import xml.etree.ElementTree as ET
 
 preload, cli, leaky = sys.argv[1:4]
 tmp = tempfile.mkdtemp(prefix="memtide-junit.")
+atexit.register(shutil.rmtree, tmp, True)
 
 
 def record(trace, *args):

@@ -4,6 +4,7 @@ functions; a screenshot is taken too. Exits 77 (skipped) when chromium is not in
 
 usage: svg_chromium_test.py PRELOAD CLI LEAKY_PROGRAM
 """
+import atexit
 import os
 import re
 import shutil
@@ -18,13 +19,14 @@ if not chromium:
     sys.exit(77)
 
 tmp = tempfile.mkdtemp(prefix="memtide-svg.")
+atexit.register(shutil.rmtree, tmp, True)
 trace, svg, png = (os.path.join(tmp, n) for n in ("t.mtide", "leaked.svg", "leaked.png"))
 env = dict(os.environ, LD_PRELOAD=preload, MEMTIDE_OUTPUT=trace)
 subprocess.run([leaky], env=env, check=True, stdout=subprocess.DEVNULL)
 subprocess.run([cli, "flamegraph", "--metric", "leaked", "-o", svg, trace], check=True)
 
 base = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--no-first-run", "--user-data-dir=" + tempfile.mkdtemp(prefix="chr.")]
+        "--disable-component-update", "--no-first-run", "--user-data-dir=" + os.path.join(tmp, "profile")]
 failures = []
 
 
@@ -59,4 +61,4 @@ if not os.path.exists(png) or os.path.getsize(png) < 1000:
 if failures:
     print("FAILED:\n  " + "\n  ".join(failures))
     sys.exit(1)
-print(f"svg: ok ({ready.group(1)} frames; screenshot {png})")
+print(f"svg: ok ({ready.group(1)} frames, screenshot of {os.path.getsize(png)} bytes)")
