@@ -49,14 +49,18 @@ struct StackWork {
   StackMetrics m;
 };
 
+// 24 bytes (32 with its key in the LiveMap): the one structure that grows with the live set.
+constexpr uint64_t kMaxBlockBytes = (uint64_t{1} << 56) - 1;  // larger sizes (hostile) are clamped
 struct LiveBlock {
-  uint64_t bytes = 0;
+  uint64_t bytes : 56 = 0;
+  uint64_t api_ : 7 = 0;
+  uint64_t counted : 1 = 0;
   uint64_t time = 0;
   uint32_t stack = kNoStack;  // index into DomainState::work
   uint32_t thread = 0;
-  Api api = Api::Malloc;
-  bool counted = false;
+  Api api() const { return static_cast<Api>(api_); }
 };
+static_assert(sizeof(LiveBlock) == 24);
 
 struct DomainState {
   bool per_stack = true;
@@ -240,7 +244,7 @@ class Replayer : public NullVisitor {
       ++m_.anomalies.bad_records;
       return;
     }
-    const uint64_t bytes = a.weight ? a.weight : a.size;
+    const uint64_t bytes = std::min<uint64_t>(a.weight ? a.weight : a.size, kMaxBlockBytes);
     const Domain d = domain_of(a.api);
     if (d == Domain::Mmap) [[unlikely]]
       mmap_alloc(stream, a, bytes);
@@ -342,7 +346,13 @@ void Replayer::heap_alloc(Domain d, uint32_t stream, const Alloc& a, uint64_t by
     release(d, old, a.time);
   }
   const bool c = counted(a.time);
-  *blk = LiveBlock{bytes, a.time, kNoStack, stream, a.api, c};
+  LiveBlock nb;
+  nb.bytes = bytes;
+  nb.api_ = static_cast<uint8_t>(a.api);
+  nb.counted = c;
+  nb.time = a.time;
+  nb.thread = stream;
+  *blk = nb;
   if (d == Domain::Heap) {
     heap_all_live_ += bytes;
     m_.heap_series.add(a.time, heap_all_live_);
@@ -388,12 +398,12 @@ void Replayer::heap_free(Domain d, uint32_t stream, const Free& f) {
     ds.t.freed_bytes += b.bytes;
     m_.free_api[static_cast<unsigned>(f.api)] = {before.calls + 1, before.bytes + b.bytes};
   }
-  if (family_of(b.api) != family_of(f.api)) [[unlikely]] {
+  if (family_of(b.api()) != family_of(f.api)) [[unlikely]] {
     ++m_.anomalies.mismatch_count;
     const uint64_t raw = b.stack != kNoStack ? ds.raw[b.stack] : 0;
-    auto [it, fresh] = mismatch_index_.try_emplace({raw, static_cast<uint8_t>(b.api), static_cast<uint8_t>(f.api)},
+    auto [it, fresh] = mismatch_index_.try_emplace({raw, static_cast<uint8_t>(b.api()), static_cast<uint8_t>(f.api)},
                                                    m_.anomalies.mismatches.size());
-    if (fresh) m_.anomalies.mismatches.push_back({StackId(raw), b.api, f.api, 0, 0, f.time});
+    if (fresh) m_.anomalies.mismatches.push_back({StackId(raw), b.api(), f.api, 0, 0, f.time});
     Mismatch& mm = m_.anomalies.mismatches[it->second];
     ++mm.count;
     mm.bytes += b.bytes;
