@@ -78,6 +78,10 @@ std::string human_bytes(uint64_t b) {
   return buf;
 }
 
+std::string count_of(uint64_t n, const char* singular, const char* plural) {
+  return std::to_string(n) + " " + (n == 1 ? singular : plural);
+}
+
 std::string rel_time(const Model& m, uint64_t t) { return format_duration(t >= m.time_base ? t - m.time_base : 0); }
 
 void WindowOptions::declare(CLI::App& sub, bool with_at) {

@@ -27,6 +27,8 @@ std::optional<uint64_t> parse_time(const std::string& s);
 std::optional<uint64_t> parse_size(const std::string& s);
 // "12 MiB", "4.0 KiB", "100 B"; "1.23 GiB".
 std::string human_bytes(uint64_t bytes);
+// "1 block", "3 blocks".
+std::string count_of(uint64_t n, const char* singular, const char* plural);
 // "1.234 s" relative to the trace start.
 std::string rel_time(const analysis::Model& m, uint64_t t);
 

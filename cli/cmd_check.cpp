@@ -127,16 +127,16 @@ void print_text(const Model& m, Symbolizer& sym, const SuppressionList& supp, co
                 l.value(l.limit).c_str());
   }
   if (!e.leaks.empty()) {
-    std::printf("\n%s leaked in %llu blocks from %zu stacks (largest first):\n", human_bytes(e.leaked_bytes).c_str(),
-                static_cast<unsigned long long>(e.leaked_blocks), e.leaks.size());
+    std::printf("\n%s leaked in %s from %s (largest first):\n", human_bytes(e.leaked_bytes).c_str(),
+                count_of(e.leaked_blocks, "block", "blocks").c_str(), count_of(e.leaks.size(), "stack", "stacks").c_str());
     std::size_t i = 0;
     for (const StackStats* s : e.leaks) {
       if (i == o.top) {
         std::printf("  ... %zu more stacks (--top to see them)\n", e.leaks.size() - i);
         break;
       }
-      std::printf("  %zu. %s in %llu blocks, allocated %s .. %s\n", ++i, human_bytes(s->m.leaked_bytes).c_str(),
-                  static_cast<unsigned long long>(s->m.leaked_blocks), rel_time(m, s->m.first_leak_time).c_str(),
+      std::printf("  %zu. %s in %s, allocated %s .. %s\n", ++i, human_bytes(s->m.leaked_bytes).c_str(),
+                  count_of(s->m.leaked_blocks, "block", "blocks").c_str(), rel_time(m, s->m.first_leak_time).c_str(),
                   rel_time(m, s->m.last_leak_time).c_str());
       std::fputs(stack_text(sym, s->stack, o.frames, "      ").c_str(), stdout);
     }
@@ -145,8 +145,8 @@ void print_text(const Model& m, Symbolizer& sym, const SuppressionList& supp, co
   for (const Suppression& x : supp.items()) {
     if (!x.stacks) continue;
     if (!header) {
-      std::printf("\nsuppressed: %s in %llu blocks\n", human_bytes(e.suppressed_bytes).c_str(),
-                  static_cast<unsigned long long>(e.suppressed_blocks));
+      std::printf("\nsuppressed: %s in %s\n", human_bytes(e.suppressed_bytes).c_str(),
+                  count_of(e.suppressed_blocks, "block", "blocks").c_str());
       header = true;
     }
     std::printf("  leak:%s (%s%s%s): %llu stacks, %llu blocks, %s\n", x.pattern.c_str(), x.origin.c_str(),
@@ -243,7 +243,7 @@ bool write_junit(const std::string& path, const Model& m, Symbolizer& sym, const
         std::size_t i = 0;
         for (const StackStats* s : e.leaks) {
           if (i++ == o.top) break;
-          body += "\n" + human_bytes(s->m.leaked_bytes) + " in " + std::to_string(s->m.leaked_blocks) + " blocks\n" +
+          body += "\n" + human_bytes(s->m.leaked_bytes) + " in " + count_of(s->m.leaked_blocks, "block", "blocks") + "\n" +
                   stack_text(sym, s->stack, o.frames, "  ");
         }
       }

@@ -181,21 +181,21 @@ void print_section(const Model& m, Symbolizer& sym, const char* title, Domain d,
     std::string line;
     switch (metric) {
       case Metric::Leaked:
-        line = human_bytes(s->m.leaked_bytes) + " in " + std::to_string(s->m.leaked_blocks) + " blocks, allocated " +
+        line = human_bytes(s->m.leaked_bytes) + " in " + count_of(s->m.leaked_blocks, "block", "blocks") + ", allocated " +
                rel_time(m, s->m.first_leak_time) + " .. " + rel_time(m, s->m.last_leak_time);
         break;
       case Metric::Peak:
-        line = human_bytes(s->m.peak_bytes) + " in " + std::to_string(s->m.peak_blocks) + " blocks";
+        line = human_bytes(s->m.peak_bytes) + " in " + count_of(s->m.peak_blocks, "block", "blocks");
         break;
       case Metric::LiveAt:
-        line = human_bytes(s->m.at_bytes) + " in " + std::to_string(s->m.at_blocks) + " blocks";
+        line = human_bytes(s->m.at_bytes) + " in " + count_of(s->m.at_blocks, "block", "blocks");
         break;
       case Metric::Temporary:
         line = std::to_string(s->m.temp_count) + " temporary of " + std::to_string(s->m.alloc_count) +
                " allocations (" + human_bytes(s->m.temp_bytes) + ")";
         break;
       default:
-        line = human_bytes(s->m.alloc_bytes) + " in " + std::to_string(s->m.alloc_count) + " allocations";
+        line = human_bytes(s->m.alloc_bytes) + " in " + count_of(s->m.alloc_count, "allocation", "allocations");
         break;
     }
     std::printf("  %2zu. %s\n", ++i, line.c_str());
@@ -213,26 +213,26 @@ void report_text(const Model& m, Symbolizer& sym, const ReportOptions& o) {
   row("trace", printable(o.file) + " (" + state + ")");
   if (m.have_process)
     row("program", printable(m.process.exe) + " (pid " + std::to_string(m.process.pid) + "), " +
-                       std::to_string(m.threads.size()) + " threads, ran " + format_duration(m.duration()));
+                       count_of(m.threads.size(), "thread", "threads") + ", ran " + format_duration(m.duration()));
   if (m.has_window())
     row("window", "allocations made in [" + rel_time(m, m.window_from) + ", " +
                       (m.window_to == UINT64_MAX ? std::string("end") : rel_time(m, m.window_to)) + "]");
   row("heap", std::to_string(h.allocations) + " allocations (" + human_bytes(h.allocated_bytes) + "), " +
                   std::to_string(h.frees) + " frees, " + std::to_string(h.temporaries) + " temporary" +
                   percent(h.temporaries, h.allocations));
-  row("peak", human_bytes(h.peak_bytes) + " in " + std::to_string(h.peak_blocks) + " blocks at " +
+  row("peak", human_bytes(h.peak_bytes) + " in " + count_of(h.peak_blocks, "block", "blocks") + " at " +
                   rel_time(m, h.peak_time));
-  row("leaked", human_bytes(h.leaked_bytes) + " in " + std::to_string(h.leaked_blocks) + " blocks");
+  row("leaked", human_bytes(h.leaked_bytes) + " in " + count_of(h.leaked_blocks, "block", "blocks"));
   for (Domain d : {Domain::Mmap, Domain::Custom}) {
     const Totals& t = m.totals[static_cast<unsigned>(d)];
     if (!t.allocations && !t.frees) continue;
     row(domain_name(d), std::to_string(t.allocations) + " allocations (" + human_bytes(t.allocated_bytes) + "), peak " +
                             human_bytes(t.peak_bytes) + ", not freed " + human_bytes(t.leaked_bytes) + " in " +
-                            std::to_string(t.leaked_blocks) + " blocks");
+                            count_of(t.leaked_blocks, "block", "blocks"));
   }
   if (m.peak_rss) row("rss", "peak " + human_bytes(m.peak_rss));
   std::string anomalies;
-  if (m.anomalies.mismatch_count) anomalies += std::to_string(m.anomalies.mismatch_count) + " mismatched frees";
+  if (m.anomalies.mismatch_count) anomalies += count_of(m.anomalies.mismatch_count, "mismatched free", "mismatched frees");
   uint64_t unknown = 0;
   for (uint64_t n : m.anomalies.unknown_free_count) unknown += n;
   if (unknown) anomalies += (anomalies.empty() ? "" : ", ") + std::to_string(unknown) + " frees of unknown addresses";
@@ -252,7 +252,7 @@ void report_text(const Model& m, Symbolizer& sym, const ReportOptions& o) {
   print_section(m, sym, "PEAK (live at the high-water mark, by stack)", Domain::Heap, Metric::Peak, o);
   if (m.at_time != UINT64_MAX) {
     const std::string title = "LIVE AT " + rel_time(m, m.at_time) + " (" + human_bytes(h.at_bytes) + " in " +
-                              std::to_string(h.at_blocks) + " blocks" +
+                              count_of(h.at_blocks, "block", "blocks") +
                               (m.has_window() ? ", made in the window" : "") + ", by stack)";
     print_section(m, sym, title.c_str(), Domain::Heap, Metric::LiveAt, o);
   }
