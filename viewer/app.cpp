@@ -110,7 +110,6 @@ void App::apply_style() {
     io.Fonts->AddFontDefault(&cfg);
   }
   io.Fonts->Build();
-  settings_.scale = settings_.scale > 0 ? settings_.scale : 0;
   style_dirty_ = false;
 }
 
@@ -202,10 +201,17 @@ void App::status_line() {
     const float a = paused_ ? 1.0f : 0.55f + 0.45f * std::sin(t * 5.0f);
     ImVec4 c = ImGui::ColorConvertU32ToFloat4(pal.live);
     c.w = a;
-    ImGui::TextColored(c, paused_ ? "|| PAUSED" : "\xe2\x97\x8f LIVE");
-    if (ImGui::IsItemHovered())
-      ImGui::SetTooltip("The recorder is still writing this file; refreshed %llu times (last analysis %.2f s)",
-                        static_cast<unsigned long long>(s.refreshes), s.analysis_seconds);
+    const ImVec2 p = ImGui::GetCursorScreenPos();
+    const float r = ImGui::GetTextLineHeight() * 0.32f;
+    ImGui::GetWindowDrawList()->AddCircleFilled(ImVec2(p.x + r, p.y + ImGui::GetTextLineHeight() * 0.5f), r,
+                                                ImGui::ColorConvertFloat4ToU32(c));
+    ImGui::Dummy(ImVec2(r * 2.4f, ImGui::GetTextLineHeight()));
+    ImGui::SameLine(0, 0);
+    ImGui::TextColored(c, paused_ ? "PAUSED" : "LIVE");
+    ImGui::SameLine();
+    ImGui::TextDisabled("(%llu refreshes, last took %.2f s)", static_cast<unsigned long long>(s.refreshes),
+                        s.analysis_seconds);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("The recorder is still writing this file: the views follow it");
     ImGui::SameLine();
   }
   if (s.summary) {
@@ -234,7 +240,10 @@ void App::status_line() {
 }
 
 void App::draw() {
-  snap_ = loader_.snapshot();
+  if (auto next = loader_.snapshot(); next != snap_) {
+    loader_.retire(std::move(snap_));
+    snap_ = std::move(next);
+  }
   if (ImGui::GetIO().KeyCtrl && ImGui::IsKeyPressed('Q')  /* GLFW key codes are ASCII for letters */) quit_ = true;
   if (applied_selection_ != selection_) {
     applied_selection_ = selection_;

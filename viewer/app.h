@@ -35,6 +35,7 @@ class App {
   void open(const std::string& path);
   void open_baseline(const std::string& path);
   void select_view(ViewKind v) { requested_view_ = v; }
+  ViewKind current_view() const { return view_; }
   void set_selection(TimeRange r);
 
   // One frame of UI (inside NewFrame/Render).
@@ -44,7 +45,7 @@ class App {
   // style_changed() says so (the font atlas must be rebuilt between frames).
   bool style_changed() const { return style_dirty_; }
   void apply_style();
-  float scale() const { return settings_.scale > 0 ? settings_.scale : 1.0f; }
+  float scale() const { return settings_.scale > 0 ? settings_.scale : default_scale_; }
   void set_scale(float s);
   void set_dark(bool dark);
   void set_default_scale(float s) { default_scale_ = s; }

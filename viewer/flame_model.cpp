@@ -163,10 +163,13 @@ uint32_t module_colour(std::string_view module, uint32_t variant, bool dark_them
   const auto slash = module.rfind('/');
   const std::string_view name = slash == std::string_view::npos ? module : module.substr(slash + 1);
   const uint32_t h = hash_string(name);
-  const double hue = module.empty() ? 0.0 : static_cast<double>(h % 360) / 360.0;
-  const double sat = module.empty() ? 0.0 : 0.55 + static_cast<double>(h >> 9 & 7) * 0.03;
-  const double base = dark_theme ? 0.42 : 0.68;
-  const double light = base + (static_cast<double>(variant % 7) - 3.0) * 0.02;
+  // The module fixes the hue; the function moves it a little and changes the lightness, so
+  // that neighbouring frames of one module stay distinguishable.
+  const double shift = (static_cast<double>(variant >> 8 & 15) - 7.5) / 360.0;
+  const double hue = module.empty() ? 0.0 : std::fmod(static_cast<double>(h % 360) / 360.0 + shift + 1.0, 1.0);
+  const double sat = module.empty() ? 0.0 : 0.50 + static_cast<double>(h >> 9 & 7) * 0.03;
+  const double base = dark_theme ? 0.40 : 0.70;
+  const double light = base + (static_cast<double>(variant % 9) - 4.0) * 0.018;
   return hsl(hue, sat, light);
 }
 

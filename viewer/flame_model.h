@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "analysis/calltree.h"
+#include "viewer/serial.h"
 
 namespace memtide::viewer {
 
@@ -36,6 +37,7 @@ struct FlameTree {
   bool is_diff = false;
   bool shape_of_before = false;  // diff: `value` is the older trace's, `other` the newer's
   std::shared_ptr<const void> owner;  // keeps the strings the views point into alive
+  uint64_t serial = next_serial();
 
   uint64_t total() const { return nodes.empty() ? 0 : nodes[0].value; }
   const FlameNode& node(uint32_t i) const { return nodes[i]; }

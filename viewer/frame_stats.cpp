@@ -42,6 +42,12 @@ std::string FrameStats::report() const {
     out += one((std::string("ui cpu ") + name).c_str(), phase->cpu) + "\n";
     out += one((std::string("ui+render wall ") + name).c_str(), phase->total) + "\n";
   }
+  for (std::size_t v = 0; v < kViews; ++v) {
+    if (per_view[v].ui.total() == 0 || per_view[v].ui.total() == loaded.ui.total()) continue;
+    const std::string n = view_names[v].empty() ? "view " + std::to_string(v) : view_names[v];
+    out += "  " + one(("ui cpu loaded, " + n).c_str(), per_view[v].cpu) + "\n";
+    out += "  " + one(("ui+render wall loaded, " + n).c_str(), per_view[v].total) + "\n";
+  }
   return out;
 }
 

@@ -35,12 +35,21 @@ struct FrameStats {
   struct Phase {
     FrameRing ui{1 << 16}, cpu{1 << 16}, total{1 << 16};
   } loading, loaded;
-  void add(double ui_ms, double cpu_ms, double total_ms, bool busy) {
+  // Loaded frames per view (index: ViewKind), for the per-view report.
+  static constexpr std::size_t kViews = 8;
+  std::vector<Phase> per_view = std::vector<Phase>(kViews);
+  std::vector<std::string> view_names = std::vector<std::string>(kViews);
+  void add(double ui_ms, double cpu_ms, double total_ms, bool busy, std::size_t view = kViews) {
     all.add(ui_ms);
     Phase& p = busy ? loading : loaded;
     p.ui.add(ui_ms);
     p.cpu.add(cpu_ms);
     p.total.add(total_ms);
+    if (!busy && view < kViews) {
+      per_view[view].ui.add(ui_ms);
+      per_view[view].cpu.add(cpu_ms);
+      per_view[view].total.add(total_ms);
+    }
   }
   // One line per phase and measure: "ui while loading: 240 frames, p50 3.1 ms, p99 ..."
   std::string report() const;

@@ -10,6 +10,7 @@
 
 #include "analysis/model.h"
 #include "analysis/symbols.h"
+#include "viewer/serial.h"
 
 namespace memtide::viewer {
 
@@ -32,6 +33,7 @@ struct LeaksData {
   std::vector<LeakRow> rows;  // by bytes, largest first
   uint64_t total_bytes = 0, total_blocks = 0;
   uint64_t stacks_without_frames = 0;  // rows beyond the frame budget
+  uint64_t serial = next_serial();
 };
 
 // Collects the leaking stacks of the heap (`max_frames` per stack; frames are kept for the

@@ -26,6 +26,14 @@ uint64_t file_size(const std::string& path) {
 constexpr Metric kBuildOrder[] = {Metric::Allocated, Metric::Peak, Metric::Leaked,
                                   Metric::Count,     Metric::Temporary, Metric::LiveAt};
 
+std::shared_ptr<const std::vector<std::string>> problems_of(const analysis::Symbolizer& sym) {
+  auto v = std::make_shared<std::vector<std::string>>();
+  for (const analysis::ModuleProblem& p : sym.problems())
+    v->push_back(std::string(analysis::basename_of(p.path)) + ": " + analysis::module_state_name(p.state) +
+                 (p.detail.empty() ? "" : " (" + p.detail + ")"));
+  return v;
+}
+
 }  // namespace
 
 struct Loader::Work {
@@ -96,6 +104,13 @@ void Loader::close_baseline() { open_baseline({}); }
 void Loader::set_paused(bool paused) {
   std::lock_guard lk(mu_);
   want_.paused = paused;
+  cv_.notify_all();
+}
+
+void Loader::retire(std::shared_ptr<const Snapshot> old) {
+  if (!old) return;
+  std::lock_guard lk(mu_);
+  retired_.push_back(std::move(old));
   cv_.notify_all();
 }
 
@@ -187,6 +202,14 @@ void Loader::run() {
       for (;;) {
         running_ = false;
         progress_.busy = false;
+        if (!retired_.empty()) {  // free them here, outside the lock
+          std::vector<std::shared_ptr<const Snapshot>> dead;
+          dead.swap(retired_);
+          lk.unlock();
+          dead.clear();
+          lk.lock();
+          continue;
+        }
         if (quit_) return;
         const bool loaded = w.base != nullptr;
         if (want_.path_gen != have_.path_gen)
@@ -319,6 +342,7 @@ void Loader::run() {
           w.whole = std::make_shared<ViewData>(std::move(v));
           auto done = copy_current();
           done->view = w.whole;
+          done->symbol_problems = problems_of(*w.sym);
           done->analysis_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
           check_path();
           publish(done);
@@ -395,6 +419,7 @@ void Loader::run() {
           s->view = view;
           s->writer_alive = writer;
           s->live = writer;
+          s->symbol_problems = problems_of(*w.sym);
           s->refreshes = ++w.refreshes;
           s->analysis_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
           if (!w.baseline_path.empty()) s->compare = make_compare();

@@ -49,6 +49,9 @@ class Loader {
   void set_paused(bool paused);  // live mode: stop (or resume) refreshing
 
   std::shared_ptr<const Snapshot> snapshot() const;
+  // Hands a snapshot the UI no longer shows back to the loader thread, which frees it there
+  // (freeing call trees and models takes milliseconds: not on the UI thread).
+  void retire(std::shared_ptr<const Snapshot> old);
   LoaderProgress progress() const;
   // Nothing wanted is missing and nothing runs (a live file may still be refreshed later).
   bool idle() const;
@@ -82,6 +85,7 @@ class Loader {
   bool quit_ = false;
   bool running_ = false;
   std::shared_ptr<const Snapshot> current_;
+  std::vector<std::shared_ptr<const Snapshot>> retired_;
   LoaderProgress progress_;
   std::unique_ptr<Work> work_;
   std::thread thread_;

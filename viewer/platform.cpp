@@ -137,6 +137,7 @@ int run_viewer(App& app, const RunOptions& o) {
 
   int status = 0;
   int settled = 0;
+  ViewKind target_view = ViewKind::Summary;
   const double start = now_ms();
   bool setup_done = false;
   std::string last_title;
@@ -179,7 +180,9 @@ int run_viewer(App& app, const RunOptions& o) {
     ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
     if (offscreen) glFinish();
     const double t1 = now_ms();
-    app.stats().add(t_ui - t0, c_ui - c0, t1 - t0, busy);
+    const auto view_index = static_cast<std::size_t>(app.current_view());
+    app.stats().view_names[view_index % FrameStats::kViews] = view_name(app.current_view());
+    app.stats().add(t_ui - t0, c_ui - c0, t1 - t0, busy, view_index);
     if (!offscreen) {
       const std::string title = app.snapshot().path.empty() ? "memtide" : "memtide - " + app.snapshot().path;
       if (title != last_title) glfwSetWindowTitle(win, title.c_str());
@@ -194,8 +197,18 @@ int run_viewer(App& app, const RunOptions& o) {
       status = 2;
       break;
     }
-    if (app.complete()) ++settled;
-    if (settled >= o.settle_frames + o.extra_frames) {
+    if (app.complete()) {
+      // Measurement: a round through every view first, then back to the one asked for.
+      const int views = static_cast<int>(ViewKind::Compare);  // summary .. tree
+      if (settled == 0) target_view = app.current_view();
+      if (o.cycle_frames > 0 && settled < views * o.cycle_frames)
+        app.select_view(static_cast<ViewKind>(settled / o.cycle_frames));
+      else if (o.cycle_frames > 0 && settled == views * o.cycle_frames)
+        app.select_view(target_view);
+      ++settled;
+    }
+    const int cycle_total = o.cycle_frames > 0 ? static_cast<int>(ViewKind::Compare) * o.cycle_frames + 1 : 0;
+    if (settled >= cycle_total + o.settle_frames + o.extra_frames) {
       std::vector<unsigned char> px(static_cast<std::size_t>(o.width) * o.height * 4);
       glPixelStorei(GL_PACK_ALIGNMENT, 1);
       glReadPixels(0, 0, o.width, o.height, GL_RGBA, GL_UNSIGNED_BYTE, px.data());

@@ -15,6 +15,7 @@ struct RunOptions {
   std::string screenshot;   // non-empty: render off-screen, write this PNG and return
   int settle_frames = 6;    // frames drawn after everything is loaded, before the read-back
   int extra_frames = 0;     // more frames after that (frame-time measurement)
+  int cycle_frames = 0;     // before those: this many frames in each view (frame-time measurement)
   double timeout_s = 600;   // screenshot mode: give up after this long
   bool stats = false;       // print frame-time percentiles at the end
   // Called once the first frame's ImGui context exists (to apply command-line state).

@@ -49,6 +49,7 @@ struct CompareData {
   std::array<std::array<std::shared_ptr<const FlameTree>, 2>, kMetricCount> flames{};
   std::array<std::shared_ptr<const std::vector<DiffRow>>, kMetricCount> sites{};
   bool complete = false;
+  uint64_t serial = next_serial();
 };
 
 struct Snapshot {
@@ -65,6 +66,8 @@ struct Snapshot {
   std::shared_ptr<const TimelineData> timeline;
   std::shared_ptr<const ViewData> view;     // the selected window's (or the whole trace's)
   std::shared_ptr<const CompareData> compare;
+  // Modules whose names could not be resolved ("libfoo.so: build-id differs ..."), one line each.
+  std::shared_ptr<const std::vector<std::string>> symbol_problems;
 
   bool loaded() const { return base != nullptr; }
 };

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "analysis/model.h"
+#include "viewer/serial.h"
 
 namespace memtide::viewer {
 
@@ -38,6 +39,7 @@ struct TimelineData {
   uint64_t peak_rss = 0;
   uint64_t max_value = 0;  // the largest value of either series: the y axis
   std::vector<MarkerLabel> markers;
+  uint64_t serial = next_serial();
 };
 
 TimelineData make_timeline(const analysis::Model& m);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "analysis/calltree.h"
+#include "viewer/serial.h"
 
 namespace memtide::viewer {
 
@@ -30,6 +31,7 @@ struct TableNode {
 struct TreeTable {
   std::vector<TableNode> nodes;  // node 0: the root
   std::shared_ptr<const void> owner;
+  uint64_t serial = next_serial();
 };
 
 // Merges the trees of one direction, one per metric (index = Metric; null entries are left

@@ -95,8 +95,9 @@ void CompareView::draw(Frame& f) {
 
   const std::vector<DiffRow>* rows = c->sites[mi].get();
   if (!rows) return;
-  if (rows != rows_) {
-    rows_ = rows;
+  const uint64_t key = c->serial * kMetricCount + mi;
+  if (key != rows_key_) {
+    rows_key_ = key;
     dirty_ = true;
   }
   ImGui::SetNextItemWidth(260 * sc);

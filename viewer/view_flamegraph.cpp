@@ -21,8 +21,9 @@ uint32_t with_alpha(uint32_t c, uint32_t a) { return (c & 0x00FFFFFFu) | (a << 2
 }  // namespace
 
 void FlameWidget::sync(const FlameTree* tree, float width, float min_px) {
-  if (tree != tree_) {
-    tree_ = tree;
+  const uint64_t serial = tree ? tree->serial : 0;
+  if (serial != tree_serial_) {
+    tree_serial_ = serial;
     dirty_ = true;
     search_ = FlameSearch{};
     search_.query = "\x01";  // force a new search on this tree

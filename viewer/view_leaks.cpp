@@ -16,8 +16,8 @@ void LeaksView::draw(Frame& f) {
     ImGui::TextDisabled("collecting the leaks...");
     return;
   }
-  if (data != data_) {
-    data_ = data;
+  if (data->serial != data_serial_) {
+    data_serial_ = data->serial;
     dirty_ = true;
     selected_ = data->rows.empty() ? -1 : 0;
     frame_ = data->rows.empty() ? 0 : data->rows[0].suggested;

@@ -51,12 +51,16 @@ void SummaryView::draw(Frame& f) {
   } else {
     draw_sections(*s.summary, pal, f.scale, "whole");
   }
-  if (!s.summary->warnings.empty()) {
+  const bool symbol_notes = s.symbol_problems && !s.symbol_problems->empty();
+  if (!s.summary->warnings.empty() || symbol_notes) {
     ImGui::Spacing();
     ImGui::TextUnformatted("Warnings");
     ImGui::Separator();
     for (const std::string& w : s.summary->warnings)
       ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(pal.warn), "! %s", w.c_str());
+    if (symbol_notes)
+      for (const std::string& w : *s.symbol_problems)
+        ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(pal.text_dim), "symbols: %s", w.c_str());
   }
 }
 

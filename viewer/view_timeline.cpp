@@ -13,7 +13,7 @@ namespace memtide::viewer {
 
 void TimelineView::update_columns(const TimelineData& d, int width, float marker_px) {
   const TimeRange v = view_.empty() ? TimeRange{0, std::max<uint64_t>(d.duration, 1)} : view_;
-  Key k{&d, v, width, marker_px};
+  Key k{d.serial, v, width, marker_px};
   if (k == cache_key_) return;
   cache_key_ = k;
   heap_cols_ = downsample(d.heap, d.heap_bucket_ns, v, width);
@@ -103,7 +103,7 @@ void TimelineView::draw(Frame& f, float height, bool compact) {
       continue;
     }
     const float x = p0.x + static_cast<float>(c) + 0.5f;
-    dl->AddLine(ImVec2(x, p1.y), ImVec2(x, y_of(col.max)), pal.heap_fill);
+    dl->AddRectFilled(ImVec2(x - 0.5f, y_of(col.max)), ImVec2(x + 0.5f, p1.y), pal.heap_fill);
     uint64_t lo = col.min, hi = col.max;
     if (prev) {
       lo = std::min(lo, prev->max);

@@ -58,8 +58,9 @@ void TreeView::draw(Frame& f) {
     ImGui::TextDisabled("building the call trees...");
     return;
   }
-  if (table != table_) {
-    table_ = table;
+  table_ = table;
+  if (table->serial != table_serial_) {
+    table_serial_ = table->serial;
     expanded_.assign(table->nodes.size(), 0);
     order_dirty_ = rows_dirty_ = true;
     selected_ = 0;
@@ -163,9 +164,9 @@ void TreeView::draw(Frame& f) {
   // Callers and callees, from the top-down table; recomputed when the function, the metric
   // or the data change.
   const TreeTable* top = s.view->tables[0].get();
-  if (!relatives_ || relatives_->function != selected_label_ || relatives_table_ != top) {
+  if (!relatives_ || relatives_->function != selected_label_ || relatives_serial_ != top->serial) {
     relatives_ = function_relatives(*top, selected_label_, relatives_metric);
-    relatives_table_ = top;
+    relatives_serial_ = top->serial;
   }
   const FunctionRelatives& r = *relatives_;
   const unsigned mi = static_cast<unsigned>(relatives_metric);

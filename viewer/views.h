@@ -51,7 +51,7 @@ class TimelineView {
   void update_columns(const TimelineData& d, int width, float marker_px);
   TimeRange view_{};  // empty: the whole trace
   struct Key {
-    const TimelineData* data = nullptr;
+    uint64_t data = 0;  // TimelineData::serial
     TimeRange view;
     int width = 0;
     float marker_px = 0;
@@ -78,7 +78,7 @@ class FlameWidget {
 
  private:
   void sync(const FlameTree* tree, float width, float min_px);
-  const FlameTree* tree_ = nullptr;
+  uint64_t tree_serial_ = 0;
   std::vector<std::string> zoom_path_;  // labels from the root's child to the zoomed frame
   uint32_t zoom_ = 0;
   float width_ = 0, min_px_ = 0;
@@ -101,7 +101,7 @@ class LeaksView {
   std::string filter;
 
  private:
-  const LeaksData* data_ = nullptr;
+  uint64_t data_serial_ = 0;
   std::string applied_filter_;
   LeakColumn column_ = LeakColumn::Bytes;
   bool ascending_ = false;
@@ -120,7 +120,8 @@ class TreeView {
 
  private:
   void rebuild_rows();
-  const TreeTable* table_ = nullptr;
+  const TreeTable* table_ = nullptr;  // this frame's table
+  uint64_t table_serial_ = 0;
   TreeSort sort_;
   TreeOrder order_;
   std::vector<uint8_t> expanded_;
@@ -133,7 +134,7 @@ class TreeView {
   uint32_t selected_ = 0;
   std::string selected_label_;
   std::optional<FunctionRelatives> relatives_;
-  const TreeTable* relatives_table_ = nullptr;
+  uint64_t relatives_serial_ = 0;
 };
 
 class CompareView {
@@ -146,7 +147,7 @@ class CompareView {
   bool want_browse = false;
 
  private:
-  const std::vector<DiffRow>* rows_ = nullptr;
+  uint64_t rows_key_ = 0;  // CompareData::serial * metrics + metric
   std::string filter_, applied_filter_;
   DiffColumn column_ = DiffColumn::Delta;
   bool ascending_ = false, dirty_ = true;
