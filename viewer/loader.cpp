@@ -216,7 +216,7 @@ void Loader::run() {
           job = Job::Open;
         else if (loaded && want_.window_gen != have_.window_gen)
           job = Job::Window;
-        else if (want_.baseline_gen != have_.baseline_gen && (loaded || want_.baseline.empty()))
+        else if (want_.baseline_gen != have_.baseline_gen)  // the file is open (or failed to)
           job = Job::Baseline;
         else if (w.following && !want_.paused && Clock::now() >= w.next_refresh)
           job = Job::Refresh;

@@ -206,6 +206,27 @@ TEST_F(ViewerE2E, FlamegraphBottomUpWithSearch) {
   EXPECT_GT(pixels_near(img, {255, 0, 200}, 10), 500);
 }
 
+TEST_F(ViewerE2E, FlamegraphFollowsATimeSelection) {
+  // Allocated in 0.5 s .. 1.5 s and still live at 1.5 s: the worker's session cache.
+  const Image img = shoot("flamegraph", "--select 0.5s:1.5s --metric live");
+  if (img.px.empty()) return;
+  expect_picture(img, 1100, 720);
+  EXPECT_EQ(selected_tab(img), 2);
+  EXPECT_GT(lines_where(img, img.h / 4, img.h, 0.6, [](Rgb c) { return chroma(c) > 50; }), 5 * 18);
+}
+
+TEST_F(ViewerE2E, CompareWithItselfShowsNoDifference) {
+  const Image img = shoot("compare", "--baseline " + *trace_);
+  if (img.px.empty()) return;
+  expect_picture(img, 1100, 720);
+  EXPECT_EQ(selected_tab(img), 5);
+  // Equal frames are grey (diff_colour: no hue); none red, none blue.
+  const int grey_rows = lines_where(img, img.h / 3, img.h, 0.6, [](Rgb c) { return chroma(c) < 8 && c.r > 80 && c.r < 130; });
+  const int coloured_rows = lines_where(img, img.h / 3, img.h, 0.6, [](Rgb c) { return chroma(c) > 60; });
+  EXPECT_GT(grey_rows, 3 * 18);
+  EXPECT_EQ(coloured_rows, 0);
+}
+
 TEST_F(ViewerE2E, LeaksView) {
   const Image img = shoot("leaks");
   if (img.px.empty()) return;

@@ -6,9 +6,11 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "synthetic_trace.h"
+#include "viewer/file_browser.h"
 #include "viewer/frame_stats.h"
 #include "viewer/loader.h"
 #include "viewer/settings.h"
@@ -208,6 +210,34 @@ TEST(FrameStats, Percentiles) {
   EXPECT_EQ(r.percentile(100), 10);
   EXPECT_EQ(r.percentile(0), 3);
   EXPECT_EQ(r.max(), 10);
+}
+
+}  // namespace
+}  // namespace memtide::viewer
+
+namespace memtide::viewer {
+namespace {
+
+TEST(FileBrowser, ListsDirectoriesFirstAndMarksTraces) {
+  TempDir d;
+  fs::create_directories(d.path / "sub");
+  std::ofstream(d.path / "b.mtide") << "x";
+  std::ofstream(d.path / "a.txt") << "y";
+  std::ofstream(d.path / ".hidden") << "z";
+  std::string error;
+  const auto v = list_directory(d.path.string(), false, error);
+  EXPECT_TRUE(error.empty());
+  ASSERT_EQ(v.size(), 3u);
+  EXPECT_EQ(v[0].name, "sub");
+  EXPECT_TRUE(v[0].is_dir);
+  EXPECT_EQ(v[1].name, "a.txt");
+  EXPECT_FALSE(v[1].is_trace);
+  EXPECT_EQ(v[2].name, "b.mtide");
+  EXPECT_TRUE(v[2].is_trace);
+  EXPECT_EQ(v[2].size, 1u);
+  EXPECT_EQ(list_directory(d.path.string(), true, error).size(), 4u);
+  list_directory((d.path / "missing").string(), false, error);
+  EXPECT_FALSE(error.empty());
 }
 
 }  // namespace
