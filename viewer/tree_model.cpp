@@ -89,6 +89,7 @@ TreeTable make_tree_table(const std::array<std::shared_ptr<const analysis::CallT
     }
   }
   t.owner = std::make_shared<std::array<std::shared_ptr<const analysis::CallTree>, kMetricCount>>(trees);
+  t.by_allocated = sort_tree(t, TreeSort{});
   return t;
 }
 

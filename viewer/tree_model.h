@@ -20,6 +20,12 @@ const char* metric_name(analysis::Metric m);         // "allocated", "allocation
 const char* metric_description(analysis::Metric m);  // one line for tooltips
 bool metric_is_bytes(analysis::Metric m);
 
+// Children of every node in some order: a run per node, as in FlameTree.
+struct TreeOrder {
+  std::vector<uint32_t> first;     // per node: start of its run in `children`
+  std::vector<uint32_t> children;
+};
+
 struct TableNode {
   uint32_t parent = 0;
   std::string_view label, file, module;
@@ -30,6 +36,7 @@ struct TableNode {
 
 struct TreeTable {
   std::vector<TableNode> nodes;  // node 0: the root
+  TreeOrder by_allocated;        // the default order (allocated bytes, largest first), built with the table
   std::shared_ptr<const void> owner;
   uint64_t serial = next_serial();
 };
@@ -48,11 +55,7 @@ struct TreeSort {
   bool operator==(const TreeSort&) const = default;
 };
 
-// Children of every node in the requested order: a run per node, as in FlameTree.
-struct TreeOrder {
-  std::vector<uint32_t> first;     // per node: start of its run in `children`
-  std::vector<uint32_t> children;
-};
+// Children of every node in the requested order.
 TreeOrder sort_tree(const TreeTable& t, TreeSort s);
 
 // Callers and callees of every node labelled `function` in a top-down table: callers are the

@@ -31,7 +31,7 @@ void TreeView::rebuild_rows() {
   std::vector<std::pair<uint32_t, uint32_t>> todo;  // node, depth
   auto push_children = [&](uint32_t n, uint32_t depth) {
     const uint32_t count = static_cast<uint32_t>(table_->nodes[n].children.size());
-    for (uint32_t k = count; k-- > 0;) todo.push_back({order_.children[order_.first[n] + k], depth});
+    for (uint32_t k = count; k-- > 0;) todo.push_back({order_->children[order_->first[n] + k], depth});
   };
   push_children(0, 0);
   while (!todo.empty()) {
@@ -106,14 +106,19 @@ void TreeView::draw(Frame& f) {
       specs->SpecsDirty = false;
     }
     if (order_dirty_) {  // only when the table or the sort order changed
-      order_ = sort_tree(*table, sort_);
+      if (sort_ == TreeSort{}) {
+        order_ = &table->by_allocated;  // built by the loader
+      } else {
+        own_order_ = sort_tree(*table, sort_);
+        order_ = &own_order_;
+      }
       order_dirty_ = false;
       rows_dirty_ = true;
       if (std::all_of(expanded_.begin(), expanded_.end(), [](uint8_t e) { return e == 0; })) {
         // First look: open the heaviest path a few levels deep.
         uint32_t n = 0;
         for (int depth = 0; depth < 12 && !table->nodes[n].children.empty(); ++depth) {
-          n = order_.children[order_.first[n]];
+          n = order_->children[order_->first[n]];
           expanded_[n] = 1;
         }
       }

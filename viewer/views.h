@@ -123,7 +123,8 @@ class TreeView {
   const TreeTable* table_ = nullptr;  // this frame's table
   uint64_t table_serial_ = 0;
   TreeSort sort_;
-  TreeOrder order_;
+  TreeOrder own_order_;                // when sorted by something else than the default
+  const TreeOrder* order_ = nullptr;   // the table's default order or own_order_
   std::vector<uint8_t> expanded_;
   struct Row {
     uint32_t node;
