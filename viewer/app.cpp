@@ -115,6 +115,7 @@ void App::apply_style() {
 
 void App::open(const std::string& path) {
   loader_.open(path);
+  opening_ = path;
   selection_ = applied_selection_ = {};
   timeline_.reset();
   strip_.reset();
@@ -266,7 +267,23 @@ void App::draw() {
     ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette(settings_.dark).warn), "Cannot open %s: %s",
                        s.path.c_str(), s.error.c_str());
   }
-  if (!s.loaded()) {
+  const LoaderProgress progress = loader_.progress();
+  if (!opening_.empty() && s.path == opening_) opening_.clear();
+  if (!s.loaded() && !opening_.empty()) {
+    // The first analysis of a file: a large progress bar in the middle of the window.
+    const ImVec2 avail = ImGui::GetContentRegionAvail();
+    const float w = std::min(avail.x * 0.6f, 640 * scale());
+    ImGui::SetCursorPos(ImVec2((ImGui::GetWindowWidth() - w) * 0.5f, ImGui::GetCursorPosY() + avail.y * 0.4f));
+    ImGui::BeginGroup();
+    ImGui::TextUnformatted(("Opening " + opening_).c_str());
+    char label[96];
+    if (progress.busy && progress.fraction >= 0)
+      std::snprintf(label, sizeof label, "%s  %.0f %%", progress.phase.c_str(), progress.fraction * 100.0f);
+    else
+      std::snprintf(label, sizeof label, "%s", progress.busy ? progress.phase.c_str() : "starting");
+    ImGui::ProgressBar(progress.fraction >= 0 ? progress.fraction : 0.0f, ImVec2(w, 0), label);
+    ImGui::EndGroup();
+  } else if (!s.loaded()) {
     ImGui::Spacing();
     if (s.path.empty() || !s.error.empty()) {
       ImGui::TextWrapped("Open a trace with File > Open, by dropping a .mtide file on this window, or from the list:");

@@ -74,6 +74,7 @@ class App {
   bool style_dirty_ = true;
   Loader loader_;
   std::shared_ptr<const Snapshot> snap_;
+  std::string opening_;  // the file asked for, until its first snapshot arrives
   TimeRange selection_;
   TimeRange applied_selection_;
   ViewKind view_ = ViewKind::Summary;

@@ -50,6 +50,9 @@ int main(int argc, char** argv) {
   cli.add_flag("--stats", run.stats, "Print frame-time percentiles (while loading and afterwards) at exit");
   cli.add_option("--frames", frames, "Screenshot mode: frames to draw after loading before the picture (measurement)")
       ->check(CLI::Range(0, 100000));
+  cli.add_option("--capture-frame", run.capture_frame,
+                 "Screenshot mode: take the picture at this frame even if loading has not finished")
+      ->check(CLI::Range(1, 1000000));
   cli.add_option("--cycle", run.cycle_frames,
                  "Screenshot mode: first draw this many frames in each view (per-view frame times with --stats)")
       ->check(CLI::Range(0, 100000));

@@ -136,7 +136,7 @@ int run_viewer(App& app, const RunOptions& o) {
   }
 
   int status = 0;
-  int settled = 0;
+  int settled = 0, frame_no = 0;
   ViewKind target_view = ViewKind::Summary;
   const double start = now_ms();
   bool setup_done = false;
@@ -208,7 +208,8 @@ int run_viewer(App& app, const RunOptions& o) {
       ++settled;
     }
     const int cycle_total = o.cycle_frames > 0 ? static_cast<int>(ViewKind::Compare) * o.cycle_frames + 1 : 0;
-    if (settled >= cycle_total + o.settle_frames + o.extra_frames) {
+    ++frame_no;
+    if (o.capture_frame > 0 ? frame_no >= o.capture_frame : settled >= cycle_total + o.settle_frames + o.extra_frames) {
       std::vector<unsigned char> px(static_cast<std::size_t>(o.width) * o.height * 4);
       glPixelStorei(GL_PACK_ALIGNMENT, 1);
       glReadPixels(0, 0, o.width, o.height, GL_RGBA, GL_UNSIGNED_BYTE, px.data());

@@ -16,6 +16,7 @@ struct RunOptions {
   int settle_frames = 6;    // frames drawn after everything is loaded, before the read-back
   int extra_frames = 0;     // more frames after that (frame-time measurement)
   int cycle_frames = 0;     // before those: this many frames in each view (frame-time measurement)
+  int capture_frame = 0;    // > 0: take the picture at this frame, loaded or not (the loading screen)
   double timeout_s = 600;   // screenshot mode: give up after this long
   bool stats = false;       // print frame-time percentiles at the end
   // Called once the first frame's ImGui context exists (to apply command-line state).

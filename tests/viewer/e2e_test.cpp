@@ -246,6 +246,16 @@ TEST_F(ViewerE2E, TreeView) {
   EXPECT_GT(text_lines, 80);
 }
 
+TEST_F(ViewerE2E, LoadingScreenShowsProgress) {
+  // The second frame, long before the trace is read: no tab bar yet, but the progress bar
+  // (its frame in the dark style's FrameBg over the window: (29,47,73)).
+  const Image img = shoot("summary", "--capture-frame 2");
+  if (img.px.empty()) return;
+  EXPECT_EQ(img.w, 1100);
+  EXPECT_EQ(selected_tab(img), -1);
+  EXPECT_GT(pixels_near(img, {29, 47, 73}, 6), 2000) << "the progress bar's frame";
+}
+
 TEST_F(ViewerE2E, SizeOptionAndLightTheme) {
   const Image img = shoot("summary", "--theme light", 640, 480);
   if (img.px.empty()) return;
