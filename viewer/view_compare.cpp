@@ -1,6 +1,7 @@
 // Compare: this trace against a baseline trace: totals side by side, a flamegraph coloured by
 // the difference (red: grew, blue: shrank), and the allocation sites with both values.
 #include <imgui.h>
+#include <imgui_stdlib.h>
 
 #include "viewer/format.h"
 #include "viewer/views.h"
@@ -101,9 +102,7 @@ void CompareView::draw(Frame& f) {
     dirty_ = true;
   }
   ImGui::SetNextItemWidth(260 * sc);
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "%s", filter_.c_str());
-  if (ImGui::InputTextWithHint("##cfilter", "filter allocation sites", buf, sizeof buf)) filter_ = buf;
+  ImGui::InputTextWithHint("##cfilter", "filter allocation sites", &filter_);
   if (filter_ != applied_filter_) dirty_ = true;
   if (ImGui::BeginTable("sites", 5,
                         ImGuiTableFlags_Sortable | ImGuiTableFlags_ScrollY | ImGuiTableFlags_RowBg |

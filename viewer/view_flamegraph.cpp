@@ -2,6 +2,7 @@
 // first). Click a frame to zoom into it, right-click or the breadcrumb to go back out; the
 // search highlights matching frames and sums their share. The widget is shared with Compare.
 #include <imgui.h>
+#include <imgui_stdlib.h>
 
 #include <algorithm>
 
@@ -207,9 +208,7 @@ void FlamegraphView::draw(Frame& f) {
   }
   ImGui::SameLine(0, 16 * sc);
   ImGui::SetNextItemWidth(220 * sc);
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "%s", widget.search.c_str());
-  if (ImGui::InputTextWithHint("##search", "search function, file, module", buf, sizeof buf)) widget.search = buf;
+  ImGui::InputTextWithHint("##search", "search function, file, module", &widget.search);
   const FlameTree* tree = s.view ? s.view->flame(metric, direction) : nullptr;
   if (!widget.search.empty() && tree && widget.search_result().query == widget.search) {
     ImGui::SameLine();

@@ -2,6 +2,7 @@
 // selected range), sortable and filterable; the selected row's full stack below, and a button
 // that copies an LSan-style suppression line for it.
 #include <imgui.h>
+#include <imgui_stdlib.h>
 
 #include "viewer/format.h"
 #include "viewer/views.h"
@@ -26,9 +27,7 @@ void LeaksView::draw(Frame& f) {
               format_count(data->total_blocks).c_str(), format_count(data->rows.size()).c_str());
   ImGui::SameLine(0, 20 * sc);
   ImGui::SetNextItemWidth(260 * sc);
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "%s", filter.c_str());
-  if (ImGui::InputTextWithHint("##filter", "filter: function, file or module", buf, sizeof buf)) filter = buf;
+  ImGui::InputTextWithHint("##filter", "filter: function, file or module", &filter);
   if (filter != applied_filter_) dirty_ = true;
 
   const float stack_h = std::max(120 * sc, ImGui::GetContentRegionAvail().y * 0.38f);
