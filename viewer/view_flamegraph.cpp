@@ -93,6 +93,9 @@ void FlameWidget::draw(Frame& f, const FlameTree* tree, bool bytes, const char* 
   const float row_h = ImGui::GetTextLineHeight() + 5 * sc;
   ImGui::BeginChild(id, ImVec2(0, 0), false);
   const ImVec2 origin = ImGui::GetCursorScreenPos();
+  graph_x_ = origin.x;
+  graph_y_ = origin.y;
+  row_h_ = row_h;
   ImGui::Dummy(ImVec2(width, row_h * static_cast<float>(layout_.rows) + 4 * sc));
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const ImVec2 clip0 = ImGui::GetWindowPos();

@@ -70,6 +70,12 @@ class FlameWidget {
   void draw(Frame& f, const FlameTree* tree, bool bytes, const char* id);
   std::string search;  // edited by the owning view's toolbar
   const FlameSearch& search_result() const { return search_; }
+  // For tests: the zoomed frame, the current layout, and where the graph was drawn.
+  uint32_t zoom() const { return zoom_; }
+  const FlameLayout& layout() const { return layout_; }
+  float graph_x() const { return graph_x_; }
+  float graph_y() const { return graph_y_; }
+  float row_height() const { return row_h_; }
   void reset_zoom() {
     zoom_path_.clear();
     zoom_ = 0;
@@ -82,6 +88,7 @@ class FlameWidget {
   std::vector<std::string> zoom_path_;  // labels from the root's child to the zoomed frame
   uint32_t zoom_ = 0;
   float width_ = 0, min_px_ = 0;
+  float graph_x_ = 0, graph_y_ = 0, row_h_ = 0;
   FlameLayout layout_;
   FlameSearch search_;
   bool dirty_ = true;

@@ -1,0 +1,130 @@
+// The flamegraph widget driven through ImGui without a window: ImGui runs headless (a font
+// atlas, a display size, mouse input set by hand), so clicks, right-clicks and the search can
+// be tested on what the widget really does.
+#include <gtest/gtest.h>
+#include <imgui.h>
+
+#include "viewer/loader.h"
+#include "viewer/views.h"
+
+namespace memtide::viewer {
+namespace {
+
+FlameTree sample() {  // root(100) -> a(60) -> a1(60); b(30); c(10)
+  FlameTree t;
+  auto add = [&](uint32_t parent, const char* label, uint64_t v) {
+    FlameNode n;
+    n.parent = parent;
+    n.label = label;
+    n.value = v;
+    n.module = "/opt/x/prog";
+    t.nodes.push_back(n);
+    return static_cast<uint32_t>(t.nodes.size() - 1);
+  };
+  t.nodes.emplace_back();
+  t.nodes[0].value = 100;
+  t.nodes[0].label = "all";
+  const uint32_t a = add(0, "a", 60);
+  add(0, "b", 30);
+  add(0, "c", 10);
+  add(a, "a1", 60);
+  finish_flame_tree(t);
+  return t;
+}
+
+class Headless : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ImGui::CreateContext();
+    ImGuiIO& io = ImGui::GetIO();
+    io.IniFilename = nullptr;
+    io.DisplaySize = ImVec2(1000, 600);
+    io.DeltaTime = 1.0f / 60;
+    unsigned char* px;
+    int w, h;
+    io.Fonts->GetTexDataAsRGBA32(&px, &w, &h);
+  }
+  void TearDown() override { ImGui::DestroyContext(); }
+
+  // One frame with the mouse at `pos` and the buttons as given.
+  void frame(ImVec2 pos, bool left = false, bool right = false) {
+    ImGuiIO& io = ImGui::GetIO();
+    io.MousePos = pos;
+    io.MouseDown[0] = left;
+    io.MouseDown[1] = right;
+    ImGui::NewFrame();
+    ImGui::SetNextWindowPos(ImVec2(0, 0));
+    ImGui::SetNextWindowSize(io.DisplaySize);
+    ImGui::Begin("w", nullptr, ImGuiWindowFlags_NoDecoration);
+    Frame f{snap, loader, true, 1.0f, selection};
+    widget.draw(f, &tree, true, "flame");
+    ImGui::End();
+    ImGui::Render();
+  }
+  void click(ImVec2 pos, bool right = false) {
+    frame(pos);
+    frame(pos, !right, right);
+    frame(pos);
+  }
+  // Centre of the rectangle of `label` in the current layout.
+  ImVec2 centre(std::string_view label) {
+    for (const FlameRect& r : widget.layout().rects)
+      if (r.node != kMergedNode && tree.nodes[r.node].label == label)
+        return ImVec2(widget.graph_x() + (r.x0 + r.x1) / 2,
+                      widget.graph_y() + (static_cast<float>(r.depth) + 0.5f) * widget.row_height());
+    ADD_FAILURE() << "no frame " << label;
+    return ImVec2(-1, -1);
+  }
+  uint32_t node(std::string_view label) const {
+    for (uint32_t i = 0; i < tree.nodes.size(); ++i)
+      if (tree.nodes[i].label == label) return i;
+    return UINT32_MAX;
+  }
+
+  FlameTree tree = sample();
+  Snapshot snap;
+  Loader loader;
+  TimeRange selection;
+  FlameWidget widget;
+};
+
+TEST_F(Headless, ClickZoomsIntoAFrameAndRightClickZoomsOut) {
+  frame(ImVec2(-1, -1));
+  EXPECT_EQ(widget.zoom(), 0u);
+  const float full = widget.layout().rects[0].x1;
+  click(centre("a"));
+  EXPECT_EQ(widget.zoom(), node("a"));
+  frame(ImVec2(-1, -1));
+  // The zoomed frame now spans the whole width, its child too.
+  ASSERT_GE(widget.layout().rects.size(), 2u);
+  EXPECT_EQ(widget.layout().rects[0].node, node("a"));
+  EXPECT_FLOAT_EQ(widget.layout().rects[1].x1, full);
+  click(centre("a1"), /*right=*/true);
+  EXPECT_EQ(widget.zoom(), 0u);
+}
+
+TEST_F(Headless, ZoomFollowsLabelsIntoANewTree) {
+  frame(ImVec2(-1, -1));
+  click(centre("a"));
+  ASSERT_EQ(widget.zoom(), node("a"));
+  tree = sample();  // a refresh: same frames, new tree (new serial)
+  tree.serial = next_serial();
+  frame(ImVec2(-1, -1));
+  EXPECT_EQ(widget.zoom(), node("a"));
+  widget.reset_zoom();
+  frame(ImVec2(-1, -1));
+  EXPECT_EQ(widget.zoom(), 0u);
+}
+
+TEST_F(Headless, SearchHighlightsAndSums) {
+  widget.search = "a";
+  frame(ImVec2(-1, -1));
+  EXPECT_EQ(widget.search_result().matches, 2u);  // a, a1 (not "all": the root is never matched)
+  EXPECT_EQ(widget.search_result().matched_value, 60u);
+  widget.search = "b";
+  frame(ImVec2(-1, -1));
+  EXPECT_EQ(widget.search_result().matched_value, 30u);
+}
+
+}  // namespace
+}  // namespace memtide::viewer
