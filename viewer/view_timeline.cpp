@@ -60,6 +60,7 @@ void TimelineView::draw(Frame& f, float height, bool compact) {
     return;
   }
   update_columns(d, width, (compact ? 3 : 6) * sc);
+  plot_[0] = p0.x, plot_[1] = p0.y, plot_[2] = p1.x, plot_[3] = p1.y;
   const TimeRange view = cache_key_.view;
   const float plot_h = p1.y - p0.y;
   const double ymax = static_cast<double>(std::max<uint64_t>(d.max_value, 1)) * 1.08;

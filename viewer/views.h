@@ -45,6 +45,10 @@ class TimelineView {
   // The full view (with legend and markers), or the compact strip above the other views.
   void draw(Frame& f, float height, bool compact);
   TimeRange view_range() const { return view_; }
+  // For tests: the plot's rectangle in screen pixels at the last draw.
+  float plot_x0() const { return plot_[0]; }
+  float plot_x1() const { return plot_[2]; }
+  float plot_y() const { return (plot_[1] + plot_[3]) / 2; }
   void reset() { view_ = {}; cache_key_ = {}; }
 
  private:
@@ -60,6 +64,7 @@ class TimelineView {
   std::vector<Column> heap_cols_, rss_cols_;
   std::vector<std::size_t> markers_;
   std::optional<uint64_t> drag_from_;  // selection drag in progress (time at press)
+  float plot_[4] = {};
   bool panning_ = false;
   float pan_last_x_ = 0;
 };

@@ -126,5 +126,61 @@ TEST_F(Headless, SearchHighlightsAndSums) {
   EXPECT_EQ(widget.search_result().matched_value, 30u);
 }
 
+class HeadlessTimeline : public Headless {
+ protected:
+  void SetUp() override {
+    Headless::SetUp();
+    auto d = std::make_shared<TimelineData>();
+    d->duration = 1'000'000'000;  // 1 s
+    d->heap = {{0, 0, 100, 100}, {500'000'000, 100, 900, 900}};
+    d->heap_bucket_ns = 1000;
+    d->max_value = 900;
+    d->peak_bytes = 900;
+    d->peak_time = 500'000'000;
+    snap.timeline = d;
+  }
+  void tl_frame(ImVec2 pos, bool left = false, float wheel = 0) {
+    ImGuiIO& io = ImGui::GetIO();
+    io.MousePos = pos;
+    io.MouseDown[0] = left;
+    io.MouseWheel = wheel;
+    ImGui::NewFrame();
+    ImGui::SetNextWindowPos(ImVec2(0, 0));
+    ImGui::SetNextWindowSize(io.DisplaySize);
+    ImGui::Begin("w", nullptr, ImGuiWindowFlags_NoDecoration);
+    Frame f{snap, loader, true, 1.0f, selection};
+    timeline.draw(f, 400, false);
+    ImGui::End();
+    ImGui::Render();
+  }
+  float x_at(double share) const {
+    return timeline.plot_x0() + static_cast<float>(share) * (timeline.plot_x1() - timeline.plot_x0());
+  }
+  TimelineView timeline;
+};
+
+TEST_F(HeadlessTimeline, DragSelectsATimeRange) {
+  tl_frame(ImVec2(-1, -1));
+  const float y = timeline.plot_y();
+  tl_frame(ImVec2(x_at(0.25), y));
+  tl_frame(ImVec2(x_at(0.25), y), true);  // press
+  tl_frame(ImVec2(x_at(0.50), y), true);
+  tl_frame(ImVec2(x_at(0.75), y), true);
+  EXPECT_TRUE(selection.empty()) << "not before the button is released";
+  tl_frame(ImVec2(x_at(0.75), y), false);  // release
+  EXPECT_NEAR(static_cast<double>(selection.from), 250e6, 5e6);
+  EXPECT_NEAR(static_cast<double>(selection.to), 750e6, 5e6);
+}
+
+TEST_F(HeadlessTimeline, WheelZoomsAroundThePointer) {
+  tl_frame(ImVec2(-1, -1));
+  const float y = timeline.plot_y();
+  tl_frame(ImVec2(x_at(0.5), y), false, 2.0f);  // two notches in
+  const TimeRange v = timeline.view_range();
+  EXPECT_LT(v.length(), 700'000'000u);
+  EXPECT_NEAR(static_cast<double>(v.from + v.to) / 2, 500e6, 10e6);
+  EXPECT_TRUE(selection.empty()) << "zooming selects nothing";
+}
+
 }  // namespace
 }  // namespace memtide::viewer
