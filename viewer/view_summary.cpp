@@ -8,8 +8,9 @@ namespace memtide::viewer {
 
 namespace {
 
-void draw_sections(const SummaryData& d, const Palette& pal, float scale, const char* id) {
-  for (const SummarySection& sec : d.sections) {
+void draw_sections(const SummaryData& d, const Palette& pal, float scale, const char* id, std::size_t first = 0) {
+  for (std::size_t i = first; i < d.sections.size(); ++i) {
+    const SummarySection& sec = d.sections[i];
     ImGui::Spacing();
     ImGui::TextUnformatted(sec.title.c_str());
     ImGui::Separator();
@@ -46,7 +47,7 @@ void SummaryView::draw(Frame& f) {
     draw_sections(*s.summary, pal, f.scale, "whole");
     ImGui::TableNextColumn();
     ImGui::TextUnformatted("Selected range");
-    draw_sections(*s.view->summary, pal, f.scale, "window");
+    draw_sections(*s.view->summary, pal, f.scale, "window", 1);  // the process is the same: not twice
     ImGui::EndTable();
   } else {
     draw_sections(*s.summary, pal, f.scale, "whole");
