@@ -246,6 +246,10 @@ void App::draw() {
     snap_ = std::move(next);
   }
   if (ImGui::GetIO().KeyCtrl && ImGui::IsKeyPressed('Q')  /* GLFW key codes are ASCII for letters */) quit_ = true;
+  // Call trees are built when first needed (cheap to repeat: the loader ignores known wants).
+  loader_.want_metric(flame_.metric);
+  if (view_ == ViewKind::Tree) loader_.want_tables();
+  if (view_ == ViewKind::Compare) loader_.want_metric(compare_.metric);
   if (applied_selection_ != selection_) {
     applied_selection_ = selection_;
     loader_.set_window(selection_);

@@ -101,6 +101,23 @@ void Loader::open_baseline(const std::string& path) {
 
 void Loader::close_baseline() { open_baseline({}); }
 
+void Loader::want_metric(Metric m) {
+  const auto i = static_cast<unsigned>(m);
+  if (i >= kMetricCount) return;
+  std::lock_guard lk(mu_);
+  if (want_.metrics[i]) return;
+  want_.metrics[i] = true;
+  cv_.notify_all();
+}
+
+void Loader::want_tables() {
+  std::lock_guard lk(mu_);
+  if (want_.tables) return;
+  want_.tables = true;
+  want_.metrics.fill(true);
+  cv_.notify_all();
+}
+
 void Loader::set_paused(bool paused) {
   std::lock_guard lk(mu_);
   want_.paused = paused;
@@ -127,7 +144,7 @@ LoaderProgress Loader::progress() const {
 bool Loader::idle() const {
   std::lock_guard lk(mu_);
   return !running_ && want_.path_gen == have_.path_gen && want_.window_gen == have_.window_gen &&
-         want_.baseline_gen == have_.baseline_gen;
+         want_.baseline_gen == have_.baseline_gen && !view_missing_locked();
 }
 
 void Loader::set_phase(const char* phase, float fraction) {
@@ -154,19 +171,37 @@ void Loader::publish(const std::shared_ptr<Snapshot>& s) {
 
 namespace {
 
-// Leaks, call trees of every metric in both directions, tree tables. `check` throws Stale;
-// `partial` publishes what is built so far (may be empty).
+struct Needs {
+  std::array<bool, kMetricCount> metrics{};
+  bool tables = false;
+};
+
+bool has_all(const ViewData& v, const Needs& n) {
+  if (!v.leaks) return false;
+  for (unsigned m = 0; m < kMetricCount; ++m)
+    if ((n.metrics[m] || n.tables) && (!v.flames[m][0] || !v.flames[m][1])) return false;
+  return !n.tables || (v.tables[0] && v.tables[1]);
+}
+
+// Leaks, the call trees of the wanted metrics in both directions, the tree tables when wanted
+// (they need every metric); what is already built is kept. `check` throws Stale; `partial`
+// publishes what is built so far (may do nothing).
 template <class Check, class Partial>
 void build_view(ViewData& v, analysis::Symbolizer& sym, Check&& check, Partial&& partial,
-                const std::function<void(const char*, float)>& phase) {
+                const std::function<void(const char*, float)>& phase, const Needs& needs) {
   const analysis::Model& m = *v.model;
-  phase("leaks", -1);
-  v.leaks = std::make_shared<LeaksData>(make_leaks(m, sym));
-  check();
-  partial(v);
+  if (!v.leaks) {
+    phase("leaks", -1);
+    v.leaks = std::make_shared<LeaksData>(make_leaks(m, sym));
+    check();
+    partial(v);
+  }
   int done = 0;
   for (Metric metric : kBuildOrder) {
-    phase("call trees", static_cast<float>(done++) / std::size(kBuildOrder));
+    const auto mi = static_cast<unsigned>(metric);
+    ++done;
+    if ((!needs.metrics[mi] && !needs.tables) || (v.flames[mi][0] && v.flames[mi][1])) continue;
+    phase("call trees", static_cast<float>(done - 1) / std::size(kBuildOrder));
     for (unsigned d = 0; d < 2; ++d) {
       auto tree = std::make_shared<analysis::CallTree>();
       tree->build(m, sym, analysis::Domain::Heap, metric, d == 1);
@@ -177,14 +212,18 @@ void build_view(ViewData& v, analysis::Symbolizer& sym, Check&& check, Partial&&
     }
     partial(v);
   }
-  phase("tables", -1);
-  for (unsigned d = 0; d < 2; ++d) {
-    std::array<std::shared_ptr<const analysis::CallTree>, kMetricCount> trees;
-    for (unsigned k = 0; k < kMetricCount; ++k) trees[k] = v.trees[k][d];
-    v.tables[d] = std::make_shared<TreeTable>(make_tree_table(trees));
+  if (needs.tables && (!v.tables[0] || !v.tables[1])) {
+    phase("tables", -1);
+    for (unsigned d = 0; d < 2; ++d) {
+      std::array<std::shared_ptr<const analysis::CallTree>, kMetricCount> trees;
+      for (unsigned k = 0; k < kMetricCount; ++k) trees[k] = v.trees[k][d];
+      v.tables[d] = std::make_shared<TreeTable>(make_tree_table(trees));
+    }
   }
-  v.complete = true;
+  v.complete = has_all(v, needs);
 }
+
+Needs needs_of(const std::array<bool, kMetricCount>& metrics, bool tables) { return Needs{metrics, tables}; }
 
 }  // namespace
 
@@ -192,10 +231,14 @@ void build_view(ViewData& v, analysis::Symbolizer& sym, Check&& check, Partial&&
 // [3] Jobs
 // ---------------------------------------------------------------------------------------
 
+bool Loader::view_missing_locked() const {
+  return current_->loaded() && current_->view && !has_all(*current_->view, needs_of(want_.metrics, want_.tables));
+}
+
 void Loader::run() {
   Work& w = *work_;
   for (;;) {
-    enum class Job { None, Open, Window, Baseline, Refresh } job = Job::None;
+    enum class Job { None, Open, Window, Baseline, Extend, Refresh } job = Job::None;
     Want want;
     {
       std::unique_lock lk(mu_);
@@ -218,6 +261,8 @@ void Loader::run() {
           job = Job::Window;
         else if (want_.baseline_gen != have_.baseline_gen)  // the file is open (or failed to)
           job = Job::Baseline;
+        else if (loaded && view_missing_locked())
+          job = Job::Extend;
         else if (w.following && !want_.paused && Clock::now() >= w.next_refresh)
           job = Job::Refresh;
         if (job != Job::None) break;
@@ -247,6 +292,7 @@ void Loader::run() {
       if (quit_ || want_.path_gen != path_gen || want_.baseline_gen != baseline_gen) throw Stale{};
     };
     auto phase = [this](const char* p, float f) { set_phase(p, f); };
+    const Needs needs = needs_of(want.metrics, want.tables);
     auto analyze = [&](const std::string& path, analysis::ReplayOptions o, const char* what, auto& check) {
       o.series_points = opt_.series_points;
       o.progress = [&](uint64_t done, uint64_t size) {
@@ -267,7 +313,7 @@ void Loader::run() {
       v.window = r;
       v.model = std::shared_ptr<const analysis::Model>(std::move(res.model));
       v.summary = std::make_shared<SummaryData>(make_summary(*v.model, w.path));
-      build_view(v, *w.sym, check, [](const ViewData&) {}, phase);
+      build_view(v, *w.sym, check, [](const ViewData&) {}, phase, needs);
       return std::make_shared<ViewData>(std::move(v));
     };
     // Differences of the baseline to the whole main trace (both loaded).
@@ -277,7 +323,7 @@ void Loader::run() {
       c->path = w.baseline_path;
       c->error = w.baseline_error;
       c->model = w.baseline;
-      if (!w.baseline || !w.whole || !w.whole->complete) return c;
+      if (!w.baseline || !w.whole) return c;
       c->summary = std::make_shared<SummaryData>(make_summary(*w.baseline, w.baseline_path));
       for (unsigned m = 0; m < kMetricCount; ++m) {
         const auto& before = w.baseline_trees[m];
@@ -338,7 +384,7 @@ void Loader::run() {
                 check_path();
                 publish(p);
               },
-              phase);
+              phase, needs);
           w.whole = std::make_shared<ViewData>(std::move(v));
           auto done = copy_current();
           done->view = w.whole;
@@ -396,6 +442,25 @@ void Loader::run() {
           have_.baseline_gen = baseline_gen;
           break;
         }
+        case Job::Extend: {  // a view asked for a metric (or the tables) not built yet
+          std::shared_ptr<const ViewData> cur = copy_current()->view;
+          ViewData v = *cur;
+          build_view(v, *w.sym, check_window, [](const ViewData&) {}, phase, needs);
+          auto built = std::make_shared<ViewData>(std::move(v));
+          auto s = copy_current();
+          s->view = built;
+          if (built->window.empty()) {
+            w.whole = built;
+          } else if (!w.baseline_path.empty() && w.whole && !has_all(*w.whole, needs)) {
+            ViewData whole = *w.whole;  // the comparison is made with the whole trace
+            build_view(whole, *w.sym, check_window, [](const ViewData&) {}, phase, needs);
+            w.whole = std::make_shared<ViewData>(std::move(whole));
+          }
+          if (!w.baseline_path.empty()) s->compare = make_compare();
+          check_window();
+          publish(s);
+          break;
+        }
         case Job::Refresh: {
           const uint64_t size = file_size(w.path);
           const bool writer = fmt::is_being_written(w.path);
@@ -409,7 +474,7 @@ void Loader::run() {
           ViewData v;
           v.model = w.base;
           v.summary = std::make_shared<SummaryData>(make_summary(*w.base, w.path));
-          build_view(v, *w.sym, check_path, [](const ViewData&) {}, phase);
+          build_view(v, *w.sym, check_path, [](const ViewData&) {}, phase, needs);
           w.whole = std::make_shared<ViewData>(std::move(v));
           auto view = window_view(want.window, check_path);
           auto s = copy_current();

@@ -47,6 +47,10 @@ class Loader {
   void open_baseline(const std::string& path);
   void close_baseline();
   void set_paused(bool paused);  // live mode: stop (or resume) refreshing
+  // Call trees are built per metric when a view first asks for one (allocated bytes from the
+  // start); the Trees view's tables need every metric. Wants only grow.
+  void want_metric(analysis::Metric m);
+  void want_tables();
 
   std::shared_ptr<const Snapshot> snapshot() const;
   // Hands a snapshot the UI no longer shows back to the loader thread, which frees it there
@@ -65,6 +69,8 @@ class Loader {
     std::string baseline;
     uint64_t baseline_gen = 0;
     bool paused = false;
+    std::array<bool, kMetricCount> metrics{true};  // Metric::Allocated
+    bool tables = false;
   };
   struct Have {
     uint64_t path_gen = 0, window_gen = 0, baseline_gen = 0;
@@ -76,6 +82,7 @@ class Loader {
   void publish(const std::shared_ptr<Snapshot>& s);
   std::shared_ptr<Snapshot> copy_current() const;
   void set_phase(const char* phase, float fraction);
+  bool view_missing_locked() const;  // the published view lacks something wanted (mu_ held)
 
   Options opt_;
   mutable std::mutex mu_;

@@ -56,6 +56,7 @@ TEST(Loader, OpensAndBuildsEveryView) {
   TempDir d;
   const std::string path = write_standard(d, "a.mtide");
   Loader l;
+  l.want_tables();  // every metric
   l.open(path);
   ASSERT_TRUE(wait_for([&] { return l.idle() && l.snapshot()->view && l.snapshot()->view->complete; }));
   auto s = l.snapshot();
@@ -69,6 +70,30 @@ TEST(Loader, OpensAndBuildsEveryView) {
     for (unsigned dir = 0; dir < 2; ++dir) EXPECT_TRUE(s->view->flames[m][dir]) << m << " " << dir;
   EXPECT_TRUE(s->view->tables[0] && s->view->tables[1]);
   EXPECT_EQ(s->view->flame(analysis::Metric::Allocated, Direction::TopDown)->total(), 1350u);
+}
+
+TEST(Loader, BuildsCallTreesOfAMetricWhenAsked) {
+  TempDir d;
+  const std::string path = write_standard(d, "a.mtide");
+  Loader l;
+  l.open(path);
+  ASSERT_TRUE(wait_for([&] { return l.idle(); }));
+  auto s = l.snapshot();
+  const unsigned A = static_cast<unsigned>(analysis::Metric::Allocated), P = static_cast<unsigned>(analysis::Metric::Peak);
+  EXPECT_TRUE(s->view->flames[A][0] && s->view->flames[A][1]);
+  EXPECT_FALSE(s->view->flames[P][0]) << "not asked for yet";
+  EXPECT_FALSE(s->view->tables[0]);
+  const auto allocated = s->view->flames[A][0];
+  l.want_metric(analysis::Metric::Peak);
+  EXPECT_FALSE(l.idle() && !l.snapshot()->view->flames[P][0]) << "a want not yet met is work to do";
+  ASSERT_TRUE(wait_for([&] { return l.idle(); }));
+  s = l.snapshot();
+  ASSERT_TRUE(s->view->flames[P][0]);
+  EXPECT_EQ(s->view->flames[P][0]->total(), 1350u);
+  EXPECT_EQ(s->view->flames[A][0], allocated) << "what was built is kept";
+  l.want_tables();
+  ASSERT_TRUE(wait_for([&] { return l.idle(); }));
+  EXPECT_TRUE(l.snapshot()->view->tables[0] && l.snapshot()->view->tables[1]);
 }
 
 TEST(Loader, MissingFileIsAnError) {
@@ -87,6 +112,7 @@ TEST(Loader, WindowRestrictsTheViewsButNotTheTimeline) {
   l.open(path);
   ASSERT_TRUE(wait_for([&] { return l.idle(); }));
   const TimeRange w{5 * test::kMs, 15 * test::kMs};  // leaf_a's three allocations only
+  l.want_metric(analysis::Metric::LiveAt);
   l.set_window(w);
   ASSERT_TRUE(wait_for([&] { return l.idle() && l.snapshot()->view->window == w; }));
   auto s = l.snapshot();
