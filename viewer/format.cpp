@@ -85,6 +85,12 @@ std::string format_count(uint64_t n) {
   return out;
 }
 
+std::string format_count_delta(int64_t delta) {
+  if (delta == 0) return "0";
+  const uint64_t mag = delta < 0 ? 0 - static_cast<uint64_t>(delta) : static_cast<uint64_t>(delta);
+  return (delta < 0 ? "-" : "+") + format_count(mag);
+}
+
 std::string format_share(uint64_t part, uint64_t whole) {
   if (whole == 0) return "0 %";
   if (part >= whole) return "100 %";

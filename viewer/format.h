@@ -18,6 +18,8 @@ std::string format_duration(uint64_t ns);
 std::string format_time_tick(uint64_t ns, uint64_t step_ns);
 // "1,234,567".
 std::string format_count(uint64_t n);
+// A signed difference of counts: "+1,234", "-7", "0".
+std::string format_count_delta(int64_t delta);
 // "12.3 %", "0.01 %", "<0.01 %", "100 %".
 std::string format_share(uint64_t part, uint64_t whole);
 

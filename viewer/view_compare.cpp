@@ -13,11 +13,7 @@ using analysis::Metric;
 namespace {
 
 std::string value(uint64_t v, bool bytes) { return bytes ? format_bytes(v) : format_count(v); }
-std::string delta(int64_t d, bool bytes) {
-  if (bytes) return format_bytes_delta(d);
-  if (d == 0) return "0";
-  return (d > 0 ? "+" : "-") + format_count(static_cast<uint64_t>(d > 0 ? d : -d));
-}
+std::string delta(int64_t d, bool bytes) { return bytes ? format_bytes_delta(d) : format_count_delta(d); }
 
 }  // namespace
 

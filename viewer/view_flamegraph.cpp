@@ -157,8 +157,8 @@ void FlameWidget::draw(Frame& f, const FlameTree* tree, bool bytes, const char* 
         const uint64_t before = tree->before(n), after = tree->after(n);
         ImGui::Text("baseline %s  ->  this trace %s", value_text(before, bytes).c_str(), value_text(after, bytes).c_str());
         const int64_t delta = static_cast<int64_t>(after) - static_cast<int64_t>(before);
-        ImGui::Text("difference %s", bytes ? format_bytes_delta(delta).c_str()
-                                           : ((delta >= 0 ? "+" : "-") + format_count(static_cast<uint64_t>(delta >= 0 ? delta : -delta))).c_str());
+        const std::string d = bytes ? format_bytes_delta(delta) : format_count_delta(delta);
+        ImGui::Text("difference %s", d.c_str());
       } else {
         ImGui::Text("%s  (%s of all", value_text(n.value, bytes).c_str(), format_share(n.value, total).c_str());
         if (zoom_ != 0) {

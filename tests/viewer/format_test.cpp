@@ -64,6 +64,13 @@ TEST(FormatCount, ThousandsSeparators) {
   EXPECT_EQ(format_count(1234567), "1,234,567");
 }
 
+TEST(FormatCount, DeltaHasASign) {
+  EXPECT_EQ(format_count_delta(0), "0");
+  EXPECT_EQ(format_count_delta(1234), "+1,234");
+  EXPECT_EQ(format_count_delta(-7), "-7");
+  EXPECT_EQ(format_count_delta(INT64_MIN), "-9,223,372,036,854,775,808");
+}
+
 TEST(FormatShare, Percentages) {
   EXPECT_EQ(format_share(0, 0), "0 %");
   EXPECT_EQ(format_share(1, 1), "100 %");
