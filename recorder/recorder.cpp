@@ -294,10 +294,11 @@ void on_realloc_end(const ReallocTicket& r, fmt::Api api, void* old_ptr, void* n
   // realloc(p, n) failing leaves p untouched; realloc(p, 0) releasing p returns null.
   if (!new_ptr && size != 0) return;
   Target t;
-  if (!acquire(t)) return;
+  // As for free: the release of the old block is recorded even while paused.
+  if (!acquire(t) && !acquire_slow(t, /*even_paused=*/true)) return;
   tls_busy++;
   if (r.armed) write_free(t.s, api, r.free_time, reinterpret_cast<uint64_t>(old_ptr), 0);
-  if (new_ptr) {
+  if (new_ptr && !g.paused.load(std::memory_order_relaxed)) {
     const uint32_t stack = capture_stack(t);
     write_alloc(t.s, api, now_ns(), reinterpret_cast<uint64_t>(new_ptr), size, stack);
   }

@@ -488,6 +488,8 @@ TEST(Api, PauseSkipsAllocationsButNotFrees) {
   EXPECT_EQ(live(t, 1111), 0u) << "allocations while paused were recorded";
   EXPECT_EQ(live(t, 3333), 1u);
   EXPECT_EQ(live(t, 5050), 0u) << "a free while paused was not recorded";
+  EXPECT_EQ(live(t, 6060), 0u) << "the old block of a realloc while paused was not released";
+  EXPECT_EQ(live(t, 60600), 0u) << "the new block of a realloc while paused was recorded";
 }
 
 TEST(Api, MallocUsableSizeIsAnsweredByTheRightAllocator) {

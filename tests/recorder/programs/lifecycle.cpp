@@ -10,7 +10,7 @@
 //   lifecycle spin          allocates forever (1000 blocks of 3333 kept, the rest churned)
 //   lifecycle big N         N x 1 MiB blocks written to, then exits (fills a small disk)
 //   lifecycle pause         leaks 2222 x1 before, 1111 x2 during and 3333 x1 after a pause; a
-//                           block made before the pause is freed during it
+//                           block made before the pause is freed during it, another realloc'd
 //   lifecycle closefds F    closes every descriptor above 2 (as daemons do), opens F for
 //                           writing, allocates for a second, writes "program data" to F
 //   lifecycle usable        malloc_usable_size of malloc/calloc/realloc/memalign blocks is at
@@ -108,10 +108,12 @@ int main(int argc, char** argv) {
   }
   if (!std::strcmp(mode, "pause")) {
     void* before = malloc(5050);
+    void* moved = malloc(6060);
     leak(2222, 1);
     memtide_pause();
     leak(1111, 2);
     free(before);
+    sink = realloc(moved, 60600);  // the old block's release is recorded, the new block is not
     memtide_resume();
     leak(3333, 1);
     return 0;
