@@ -10,7 +10,7 @@ trap 'rm -rf "$tmp"' EXIT
 cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
 mv "$tmp/prefix" "$tmp/moved"
 p="$tmp/moved"
-for f in bin/memtide bin/memtide-cli include/memtide.h; do
+for f in bin/memtide bin/memtide-cli bin/memtide-view include/memtide.h; do
   [[ -e "$p/$f" ]] || { echo "FAIL: $f not installed"; exit 1; }
 done
 lib=$(find "$p" -name libmemtide.so | head -n1)
