@@ -120,7 +120,7 @@ namespace detail {
 // decode without a data-dependent branch, from one 8-byte load: the first byte with its top
 // bit clear ends the varint, and the 7-bit groups below it are squeezed together in three
 // mask-and-shift steps. Longer ones take the byte loop.
-inline bool varint_fast(const uint8_t*& p, uint64_t& out) {
+__attribute__((always_inline)) inline bool varint_fast(const uint8_t*& p, uint64_t& out) {
   const uint64_t w = wire::load_le<uint64_t>(p);
   const uint64_t stops = ~w & 0x8080808080808080ull;
   if (stops != 0) [[likely]] {
