@@ -16,10 +16,14 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/recorder/test_support.h"
 #include "tests/recorder/trace_replay.h"
 
 namespace fs = std::filesystem;
 using memtide::fmt::Api;
+using memtide::test::manifest_traces;
+using memtide::test::slurp;
+using memtide::test::TempDir;
 
 namespace {
 
@@ -27,13 +31,6 @@ struct Out {
   int status = -1;
   std::string out, err;
 };
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::string quote(const std::string& s) {
   std::string q = "'";
@@ -95,26 +92,9 @@ Traced traced(const std::string& cmd, const fs::path& dir, const std::string& in
                           " MEMTIDE_OUTPUT=" + quote((dir / "t.%p.mtide").string()) + " ";
   Traced t;
   t.run = sh(env + cmd, dir, in);
-  std::istringstream lines(slurp(manifest));
-  for (std::string line; std::getline(lines, line);) t.traces.push_back(line.substr(line.rfind('\t') + 1));
+  t.traces = manifest_traces(manifest);
   return t;
 }
-
-class Dir {
- public:
-  Dir() {
-    char tmpl[] = "/tmp/memtide-real.XXXXXX";
-    path_ = mkdtemp(tmpl);
-  }
-  ~Dir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 // heaptrack's preload library links libstdc++, whose start-up allocates its exception
 // emergency pool with one malloc; in a program that does not load libstdc++ itself, heaptrack
@@ -137,7 +117,7 @@ void expect_close(uint64_t memtide, long heaptrack, const char* what) {
 
 TEST(RealPrograms, Sqlite3) {
   if (!have("sqlite3") || !have("heaptrack")) GTEST_SKIP() << "sqlite3 or heaptrack missing";
-  Dir dir;
+  TempDir dir;
   {
     std::ofstream sql(dir.path() / "script.sql");
     sql << "CREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT, v INTEGER);\nBEGIN;\n";
@@ -159,7 +139,7 @@ TEST(RealPrograms, Sqlite3) {
 
 TEST(RealPrograms, Python3) {
   if (!fs::exists("/usr/bin/python3") || !have("heaptrack")) GTEST_SKIP() << "python3 or heaptrack missing";
-  Dir dir;
+  TempDir dir;
   {
     std::ofstream py(dir.path() / "work.py");
     // Lists of more than 64 items are beyond pymalloc's small-object sizes: they use malloc.
@@ -180,7 +160,7 @@ TEST(RealPrograms, Python3) {
 
 TEST(RealPrograms, GxxCompile) {
   if (!have("g++") || !have("heaptrack")) GTEST_SKIP() << "g++ or heaptrack missing";
-  Dir dir;
+  TempDir dir;
   {
     std::ofstream cpp(dir.path() / "unit.cpp");
     cpp << "#include <map>\n#include <string>\n#include <vector>\n"

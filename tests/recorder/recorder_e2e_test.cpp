@@ -21,10 +21,14 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/recorder/test_support.h"
 #include "tests/recorder/trace_replay.h"
 
 namespace fs = std::filesystem;
 using memtide::fmt::Api;
+using memtide::test::manifest_traces;
+using memtide::test::slurp;
+using memtide::test::TempDir;
 using memtide::test::Replay;
 using memtide::test::replay_trace;
 
@@ -34,13 +38,6 @@ struct RunResult {
   int status = -1;  // exit status, or 128 + signal
   std::string out, err;
 };
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // Runs argv with extra environment variables; kills it after `timeout_s` (a watchdog).
 RunResult run(const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& env,
@@ -85,22 +82,6 @@ RunResult run(const std::vector<std::string>& argv, const std::vector<std::pair<
   return r;
 }
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/memtide-test.XXXXXX";
-    path_ = mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
 // Runs a program under the preload; returns the traces it wrote (manifest order: root first).
 std::vector<std::string> traced(const std::vector<std::string>& argv, const fs::path& dir, RunResult* result = nullptr,
                                 std::vector<std::pair<std::string, std::string>> env = {}, int kill_after_ms = -1) {
@@ -112,10 +93,7 @@ std::vector<std::string> traced(const std::vector<std::string>& argv, const fs::
   if (!has_output) env.emplace_back("MEMTIDE_OUTPUT", (dir / "trace.%p.mtide").string());
   RunResult r = run(argv, env, dir, 300, kill_after_ms);
   if (result) *result = r;
-  std::vector<std::string> traces;
-  std::istringstream in(slurp(manifest));
-  for (std::string line; std::getline(in, line);) traces.push_back(line.substr(line.rfind('\t') + 1));
-  return traces;
+  return manifest_traces(manifest);
 }
 
 uint64_t live(const Replay& r, uint64_t size) {
