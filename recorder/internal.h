@@ -207,7 +207,9 @@ bool open_trace_file(bool child);
 void writer_start();
 // Asks the writer for a last flush with an End record and waits (at most `timeout_ms`).
 void writer_finish(fmt::EndReason reason, uint64_t status, int timeout_ms);
-void enqueue_chunk(Chunk* c);
+// Hands a sealed chunk to the writer. With `may_wait`, waits while the writer is far behind
+// (only callers that hold no lock the writer takes: not the process stream's).
+void enqueue_chunk(Chunk* c, bool may_wait);
 void writer_reset_after_fork();
 void writer_reopened();  // after on_exec_failed reopened g.fd
 

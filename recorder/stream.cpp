@@ -112,20 +112,23 @@ void seal_chunk(Stream* s, bool last) {
   c->end_addr = s->last_addr;
   __atomic_store_n(&s->chunk, nullptr, __ATOMIC_RELEASE);
   s->pos = 0;
-  enqueue_chunk(c);
+  enqueue_chunk(c, false);
 }
 
 uint8_t* reserve_slow(Stream* s, size_t need) {
   Chunk* next = new_chunk(s, need);
   if (!next) return nullptr;
   Chunk* old = s->chunk;
+  // Publish the new chunk first: once `old` is queued the writer may free it, so it must no
+  // longer be reachable as the stream's current chunk.
+  __atomic_store_n(&s->chunk, next, __ATOMIC_RELEASE);
+  s->pos = 0;
   if (old) {
     old->end_time = s->last_time;
     old->end_addr = s->last_addr;
-    enqueue_chunk(old);
+    // The process stream is written under shared_mutex, which the writer also takes.
+    enqueue_chunk(old, s != &g.shared);
   }
-  __atomic_store_n(&s->chunk, next, __ATOMIC_RELEASE);
-  s->pos = 0;
   return next->data;
 }
 

@@ -150,6 +150,12 @@ Chunk* take_queue() {
   return c;
 }
 
+// Sealed chunks waiting for the writer, in bytes. Above kMaxQueued an allocating thread waits
+// (backpressure) rather than let the recorder's memory grow without bound.
+constexpr size_t kMaxQueued = 64u << 20;
+std::atomic<size_t> g_queued{0};
+pthread_cond_t g_space_cond = PTHREAD_COND_INITIALIZER;
+
 void drain_queue() {
   for (Chunk* c = take_queue(); c;) {
     Chunk* next = c->next;
@@ -159,9 +165,13 @@ void drain_queue() {
     if (end > c->consumed) emit(s, c->data + c->consumed, end - c->consumed, &regs);
     s->w_next_seq = c->seq + 1;
     if (c->last) s->w_done = true;
+    g_queued.fetch_sub(c->cap, std::memory_order_relaxed);
     mem_free(c);
     c = next;
   }
+  pthread_mutex_lock(&g.queue_mutex);
+  pthread_cond_broadcast(&g_space_cond);
+  pthread_mutex_unlock(&g.queue_mutex);
 }
 
 // Flushes every stream; frees the state of threads that exited and were fully written.
@@ -312,13 +322,30 @@ void expand_pattern(const char* pattern, bool child, char* out, size_t cap) {
 
 }  // namespace
 
-void enqueue_chunk(Chunk* c) {
+void enqueue_chunk(Chunk* c, bool may_wait) {
   c->next = nullptr;
   pthread_mutex_lock(&g.queue_mutex);
   if (g.queue_tail) g.queue_tail->next = c;
   else g.queue_head = c;
   g.queue_tail = c;
+  const size_t queued = g_queued.fetch_add(c->cap, std::memory_order_relaxed) + c->cap;
   pthread_cond_signal(&g.queue_cond);
+  // Backpressure: the writer is this far behind. Wait in short steps while it catches up, and
+  // never once it stops (exit) or when the caller holds a lock the writer needs.
+  if (may_wait && queued > kMaxQueued) {
+    for (int i = 0; i < 200 && g.writer_running && !g.writer_stop &&
+                    g_queued.load(std::memory_order_relaxed) > kMaxQueued / 2;
+         ++i) {
+      timespec ts;
+      clock_gettime(CLOCK_MONOTONIC, &ts);
+      ts.tv_nsec += 20000000;
+      if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec += 1;
+        ts.tv_nsec -= 1000000000L;
+      }
+      pthread_cond_timedwait(&g_space_cond, &g.queue_mutex, &ts);
+    }
+  }
   pthread_mutex_unlock(&g.queue_mutex);
 }
 
@@ -367,6 +394,7 @@ void writer_start() {
   pthread_condattr_init(&ca);
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
   pthread_cond_init(&g.queue_cond, &ca);
+  pthread_cond_init(&g_space_cond, &ca);
   pthread_condattr_destroy(&ca);
   pthread_attr_t attr;
   pthread_attr_init(&attr);
@@ -424,6 +452,7 @@ void writer_reopened() { remember_identity(); }
 void writer_reset_after_fork() {
   // The parent's writer thread does not exist in the child; its queue holds parent data.
   g.queue_head = g.queue_tail = nullptr;
+  g_queued.store(0, std::memory_order_relaxed);
   g.writer_running = false;
   g.writer_stop = false;
   g_out = nullptr;
