@@ -6,6 +6,7 @@
 #include "analysis/replay.h"
 #include "analysis/symbols.h"
 #include "formats/reader.h"
+#include "viewer/compare_model.h"
 
 namespace memtide::viewer {
 
@@ -47,14 +48,24 @@ struct Loader::Work {
   uint64_t refreshes = 0;
 
   std::string baseline_path;
-  std::shared_ptr<const analysis::Model> baseline;
+  std::shared_ptr<const analysis::Model> baseline;       // the whole baseline trace
+  std::unique_ptr<analysis::Symbolizer> baseline_sym;    // bound to *baseline
   std::string baseline_error;
-  std::array<std::array<std::shared_ptr<const analysis::CallTree>, 2>, kMetricCount> baseline_trees{};
+  std::shared_ptr<const BaselineView> baseline_whole;
+  std::shared_ptr<const BaselineView> baseline_window;  // the last window asked for
 
   void set_base(std::shared_ptr<const analysis::Model> m) {
     sym.reset();
     base = std::move(m);
     sym = std::make_unique<analysis::Symbolizer>(*base);
+  }
+  void reset_baseline(const std::string& path) {
+    baseline_path = path;
+    baseline_window.reset();
+    baseline_whole.reset();
+    baseline_sym.reset();
+    baseline.reset();
+    baseline_error.clear();
   }
 };
 
@@ -144,7 +155,7 @@ LoaderProgress Loader::progress() const {
 bool Loader::idle() const {
   std::lock_guard lk(mu_);
   return !running_ && want_.path_gen == have_.path_gen && want_.window_gen == have_.window_gen &&
-         want_.baseline_gen == have_.baseline_gen && !view_missing_locked();
+         want_.baseline_gen == have_.baseline_gen && !view_missing_locked() && !compare_missing_locked();
 }
 
 void Loader::set_phase(const char* phase, float fraction) {
@@ -235,10 +246,16 @@ bool Loader::view_missing_locked() const {
   return current_->loaded() && current_->view && !has_all(*current_->view, needs_of(want_.metrics, want_.tables));
 }
 
+bool Loader::compare_missing_locked() const {
+  const CompareData* c = current_->compare.get();
+  if (!c || !current_->loaded() || !current_->view) return false;
+  return c->pending || (c->complete && c->window != current_->view->window);
+}
+
 void Loader::run() {
   Work& w = *work_;
   for (;;) {
-    enum class Job { None, Open, Window, Baseline, Extend, Refresh } job = Job::None;
+    enum class Job { None, Open, Window, Baseline, Extend, CompareWindow, Refresh } job = Job::None;
     Want want;
     {
       std::unique_lock lk(mu_);
@@ -263,6 +280,8 @@ void Loader::run() {
           job = Job::Baseline;
         else if (loaded && view_missing_locked())
           job = Job::Extend;
+        else if (loaded && compare_missing_locked())
+          job = Job::CompareWindow;
         else if (w.following && !want_.paused && Clock::now() >= w.next_refresh)
           job = Job::Refresh;
         if (job != Job::None) break;
@@ -316,24 +335,38 @@ void Loader::run() {
       build_view(v, *w.sym, check, [](const ViewData&) {}, phase, needs);
       return std::make_shared<ViewData>(std::move(v));
     };
-    // Differences of the baseline to the whole main trace (both loaded).
-    auto make_compare = [&]() -> std::shared_ptr<const CompareData> {
+    // The baseline analysed for window `r` (the same times since its own start); cached for
+    // the whole trace and the last window.
+    auto baseline_for = [&](TimeRange r, auto& check) -> std::shared_ptr<const BaselineView> {
+      if (!w.baseline) return nullptr;
+      if (r.empty()) return w.baseline_whole;
+      if (w.baseline_window && w.baseline_window->window == r) return w.baseline_window;
+      analysis::ReplayOptions o;
+      o.from = r.from;
+      o.to = r.to;
+      o.at = r.to;
+      analysis::AnalyzeResult res = analyze(w.baseline_path, o, "reading the baseline's window", check);
+      if (!res.ok()) return nullptr;
+      phase("baseline call trees", -1);
+      w.baseline_window = std::make_shared<BaselineView>(make_baseline_view(
+          std::shared_ptr<const analysis::Model>(std::move(res.model)), *w.baseline_sym, r, [&] { check(); }));
+      return w.baseline_window;
+    };
+    // Differences of the main trace's view `v` to the baseline for the same window; `pending`
+    // when the baseline's analysis of that window is not made yet.
+    auto compare_for = [&](const ViewData* v) -> std::shared_ptr<const CompareData> {
       if (w.baseline_path.empty()) return nullptr;
+      std::shared_ptr<const BaselineView> b;
+      if (v && w.baseline)
+        b = v->window.empty() ? w.baseline_whole
+            : w.baseline_window && w.baseline_window->window == v->window ? w.baseline_window
+                                                                            : nullptr;
+      if (b) return std::make_shared<CompareData>(make_compare(w.baseline_path, *b, *v));
       auto c = std::make_shared<CompareData>();
       c->path = w.baseline_path;
       c->error = w.baseline_error;
-      c->model = w.baseline;
-      if (!w.baseline || !w.whole) return c;
-      c->summary = std::make_shared<SummaryData>(make_summary(*w.baseline, w.baseline_path));
-      for (unsigned m = 0; m < kMetricCount; ++m) {
-        const auto& before = w.baseline_trees[m];
-        const auto& after = w.whole->trees[m];
-        if (!before[0] || !after[0]) continue;
-        c->flames[m][0] = std::make_shared<FlameTree>(make_diff_flame(before[0], after[0], false));
-        c->flames[m][1] = std::make_shared<FlameTree>(make_diff_flame(before[0], after[0], true));
-        c->sites[m] = std::make_shared<std::vector<DiffRow>>(diff_sites(*before[1], *after[1]));
-      }
-      c->complete = true;
+      c->window = v ? v->window : TimeRange{};
+      c->pending = w.baseline && v;
       return c;
     };
 
@@ -409,33 +442,26 @@ void Loader::run() {
           break;
         }
         case Job::Baseline: {
-          if (w.baseline_path != want.baseline || want.baseline.empty()) {
-            w.baseline_path = want.baseline;
-            w.baseline.reset();
-            w.baseline_error.clear();
-            w.baseline_trees = {};
+          if (w.baseline_path != want.baseline || want.baseline.empty() || !w.baseline_whole) {
+            w.reset_baseline(want.baseline);
             if (!want.baseline.empty()) {
               analysis::AnalyzeResult res = analyze(want.baseline, {}, "reading the baseline", check_baseline);
               if (!res.ok()) {
                 w.baseline_error = res.error;
               } else {
                 std::shared_ptr<const analysis::Model> bm(std::move(res.model));
-                analysis::Symbolizer bsym(*bm);
+                auto bsym = std::make_unique<analysis::Symbolizer>(*bm);
                 phase("baseline call trees", -1);
-                for (unsigned m = 0; m < kMetricCount; ++m)
-                  for (unsigned d = 0; d < 2; ++d) {
-                    auto t = std::make_shared<analysis::CallTree>();
-                    t->build(*bm, bsym, analysis::Domain::Heap, static_cast<Metric>(m), d == 1);
-                    w.baseline_trees[m][d] = std::move(t);
-                    check_baseline();
-                  }
+                auto whole = std::make_shared<BaselineView>(make_baseline_view(bm, *bsym, {}, check_baseline));
                 w.baseline = bm;
+                w.baseline_sym = std::move(bsym);
+                w.baseline_whole = std::move(whole);
               }
             }
           }
           phase("differences", -1);
           auto s = copy_current();
-          s->compare = make_compare();
+          s->compare = compare_for(s->view.get());
           check_baseline();
           publish(s);
           std::lock_guard lk(mu_);
@@ -449,15 +475,34 @@ void Loader::run() {
           auto built = std::make_shared<ViewData>(std::move(v));
           auto s = copy_current();
           s->view = built;
-          if (built->window.empty()) {
-            w.whole = built;
-          } else if (!w.baseline_path.empty() && w.whole && !has_all(*w.whole, needs)) {
-            ViewData whole = *w.whole;  // the comparison is made with the whole trace
-            build_view(whole, *w.sym, check_window, [](const ViewData&) {}, phase, needs);
-            w.whole = std::make_shared<ViewData>(std::move(whole));
-          }
-          if (!w.baseline_path.empty()) s->compare = make_compare();
+          if (built->window.empty()) w.whole = built;
+          if (!w.baseline_path.empty()) s->compare = compare_for(built.get());
           check_window();
+          publish(s);
+          break;
+        }
+        case Job::CompareWindow: {  // the selection changed: the baseline follows it
+          auto check_compare = [&] {
+            std::lock_guard lk(mu_);
+            if (quit_ || want_.path_gen != path_gen || want_.window_gen != window_gen ||
+                want_.baseline_gen != baseline_gen)
+              throw Stale{};
+          };
+          std::shared_ptr<const ViewData> view = copy_current()->view;
+          if (!baseline_for(view->window, check_compare)) {
+            auto s = copy_current();  // the baseline cannot be read again: say so, stop asking
+            auto c = std::make_shared<CompareData>(*s->compare);
+            c->pending = false;
+            c->complete = false;
+            c->error = "cannot read the baseline for the selected range";
+            s->compare = c;
+            publish(s);
+            break;
+          }
+          phase("differences", -1);
+          auto s = copy_current();
+          s->compare = compare_for(view.get());
+          check_compare();
           publish(s);
           break;
         }
@@ -487,7 +532,7 @@ void Loader::run() {
           s->symbol_problems = problems_of(*w.sym);
           s->refreshes = ++w.refreshes;
           s->analysis_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-          if (!w.baseline_path.empty()) s->compare = make_compare();
+          if (!w.baseline_path.empty()) s->compare = compare_for(view.get());
           w.following = writer;  // one last refresh after the writer is gone, then stop
           w.next_refresh = Clock::now() + opt_.live_interval;
           check_path();

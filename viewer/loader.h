@@ -4,7 +4,8 @@
 // snapshot each frame; it never waits for the loader.
 //
 // Work is driven by the difference between the wanted state and the published one, most
-// urgent first: open a file, analyse a window, load the baseline, refresh a live file. A job
+// urgent first: open a file, analyse a window, load the baseline, build what a view asked for,
+// analyse the baseline for the selected window, refresh a live file. A job
 // whose input changed while it ran is abandoned at its next check (the analysis is stopped
 // from its progress callback; the replay keeps its state in RAII objects, so unwinding out of
 // analyze_file is clean).
@@ -83,6 +84,8 @@ class Loader {
   std::shared_ptr<Snapshot> copy_current() const;
   void set_phase(const char* phase, float fraction);
   bool view_missing_locked() const;  // the published view lacks something wanted (mu_ held)
+  // The published comparison is not for the published view's window (mu_ held).
+  bool compare_missing_locked() const;
 
   Options opt_;
   mutable std::mutex mu_;

@@ -39,16 +39,22 @@ struct ViewData {
   }
 };
 
-// A second trace and its differences to the first (whole traces).
+// A second trace (the baseline) and the differences of the first to it, for the window of the
+// first trace's view (viewer/compare_model.h): both traces restricted to the allocations made
+// in the same range of times since their start, or both whole.
 struct CompareData {
   std::string path;
   std::string error;  // could not be opened
-  std::shared_ptr<const analysis::Model> model;
-  std::shared_ptr<const SummaryData> summary;
+  TimeRange window;   // relative; empty: the whole traces
+  std::shared_ptr<const analysis::Model> model;  // the baseline's, for `window`
+  std::shared_ptr<const analysis::Model> after;  // this trace's, for `window`
   // [metric][0: shaped by the newer (second) trace, 1: by the older (first) trace]
   std::array<std::array<std::shared_ptr<const FlameTree>, 2>, kMetricCount> flames{};
   std::array<std::shared_ptr<const std::vector<DiffRow>>, kMetricCount> sites{};
   bool complete = false;
+  // The baseline is open but its analysis for `window` is still to be made (the selection
+  // changed): the loader makes it next.
+  bool pending = false;
   uint64_t serial = next_serial();
 };
 

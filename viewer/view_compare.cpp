@@ -1,5 +1,7 @@
 // Compare: this trace against a baseline trace: totals side by side, a flamegraph coloured by
-// the difference (red: grew, blue: shrank), and the allocation sites with both values.
+// the difference (red: grew, blue: shrank), and the allocation sites with both values. With a
+// selection, both traces are restricted to the allocations made in the same range of times
+// since their start (and the metric "live at end of selection" compares what each kept).
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
@@ -34,15 +36,31 @@ void CompareView::draw(Frame& f) {
     if (ImGui::Button("Open another baseline...")) want_browse = true;
     return;
   }
-  if (!c->complete || !c->model) {
-    ImGui::TextDisabled("comparing with %s...", c->path.c_str());
+  if (!c->complete || !c->model || !c->after) {
+    if (c->window.empty())
+      ImGui::TextDisabled("comparing with %s...", c->path.c_str());
+    else
+      ImGui::TextDisabled("comparing %s .. %s of both traces with %s...", format_duration(c->window.from).c_str(),
+                          format_duration(c->window.to).c_str(), c->path.c_str());
     return;
   }
   const analysis::Model& a = *c->model;
-  const analysis::Model& b = *s.base;
+  const analysis::Model& b = *c->after;
+  const bool windowed = !c->window.empty();
   ImGui::Text("baseline %s", c->path.c_str());
   ImGui::SameLine();
   if (ImGui::SmallButton("change...")) want_browse = true;
+  // What is compared, in words: the selection applies to both traces.
+  if (windowed)
+    ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(pal.heap),
+                       "Comparing the allocations made %s .. %s after the start of each trace (the selection)",
+                       format_duration(c->window.from).c_str(), format_duration(c->window.to).c_str());
+  else
+    ImGui::TextDisabled("Comparing the whole traces (select a range on the timeline to compare that range of both)");
+  if (s.view && s.view->window != c->window) {
+    ImGui::SameLine();
+    ImGui::TextDisabled("(following the new selection...)");
+  }
   if (ImGui::BeginTable("totals", 4, ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_BordersInnerH)) {
     ImGui::TableSetupColumn("");
     ImGui::TableSetupColumn("baseline");
@@ -66,15 +84,19 @@ void CompareView::draw(Frame& f) {
     row("allocated", a.heap().allocated_bytes, b.heap().allocated_bytes, true);
     row("peak heap", a.heap().peak_bytes, b.heap().peak_bytes, true);
     row("not freed", a.heap().leaked_bytes, b.heap().leaked_bytes, true);
-    row("peak RSS", a.peak_rss, b.peak_rss, true);
+    if (windowed) row("live at end of selection", a.heap().at_bytes, b.heap().at_bytes, true);
+    row("peak RSS (whole trace)", a.peak_rss, b.peak_rss, true);
     ImGui::EndTable();
   }
 
   ImGui::SetNextItemWidth(190 * sc);
   if (ImGui::BeginCombo("##cmetric", metric_name(metric))) {
     for (unsigned m = 0; m < kMetricCount; ++m) {
-      if (static_cast<Metric>(m) == Metric::LiveAt) continue;  // whole traces have no selected range
-      if (ImGui::Selectable(metric_name(static_cast<Metric>(m)), static_cast<Metric>(m) == metric)) metric = static_cast<Metric>(m);
+      const auto mm = static_cast<Metric>(m);
+      const bool enabled = mm != Metric::LiveAt || windowed;  // whole traces have no selected range
+      if (ImGui::Selectable(metric_name(mm), mm == metric, enabled ? 0 : ImGuiSelectableFlags_Disabled)) metric = mm;
+      if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+        ImGui::SetTooltip("%s%s", metric_description(mm), enabled ? "" : " (select a range on the timeline first)");
     }
     ImGui::EndCombo();
   }

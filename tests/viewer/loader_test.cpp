@@ -154,6 +154,47 @@ TEST(Loader, BaselineComparison) {
   ASSERT_TRUE(wait_for([&] { return l.idle() && !l.snapshot()->compare; }));
 }
 
+TEST(Loader, BaselineComparisonFollowsTheSelection) {
+  TempDir d;
+  const std::string a = write_standard(d, "a.mtide");
+  const std::string b = d.file("b.mtide");
+  {
+    test::Synthetic s(b);  // init at 1 ms, leaf_a at 2 ms and 11 ms
+    s.stack(1, 0, {0x1000}).stack(2, 1, {0x2000}).stack(3, 2, {0x3000}).stack(5, 1, {0x5000});
+    s.malloc(1 * test::kMs, 0x10000, 50, 5).malloc(2 * test::kMs, 0x20000, 100, 3).malloc(11 * test::kMs, 0x20100, 100, 3);
+    s.end(20 * test::kMs);
+  }
+  Loader l;
+  l.open(a);
+  l.open_baseline(b);
+  ASSERT_TRUE(wait_for([&] { return l.idle() && l.snapshot()->compare && l.snapshot()->compare->complete; }));
+  const unsigned A = static_cast<unsigned>(analysis::Metric::Allocated);
+  EXPECT_EQ(l.snapshot()->compare->flames[A][0]->before(l.snapshot()->compare->flames[A][0]->nodes[0]), 250u);
+
+  const TimeRange w{5 * test::kMs, 15 * test::kMs};
+  l.set_window(w);
+  ASSERT_TRUE(wait_for([&] {
+    auto s = l.snapshot();
+    return l.idle() && s->view->window == w && s->compare && s->compare->complete && s->compare->window == w;
+  }));
+  auto c = l.snapshot()->compare;
+  ASSERT_TRUE(c->flames[A][0]);
+  const FlameTree& t = *c->flames[A][0];
+  EXPECT_EQ(t.before(t.nodes[0]), 100u) << "the baseline's allocations in 5 ms .. 15 ms";
+  EXPECT_EQ(t.after(t.nodes[0]), 300u) << "this trace's allocations in 5 ms .. 15 ms";
+  EXPECT_EQ(c->model->heap().allocated_bytes, 100u);
+  EXPECT_EQ(c->after->heap().allocated_bytes, 300u);
+
+  l.set_window({});  // back to the whole traces
+  ASSERT_TRUE(wait_for([&] {
+    auto s = l.snapshot();
+    return l.idle() && s->view->window.empty() && s->compare && s->compare->complete && s->compare->window.empty();
+  }));
+  const FlameTree& whole = *l.snapshot()->compare->flames[A][0];
+  EXPECT_EQ(whole.before(whole.nodes[0]), 250u);
+  EXPECT_EQ(whole.after(whole.nodes[0]), 1350u);
+}
+
 TEST(Loader, FollowsAFileStillBeingWritten) {
   TempDir d;
   const std::string path = d.file("live.mtide");

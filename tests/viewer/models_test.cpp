@@ -8,6 +8,7 @@
 #include "analysis/replay.h"
 #include "analysis/symbols.h"
 #include "synthetic_trace.h"
+#include "viewer/compare_model.h"
 #include "viewer/diff_model.h"
 #include "viewer/leaks_model.h"
 #include "viewer/summary_model.h"
@@ -29,9 +30,9 @@ struct Loaded {
   std::unique_ptr<analysis::Symbolizer> sym;
 };
 
-Loaded load(const std::vector<uint8_t>& bytes) {
+Loaded load(const std::vector<uint8_t>& bytes, const analysis::ReplayOptions& o = {}) {
   Loaded l;
-  auto r = analysis::analyze_memory(bytes);
+  auto r = analysis::analyze_memory(bytes, o);
   EXPECT_TRUE(r.ok()) << r.error;
   l.model = std::move(r.model);
   l.sym = std::make_unique<analysis::Symbolizer>(*l.model);
@@ -230,6 +231,96 @@ TEST(Compare, DiffFlameAndSites) {
   EXPECT_EQ(rows[order[0]].delta(), 1000);
   EXPECT_EQ(rows[order[1]].label, label(0x3000));  // +200
   EXPECT_EQ(rows[order[2]].delta(), 0);            // init unchanged
+}
+
+// The baseline of the comparison tests: init (50 bytes at 1 ms), leaf_a at 2 ms and 11 ms.
+const std::vector<uint8_t>& baseline_bytes() {
+  static std::vector<uint8_t> bytes = [] {
+    test::Synthetic s;
+    s.stack(1, 0, {0x1000}).stack(2, 1, {0x2000}).stack(3, 2, {0x3000}).stack(5, 1, {0x5000});
+    s.malloc(1 * test::kMs, 0x10000, 50, 5).malloc(2 * test::kMs, 0x20000, 100, 3).malloc(11 * test::kMs, 0x20100, 100, 3);
+    return s.end(20 * test::kMs);
+  }();
+  return bytes;
+}
+
+// The main trace's view of a window, as the loader builds it (every metric, both directions).
+ViewData view_of(Loaded& l, TimeRange window) {
+  ViewData v;
+  v.window = window;
+  v.model = std::shared_ptr<const analysis::Model>(std::move(l.model));
+  for (unsigned m = 0; m < kMetricCount; ++m)
+    for (unsigned d = 0; d < 2; ++d) {
+      auto t = std::make_shared<analysis::CallTree>();
+      t->build(*v.model, *l.sym, analysis::Domain::Heap, static_cast<Metric>(m), d == 1);
+      v.trees[m][d] = std::move(t);
+    }
+  return v;
+}
+
+analysis::ReplayOptions window_options(TimeRange r) {
+  analysis::ReplayOptions o;
+  o.from = r.from;
+  o.to = r.to;
+  o.at = r.to;
+  return o;
+}
+
+TEST(Compare, WholeTracesWithoutASelection) {
+  Loaded after = standard();
+  Loaded before = load(baseline_bytes());
+  const BaselineView b = make_baseline_view(std::move(before.model), *before.sym, {});
+  const CompareData c = make_compare("base.mtide", b, view_of(after, {}));
+  ASSERT_TRUE(c.complete);
+  EXPECT_TRUE(c.window.empty());
+  const unsigned A = static_cast<unsigned>(Metric::Allocated);
+  ASSERT_TRUE(c.flames[A][0] && c.sites[A]);
+  EXPECT_EQ(c.flames[A][0]->before(c.flames[A][0]->nodes[0]), 250u);
+  EXPECT_EQ(c.flames[A][0]->after(c.flames[A][0]->nodes[0]), 1350u);
+  EXPECT_EQ(c.model->heap().allocated_bytes, 250u);
+  EXPECT_EQ(c.after->heap().allocated_bytes, 1350u);
+}
+
+TEST(Compare, FollowsTheSelectionInBothTraces) {
+  // 5 ms .. 15 ms: this trace allocates leaf_a three times (300 bytes, all live at 15 ms), the
+  // baseline once (100 bytes, live); init and leaf_b fall outside in both.
+  const TimeRange w{5 * test::kMs, 15 * test::kMs};
+  test::Synthetic s;
+  Loaded after = load(test::standard_program(s).end(40 * test::kMs), window_options(w));
+  Loaded before = load(baseline_bytes(), window_options(w));
+  const BaselineView b = make_baseline_view(std::move(before.model), *before.sym, w);
+  const CompareData c = make_compare("base.mtide", b, view_of(after, w));
+  ASSERT_TRUE(c.complete);
+  EXPECT_EQ(c.window, w);
+  EXPECT_EQ(c.model->heap().allocated_bytes, 100u);
+  EXPECT_EQ(c.after->heap().allocated_bytes, 300u);
+  for (Metric m : {Metric::Allocated, Metric::LiveAt}) {
+    const unsigned mi = static_cast<unsigned>(m);
+    ASSERT_TRUE(c.flames[mi][0] && c.flames[mi][1] && c.sites[mi]) << metric_name(m);
+    const FlameTree& t = *c.flames[mi][0];
+    EXPECT_EQ(t.before(t.nodes[0]), 100u) << metric_name(m);
+    EXPECT_EQ(t.after(t.nodes[0]), 300u) << metric_name(m);
+    ASSERT_EQ(c.sites[mi]->size(), 1u) << "only leaf_a allocated in the range";
+    EXPECT_EQ((*c.sites[mi])[0].label, label(0x3000));
+    EXPECT_EQ((*c.sites[mi])[0].delta(), 200);
+  }
+  const unsigned L = static_cast<unsigned>(Metric::Leaked);
+  ASSERT_TRUE(c.flames[L][0]);
+  EXPECT_EQ(c.flames[L][0]->before(c.flames[L][0]->nodes[0]), 100u);  // the baseline never frees
+  EXPECT_EQ(c.flames[L][0]->after(c.flames[L][0]->nodes[0]), 100u);   // two of the three are freed
+}
+
+TEST(Compare, MetricsNotBuiltInTheViewAreLeftOut) {
+  Loaded after = standard();
+  Loaded before = load(baseline_bytes());
+  const BaselineView b = make_baseline_view(std::move(before.model), *before.sym, {});
+  ViewData v = view_of(after, {});
+  const unsigned P = static_cast<unsigned>(Metric::Peak);
+  v.trees[P] = {};
+  const CompareData c = make_compare("base.mtide", b, v);
+  EXPECT_FALSE(c.flames[P][0]);
+  EXPECT_FALSE(c.sites[P]);
+  EXPECT_TRUE(c.sites[static_cast<unsigned>(Metric::Allocated)]);
 }
 
 TEST(Summary, ProcessTotalsAndLeaks) {

@@ -1,0 +1,38 @@
+#include "viewer/compare_model.h"
+
+namespace memtide::viewer {
+
+BaselineView make_baseline_view(std::shared_ptr<const analysis::Model> model, analysis::Symbolizer& sym,
+                                TimeRange window, const std::function<void()>& check) {
+  BaselineView b;
+  b.window = window;
+  b.model = std::move(model);
+  for (unsigned m = 0; m < kMetricCount; ++m)
+    for (unsigned d = 0; d < 2; ++d) {
+      auto t = std::make_shared<analysis::CallTree>();
+      t->build(*b.model, sym, analysis::Domain::Heap, static_cast<analysis::Metric>(m), d == 1);
+      b.trees[m][d] = std::move(t);
+      if (check) check();
+    }
+  return b;
+}
+
+CompareData make_compare(const std::string& path, const BaselineView& before, const ViewData& after) {
+  CompareData c;
+  c.path = path;
+  c.window = after.window;
+  c.model = before.model;
+  c.after = after.model;
+  for (unsigned m = 0; m < kMetricCount; ++m) {
+    const auto& b = before.trees[m];
+    const auto& a = after.trees[m];
+    if (!b[0] || !b[1] || !a[0] || !a[1]) continue;
+    c.flames[m][0] = std::make_shared<FlameTree>(make_diff_flame(b[0], a[0], false));
+    c.flames[m][1] = std::make_shared<FlameTree>(make_diff_flame(b[0], a[0], true));
+    c.sites[m] = std::make_shared<std::vector<DiffRow>>(diff_sites(*b[1], *a[1]));
+  }
+  c.complete = true;
+  return c;
+}
+
+}  // namespace memtide::viewer
