@@ -21,6 +21,7 @@
 #define MT_LIKELY(x) __builtin_expect(!!(x), 1)
 #define MT_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define MT_TLS __attribute__((tls_model("initial-exec"))) __thread
+#define MT_NOINLINE __attribute__((noinline))
 
 namespace memtide::rec {
 
@@ -134,10 +135,30 @@ struct StackCacheEntry {
 };
 inline constexpr unsigned kStackCacheSize = 512;  // per thread, direct-mapped
 
+// The thread's last stack as unwound, outermost frame first, with where each frame's return
+// address (and saved rbp) was read: the next unwind that reaches one of these frames in the
+// same state re-reads only those slots instead of stepping the frames again (unwind.cpp).
+inline constexpr int kMemoFrames = 96;
+struct UnwindFrame {
+  uint64_t ip, sp, bp;        // the frame's state before it is stepped
+  const uint64_t* ra_slot;    // where the caller's return address was read
+  const uint64_t* bp_slot;    // where the caller's rbp was read; null: rbp unchanged
+  uint64_t rule;              // the cached rule it was stepped with
+};
+struct UnwindMemo {
+  uint64_t gen = 0;           // rule generation the frames were stepped with; 0: empty
+  int n = 0;
+  bool ends_with_zero_ra = false;  // the walk ended on a null return address (else on CFI)
+  UnwindFrame f[kMemoFrames];      // outermost first
+  UnwindFrame walk[kMemoFrames];   // the current walk, leaf first (until overwritten, the
+                                   // previous one: its rules are reused at equal ips)
+};
+
 struct ThreadState {
   Stream stream;
   pid_t tid = 0;
   StackCacheEntry cache[kStackCacheSize];
+  UnwindMemo memo;
 };
 
 enum State : int { kUninit = 0, kStarting, kActive, kStopped };
@@ -196,6 +217,12 @@ void modules_reset();
 void modules_scan();
 extern pthread_mutex_t modules_mutex;
 void find_own_range();
+
+// unwind.cpp: return addresses of the calling thread, leaf first, by cached CFI rules; -1 when
+// a frame needs libunwind. unwind_modules_unloaded() forgets every rule (code may have moved).
+int fast_backtrace(void** out, int cap, UnwindMemo* memo);
+void unwind_modules_unloaded();
+extern pthread_mutex_t unwind_mutex;
 
 // process.cpp
 void append_process_info(Stream* s);

@@ -145,6 +145,7 @@ void modules_scan() {
       continue;
     }
     emit_unload(g_known[i].id);
+    unwind_modules_unloaded();
     g_known[i] = g_known[--g_nknown];
   }
   pthread_mutex_unlock(&modules_mutex);

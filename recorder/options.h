@@ -29,12 +29,14 @@ inline constexpr OptionInfo kOptions[] = {
 };
 
 enum class AllocatorKind : uint8_t { System, Mimalloc };
+enum class UnwindKind : uint8_t { Fast, Libunwind, Verify };
 
 struct Options {
   const char* output = "memtide.%e.%p.mtide";
   uint32_t max_depth = 64;
   bool follow = true;
   AllocatorKind allocator = AllocatorKind::System;
+  UnwindKind unwind = UnwindKind::Fast;
   uint32_t counter_interval_ms = 10;
   uint32_t flush_interval_ms = 200;
   int compression = 0;
@@ -80,6 +82,11 @@ inline const char* apply_option(Options& o, const char* env, const char* value) 
     if (!std::strcmp(value, "system")) o.allocator = AllocatorKind::System;
     else if (!std::strcmp(value, "mimalloc")) o.allocator = AllocatorKind::Mimalloc;
     else err = "expected system or mimalloc";
+  } else if (!std::strcmp(env, "MEMTIDE_UNWIND")) {
+    if (!std::strcmp(value, "fast")) o.unwind = UnwindKind::Fast;
+    else if (!std::strcmp(value, "libunwind")) o.unwind = UnwindKind::Libunwind;
+    else if (!std::strcmp(value, "verify")) o.unwind = UnwindKind::Verify;
+    else err = "expected fast, libunwind or verify";
   } else if (!std::strcmp(env, "MEMTIDE_COUNTER_INTERVAL_MS")) {
     if (!(err = parse_int(value, 0, 60000, n))) o.counter_interval_ms = static_cast<uint32_t>(n);
   } else if (!std::strcmp(env, "MEMTIDE_FLUSH_INTERVAL_MS")) {

@@ -39,7 +39,7 @@ MT_TLS int tls_exited = 0;
 // ---------------------------------------------------------------------------------------
 namespace {
 
-constexpr int kExtraFrames = 4;  // our own frames at the top of an unwound stack
+constexpr int kExtraFrames = 6;  // room for our own frames at the top of an unwound stack
 pthread_mutex_t g_start_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 void thread_exit_destructor(void* p);
@@ -215,16 +215,55 @@ inline void release(const Target& t) {
 // ---------------------------------------------------------------------------------------
 namespace {
 
-inline uint32_t capture_stack(const Target& t) {
-  const int cap = static_cast<int>(g.opts.max_depth) + kExtraFrames;
-  void** ips = static_cast<void**>(__builtin_alloca(static_cast<size_t>(cap) * sizeof(void*)));
-  int n = unw_backtrace(ips, cap);
+inline int skip_own_frames(void* const* ips, int n) {
   int skip = 0;
   if (g.own_range_known) {
     while (skip < n && reinterpret_cast<uintptr_t>(ips[skip]) >= g.own_lo &&
            reinterpret_cast<uintptr_t>(ips[skip]) < g.own_hi)
       ++skip;
   }
+  return skip;
+}
+
+std::atomic<uint64_t> g_verify_stacks{0}, g_verify_fast{0}, g_verify_diff{0};
+
+// MEMTIDE_UNWIND=verify: both unwinders on every stack; the trace gets libunwind's.
+MT_NOINLINE int unwind_verified(void** ips, int cap, int& skip, UnwindMemo* memo) {
+  // One more slot for the fast side: fast_backtrace is itself one of our frames.
+  void** fast = static_cast<void**>(__builtin_alloca(static_cast<size_t>(cap + 1) * sizeof(void*)));
+  const int nf = fast_backtrace(fast, cap + 1, memo);
+  const int nl = unw_backtrace(ips, cap);
+  skip = skip_own_frames(ips, nl);
+  g_verify_stacks.fetch_add(1, std::memory_order_relaxed);
+  if (nf < 0) return nl;
+  g_verify_fast.fetch_add(1, std::memory_order_relaxed);
+  const int sf = skip_own_frames(fast, nf);
+  const int depth = static_cast<int>(g.opts.max_depth);
+  const int a = nf - sf < depth ? nf - sf : depth;
+  const int b = nl - skip < depth ? nl - skip : depth;
+  if (a != b || std::memcmp(fast + sf, ips + skip, static_cast<size_t>(a) * sizeof(void*)) != 0) {
+    if (g_verify_diff.fetch_add(1, std::memory_order_relaxed) < 3) {
+      int i = 0;
+      while (i < a && i < b && fast[sf + i] == ips[skip + i]) ++i;
+      message("unwind verify: stacks differ at frame %d: fast %d frames (%p), libunwind %d frames (%p)", i, a,
+              i < a ? fast[sf + i] : nullptr, b, i < b ? ips[skip + i] : nullptr);
+    }
+  }
+  return nl;
+}
+
+inline uint32_t capture_stack(const Target& t) {
+  const int cap = static_cast<int>(g.opts.max_depth) + kExtraFrames;
+  void** ips = static_cast<void**>(__builtin_alloca(static_cast<size_t>(cap) * sizeof(void*)));
+  int n = -1;
+  int skip = 0;
+  if (MT_LIKELY(g.opts.unwind == UnwindKind::Fast)) {
+    n = fast_backtrace(ips, cap, t.ts ? &t.ts->memo : nullptr);
+  } else if (g.opts.unwind == UnwindKind::Verify) {
+    n = unwind_verified(ips, cap, skip, t.ts ? &t.ts->memo : nullptr);
+  }
+  if (n < 0) n = unw_backtrace(ips, cap);
+  if (g.opts.unwind != UnwindKind::Verify) skip = skip_own_frames(ips, n);
   n -= skip;
   if (n > static_cast<int>(g.opts.max_depth)) n = static_cast<int>(g.opts.max_depth);
   return stack_id(t.ts, t.s, ips + skip, n);
@@ -447,6 +486,12 @@ void finish(fmt::EndReason reason, uint64_t status, int timeout_ms) {
   int expected = kActive;
   if (!g.state.compare_exchange_strong(expected, kStopped)) return;
   if (!g.started) return;
+  if (g.opts.unwind == UnwindKind::Verify) {
+    const uint64_t all = g_verify_stacks.load(), fast = g_verify_fast.load();
+    message("unwind verify: %llu stacks, %llu unwound by cached rules, %llu by libunwind only, %llu differ",
+            static_cast<unsigned long long>(all), static_cast<unsigned long long>(fast),
+            static_cast<unsigned long long>(all - fast), static_cast<unsigned long long>(g_verify_diff.load()));
+  }
   tls_busy++;
   writer_finish(reason, status, timeout_ms);
   tls_busy--;
@@ -493,12 +538,13 @@ namespace {
 
 void fork_prepare() {
   tls_busy++;
-  // Lock order: start -> modules -> shared -> maps -> stacks -> registry -> queue.
+  // Lock order: start -> modules -> shared -> maps -> stacks -> unwind -> registry -> queue.
   pthread_mutex_lock(&g_start_mutex);
   pthread_mutex_lock(&modules_mutex);
   pthread_mutex_lock(&g.shared_mutex);
   pthread_mutex_lock(&g_maps_mutex);
   pthread_mutex_lock(&stacks_mutex);
+  pthread_mutex_lock(&unwind_mutex);
   pthread_mutex_lock(&g.registry_mutex);
   pthread_mutex_lock(&g.queue_mutex);
 }
@@ -506,6 +552,7 @@ void fork_prepare() {
 void fork_parent() {
   pthread_mutex_unlock(&g.queue_mutex);
   pthread_mutex_unlock(&g.registry_mutex);
+  pthread_mutex_unlock(&unwind_mutex);
   pthread_mutex_unlock(&stacks_mutex);
   pthread_mutex_unlock(&g_maps_mutex);
   pthread_mutex_unlock(&g.shared_mutex);
@@ -516,7 +563,7 @@ void fork_parent() {
 
 void fork_child() {
   for (pthread_mutex_t* m : {&g.queue_mutex, &g.shared_mutex, &g.registry_mutex, &g_maps_mutex, &stacks_mutex,
-                             &modules_mutex, &g_start_mutex})
+                             &unwind_mutex, &modules_mutex, &g_start_mutex})
     pthread_mutex_init(m, nullptr);
   pthread_cond_init(&g.queue_cond, nullptr);
   if (g.state.load() != kActive || !g.started) {

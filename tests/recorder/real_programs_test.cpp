@@ -199,3 +199,77 @@ TEST(RealPrograms, GxxCompile) {
   }
   ADD_FAILURE() << "no cc1plus trace among " << t.traces.size();
 }
+
+namespace {
+
+struct VerifyCounts {
+  int processes = 0;
+  uint64_t stacks = 0, fast = 0, differ = 0;
+};
+
+// Sums the "unwind verify: ..." lines that MEMTIDE_UNWIND=verify prints, one per process.
+VerifyCounts verify_counts(const std::string& err) {
+  VerifyCounts c;
+  std::istringstream lines(err);
+  for (std::string line; std::getline(lines, line);) {
+    unsigned long long n = 0, f = 0, l = 0, d = 0;
+    const size_t at = line.find("unwind verify: ");
+    if (at == std::string::npos) continue;
+    if (std::sscanf(line.c_str() + at, "unwind verify: %llu stacks, %llu unwound by cached rules, %llu by libunwind only, %llu differ",
+                    &n, &f, &l, &d) != 4)
+      continue;
+    ++c.processes;
+    c.stacks += n;
+    c.fast += f;
+    c.differ += d;
+  }
+  return c;
+}
+
+}  // namespace
+
+// The cached-rule unwinder and libunwind, both run on every stack of real programs (the
+// trace keeps libunwind's): the same return addresses everywhere, and nearly every stack
+// unwound without libunwind.
+TEST(RealPrograms, FastUnwinderAgreesWithLibunwind) {
+  TempDir dir;
+  {
+    std::ofstream sql(dir.path() / "script.sql");
+    sql << "CREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT);\nBEGIN;\n";
+    for (int i = 0; i < 5000; ++i) sql << "INSERT INTO t(name) VALUES('n" << i << "');\n";
+    sql << "COMMIT;\nCREATE INDEX ti ON t(name);\nSELECT count(*) FROM t WHERE name LIKE 'n1%';\n";
+    std::ofstream py(dir.path() / "work.py");
+    py << "import json\nd = {str(i): list(range(i % 100)) for i in range(20000)}\nprint(len(json.dumps(d)))\n";
+    std::ofstream cpp(dir.path() / "unit.cpp");
+    cpp << "#include <map>\n#include <string>\n#include <vector>\n"
+           "int main() { std::map<std::string, std::vector<int>> m; m[\"a\"].push_back(1); return (int)m.size() - 1; }\n";
+  }
+  struct Case {
+    const char* tool;
+    std::string cmd, in;
+    int min_processes;
+  };
+  const Case cases[] = {
+      {"sqlite3", "sqlite3 :memory:", (dir.path() / "script.sql").string(), 1},
+      {"python3", "/usr/bin/python3 work.py", "", 1},
+      {"g++", "g++ -O1 -c unit.cpp -o unit.o", "", 3},
+  };
+  for (const Case& c : cases) {
+    if (!have(c.tool)) {
+      std::printf("%s missing: skipped\n", c.tool);
+      continue;
+    }
+    const Out plain = sh(c.cmd, dir.path(), c.in);
+    const Traced t = traced("MEMTIDE_UNWIND=verify " + c.cmd, dir.path(), c.in);
+    EXPECT_EQ(t.run.status, plain.status) << c.cmd << ": " << t.run.err;
+    EXPECT_EQ(t.run.out, plain.out) << c.cmd;
+    const VerifyCounts v = verify_counts(t.run.err);
+    std::printf("%s: %d processes, %llu stacks, %llu by cached rules, %llu differ\n", c.tool, v.processes,
+                static_cast<unsigned long long>(v.stacks), static_cast<unsigned long long>(v.fast),
+                static_cast<unsigned long long>(v.differ));
+    EXPECT_GE(v.processes, c.min_processes) << c.cmd << ": " << t.run.err;
+    EXPECT_GT(v.stacks, 200u) << c.cmd;
+    EXPECT_EQ(v.differ, 0u) << c.cmd << ": " << t.run.err;
+    EXPECT_GE(static_cast<double>(v.fast), 0.99 * static_cast<double>(v.stacks)) << c.cmd;
+  }
+}

@@ -454,6 +454,29 @@ TEST(Stacks, MaxDepthIsHonoured) {
   EXPECT_EQ(t.max_stack_depth, 3u);
 }
 
+// Every stack of the 8-thread workload unwound by both unwinders (MEMTIDE_UNWIND=verify):
+// the cached-rule unwinder and libunwind agree, and libunwind is almost never needed.
+TEST(Stacks, FastUnwinderAgreesWithLibunwindOnEveryThread) {
+  TempDir dir;
+  RunResult r;
+  auto traces = traced({MT_EXACT}, dir.path(), &r, {{"MEMTIDE_UNWIND", "verify"}});
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_EQ(traces.size(), 1u);
+  unsigned long long n = 0, fast = 0, slow = 0, differ = 0;
+  const size_t at = r.err.find("unwind verify: ");
+  ASSERT_NE(at, std::string::npos) << r.err;
+  ASSERT_EQ(std::sscanf(r.err.c_str() + at,
+                        "unwind verify: %llu stacks, %llu unwound by cached rules, %llu by libunwind only, %llu differ",
+                        &n, &fast, &slow, &differ),
+            4)
+      << r.err;
+  const Replay t = replay_trace(traces[0]);
+  ASSERT_TRUE(t.read_ok) << t.error;
+  EXPECT_GT(n, 10000u);
+  EXPECT_EQ(differ, 0u) << r.err;
+  EXPECT_GE(static_cast<double>(fast), 0.99 * static_cast<double>(n));
+}
+
 TEST(Api, PauseSkipsAllocationsButNotFrees) {
   TempDir dir;
   RunResult r;

@@ -1,0 +1,389 @@
+// The unwinder of the allocation path: return addresses of the calling thread, leaf first.
+//
+// Each frame is stepped with a rule cached per code address: where the CFA is (rsp or rbp
+// plus an offset), where the return address and the caller's rbp were saved relative to it.
+// That covers the frames compilers emit for ordinary x86-64 code. The rules come from the
+// module's own CFI (.eh_frame, read with elfutils libdw from the file on disk, after checking
+// its build-id against the loaded image) the first time an address is seen, and are kept in
+// a lock-free table read by every thread. A stack with any frame outside that model (signal
+// frames, CFA expressions, realigned stacks, code without CFI, a changed file) is unwound by
+// libunwind instead, so both give the same return addresses; `MEMTIDE_UNWIND=verify` checks
+// that on every stack.
+//
+// Lookups of new addresses run under `unwind_mutex`, with the calling thread busy (libdw's
+// own allocations are not recorded). Nothing on that path takes the dynamic loader's lock:
+// modules are found with _dl_find_object, which is lock-free.
+#include <dlfcn.h>
+#include <dwarf.h>
+#include <elf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <link.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "recorder/internal.h"
+
+namespace memtide::rec {
+
+pthread_mutex_t unwind_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+namespace {
+
+// A frame rule in 64 bits:
+//   63 valid, 62 end (no return address: outermost frame), 61 none (use libunwind),
+//   60 CFA based on rbp (else rsp), 59 rbp saved,
+//   44..58 generation (15 bits), 32..43 rbp offset (signed 12), 24..31 return-address
+//   offset (signed 8), 0..23 CFA offset (signed 24).
+constexpr uint64_t kValid = 1ull << 63;
+constexpr uint64_t kEnd = 1ull << 62;
+constexpr uint64_t kNone = 1ull << 61;
+constexpr uint64_t kCfaRbp = 1ull << 60;
+constexpr uint64_t kRbpSaved = 1ull << 59;
+constexpr int kGenShift = 44;
+constexpr uint64_t kGenMask = 0x7FFF;
+
+inline int64_t sext(uint64_t v, int bits) {
+  const uint64_t m = 1ull << (bits - 1);
+  v &= (1ull << bits) - 1;
+  return static_cast<int64_t>((v ^ m) - m);
+}
+inline bool fits(int64_t v, int bits) { return v >= -(1ll << (bits - 1)) && v < (1ll << (bits - 1)); }
+inline int64_t cfa_off(uint64_t r) { return sext(r, 24); }
+inline int64_t ra_off(uint64_t r) { return sext(r >> 24, 8); }
+inline int64_t rbp_off(uint64_t r) { return sext(r >> 32, 12); }
+
+struct RuleSlot {
+  std::atomic<uint64_t> pc;  // 0: empty; a slot's pc never changes once set
+  std::atomic<uint64_t> rule;
+};
+constexpr uint64_t kSlots = 1u << 18;
+constexpr int kMaxProbe = 32;
+RuleSlot* g_rules = nullptr;  // under unwind_mutex to create; read without a lock
+std::atomic<uint32_t> g_gen{1};
+std::atomic<bool> g_full{false};  // a rule could not be stored: every stack goes to libunwind
+
+inline uint64_t slot_of(uint64_t pc) { return (pc * 0x9E3779B97F4A7C15ull) >> (64 - 18); }
+
+inline uint64_t rule_find(uint64_t pc, uint64_t gen) {
+  RuleSlot* t = g_rules;
+  if (MT_UNLIKELY(!t)) return 0;
+  uint64_t i = slot_of(pc);
+  for (int probe = 0; probe < kMaxProbe; ++probe, i = (i + 1) & (kSlots - 1)) {
+    const uint64_t k = t[i].pc.load(std::memory_order_acquire);
+    if (k == pc) {
+      const uint64_t r = t[i].rule.load(std::memory_order_acquire);
+      return ((r >> kGenShift) & kGenMask) == gen ? r : 0;
+    }
+    if (k == 0) return 0;
+  }
+  return 0;
+}
+
+// Under unwind_mutex.
+void rule_store(uint64_t pc, uint64_t rule) {
+  uint64_t i = slot_of(pc);
+  for (int probe = 0; probe < kMaxProbe; ++probe, i = (i + 1) & (kSlots - 1)) {
+    const uint64_t k = g_rules[i].pc.load(std::memory_order_relaxed);
+    if (k == pc || k == 0) {
+      g_rules[i].rule.store(rule, std::memory_order_release);
+      if (k == 0) g_rules[i].pc.store(pc, std::memory_order_release);
+      return;
+    }
+  }
+  g_full.store(true, std::memory_order_relaxed);
+}
+
+// Modules whose CFI is open, under unwind_mutex; dropped when the generation changes.
+struct Module {
+  uintptr_t start, end;  // the mapping, from _dl_find_object
+  uintptr_t bias;
+  Elf* elf;              // null: no usable CFI (no file, build-id differs, ...)
+  Dwarf_CFI* cfi;
+};
+constexpr int kMaxOpen = 256;
+Module g_open[kMaxOpen];
+int g_nopen = 0;
+uint32_t g_open_gen = 0;
+bool g_elf_ready = false;
+
+// The GNU build-id note of a loaded image, read from its program headers in memory.
+bool loaded_build_id(const dl_find_object& fo, const void*& id, size_t& len) {
+  const auto* base = static_cast<const uint8_t*>(fo.dlfo_map_start);
+  const auto* eh = reinterpret_cast<const ElfW(Ehdr)*>(base);
+  if (std::memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0) return false;
+  const auto* ph = reinterpret_cast<const ElfW(Phdr)*>(base + eh->e_phoff);
+  const uintptr_t bias = fo.dlfo_link_map->l_addr;
+  for (int i = 0; i < eh->e_phnum; ++i) {
+    if (ph[i].p_type != PT_NOTE) continue;
+    const auto* p = reinterpret_cast<const uint8_t*>(bias + ph[i].p_vaddr);
+    const uint8_t* end = p + ph[i].p_memsz;
+    while (p + sizeof(ElfW(Nhdr)) <= end) {
+      ElfW(Nhdr) nh;
+      std::memcpy(&nh, p, sizeof nh);
+      const uint8_t* name = p + sizeof nh;
+      const uint8_t* desc = name + ((nh.n_namesz + 3) & ~3u);
+      const uint8_t* next = desc + ((nh.n_descsz + 3) & ~3u);
+      if (next > end) break;
+      if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0) {
+        id = desc;
+        len = nh.n_descsz;
+        return true;
+      }
+      p = next;
+    }
+  }
+  return false;
+}
+
+void close_modules() {
+  for (int i = 0; i < g_nopen; ++i) {
+    if (g_open[i].cfi) dwarf_cfi_end(g_open[i].cfi);
+    if (g_open[i].elf) elf_end(g_open[i].elf);
+  }
+  g_nopen = 0;
+}
+
+// Opens the CFI of the module mapped at fo (under unwind_mutex).
+Module* open_module(const dl_find_object& fo) {
+  if (g_nopen == kMaxOpen) close_modules();
+  Module& m = g_open[g_nopen++];
+  m = Module{reinterpret_cast<uintptr_t>(fo.dlfo_map_start), reinterpret_cast<uintptr_t>(fo.dlfo_map_end),
+             fo.dlfo_link_map->l_addr, nullptr, nullptr};
+  const char* path = fo.dlfo_link_map->l_name;
+  char exe[4096];
+  if (!path || !*path) {
+    const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return &m;
+    exe[n] = 0;
+    path = exe;
+  }
+  if (path[0] != '/') return &m;  // the vdso, or a name without a file
+  if (!g_elf_ready) {
+    elf_version(EV_CURRENT);
+    g_elf_ready = true;
+  }
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return &m;
+  Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+  if (elf) {
+    // The file must be the one that is loaded: same build-id (a replaced file would give
+    // rules for other code).
+    const void* want = nullptr;
+    size_t want_len = 0;
+    const void* have = nullptr;
+    const ssize_t have_len = dwelf_elf_gnu_build_id(elf, &have);
+    const bool loaded = loaded_build_id(fo, want, want_len);
+    const bool same = loaded ? (have_len == static_cast<ssize_t>(want_len) && std::memcmp(have, want, want_len) == 0)
+                             : have_len <= 0;
+    Dwarf_CFI* cfi = same ? dwarf_getcfi_elf(elf) : nullptr;
+    if (cfi) {
+      elf_cntl(elf, ELF_C_FDDONE);
+      m.elf = elf;
+      m.cfi = cfi;
+    } else {
+      elf_end(elf);
+    }
+  }
+  close(fd);
+  return &m;
+}
+
+// Reads "the register is saved at CFA + N" from a libdw register rule.
+bool saved_at_cfa(const Dwarf_Op* ops, size_t nops, int64_t& off) {
+  if (nops == 0 || ops[0].atom != DW_OP_call_frame_cfa) return false;
+  if (nops == 1) {
+    off = 0;
+    return true;
+  }
+  if (nops == 2 && ops[1].atom == DW_OP_plus_uconst) {
+    off = static_cast<int64_t>(ops[1].number);
+    return true;
+  }
+  if (nops == 3 && ops[1].atom == DW_OP_consts && ops[2].atom == DW_OP_plus) {
+    off = static_cast<int64_t>(ops[1].number);
+    return true;
+  }
+  return false;
+}
+
+// The rule for code address `pc` from the module's CFI; kNone when it is not one we step.
+uint64_t compute_rule(Module* m, uint64_t pc) {
+  if (!m->cfi) return kNone;
+  Dwarf_Frame* frame = nullptr;
+  if (dwarf_cfi_addrframe(m->cfi, pc - m->bias, &frame) != 0 || !frame) return kNone;
+  uint64_t rule = kNone;
+  bool signal = false;
+  const int ra_reg = dwarf_frame_info(frame, nullptr, nullptr, &signal);
+  Dwarf_Op* ops = nullptr;
+  size_t nops = 0;
+  Dwarf_Op mem[3];
+  if (ra_reg == 16 && !signal && dwarf_frame_cfa(frame, &ops, &nops) == 0 && nops == 1 &&
+      ops[0].atom == DW_OP_bregx && (ops[0].number == 7 || ops[0].number == 6) &&
+      fits(static_cast<int64_t>(ops[0].number2), 24)) {
+    const bool on_rbp = ops[0].number == 6;
+    const int64_t cfa = static_cast<int64_t>(ops[0].number2);
+    do {
+      uint64_t r = kValid | (on_rbp ? kCfaRbp : 0) | (static_cast<uint64_t>(cfa) & 0xFFFFFF);
+      if (dwarf_frame_register(frame, 16, mem, &ops, &nops) != 0) break;
+      if (nops == 0) {
+        if (ops != mem) break;  // "same value": not a return address we can follow
+        rule = r | kEnd;        // undefined: the outermost frame
+        break;
+      }
+      int64_t off = 0;
+      if (!saved_at_cfa(ops, nops, off) || !fits(off, 8)) break;
+      r |= (static_cast<uint64_t>(off) & 0xFF) << 24;
+      if (dwarf_frame_register(frame, 6, mem, &ops, &nops) != 0) break;
+      if (nops != 0) {
+        if (!saved_at_cfa(ops, nops, off) || !fits(off, 12)) break;
+        r |= kRbpSaved | ((static_cast<uint64_t>(off) & 0xFFF) << 32);
+      } else if (ops == mem && on_rbp) {
+        break;  // rbp undefined yet the CFA depends on it
+      }
+      rule = r;
+    } while (false);
+  }
+  free(frame);
+  return rule;
+}
+
+// First sight of `pc` (or of its generation): find its module and rule, store it.
+MT_NOINLINE uint64_t rule_resolve(uint64_t pc, uint64_t gen) {
+  pthread_mutex_lock(&unwind_mutex);
+  uint64_t rule = rule_find(pc, gen);
+  if (!rule) {
+    if (!g_rules) g_rules = static_cast<RuleSlot*>(mem_alloc(kSlots * sizeof(RuleSlot)));
+    if (!g_rules) {
+      g_full.store(true, std::memory_order_relaxed);
+      pthread_mutex_unlock(&unwind_mutex);
+      return kValid | kNone;
+    }
+    if (g_open_gen != gen) {
+      close_modules();
+      g_open_gen = static_cast<uint32_t>(gen);
+    }
+    Module* m = nullptr;
+    for (int i = 0; i < g_nopen; ++i) {
+      if (pc >= g_open[i].start && pc < g_open[i].end) {
+        m = &g_open[i];
+        break;
+      }
+    }
+    dl_find_object fo;
+    if (!m && _dl_find_object(reinterpret_cast<void*>(pc), &fo) == 0 && fo.dlfo_link_map) m = open_module(fo);
+    rule = (m ? compute_rule(m, pc) : kNone) | kValid | (gen << kGenShift);
+    rule_store(pc, rule);
+  }
+  pthread_mutex_unlock(&unwind_mutex);
+  return rule;
+}
+
+}  // namespace
+
+void unwind_modules_unloaded() {
+  uint32_t next = (g_gen.load(std::memory_order_relaxed) + 1) & kGenMask;
+  if (next == 0) next = 1;
+  g_gen.store(next, std::memory_order_release);
+}
+
+namespace {
+
+// Whether the memo's frames from `r` to the outermost are still what the stack holds, given
+// that frame `r` is in the same state (ip, sp, bp) now as when it was stepped: stepping is a
+// function of that state, the cached rule of ip and the slots it reads, so equal slots give
+// equal frames. The loads are independent of each other, unlike a step's chain.
+inline bool memo_holds(const UnwindMemo* m, int r) {
+  bool same = true;
+  for (int q = r; q > 0; --q) {
+    const UnwindFrame& f = m->f[q];
+    same &= *f.ra_slot == m->f[q - 1].ip;
+    if (f.bp_slot) same &= *f.bp_slot == m->f[q - 1].bp;
+  }
+  if (m->ends_with_zero_ra) same &= *m->f[0].ra_slot == 0;
+  return same;
+}
+
+// The walk ended on its own (outermost frame reached): it becomes the memo.
+inline void memo_store(UnwindMemo* m, int n, bool zero_ra, uint64_t gen) {
+  if (!m) return;
+  if (n > kMemoFrames) {
+    m->n = 0;
+    return;
+  }
+  for (int i = 0; i < n; ++i) m->f[n - 1 - i] = m->walk[i];
+  m->n = n;
+  m->ends_with_zero_ra = zero_ra;
+  m->gen = gen;
+}
+
+}  // namespace
+
+// Returns the number of return addresses stored (the first is inside this function), or -1
+// when a frame is not one this unwinder steps (the caller then asks libunwind).
+MT_NOINLINE int fast_backtrace(void** out, int cap, UnwindMemo* m) {
+  if (MT_UNLIKELY(g_full.load(std::memory_order_relaxed))) return -1;
+  uint64_t ip, sp, bp;
+  asm volatile("leaq 0(%%rip), %0\n\tmovq %%rsp, %1\n\tmovq %%rbp, %2" : "=r"(ip), "=r"(sp), "=r"(bp));
+  const uint64_t gen = g_gen.load(std::memory_order_acquire);
+  // Cursor into the memo, from its leaf toward its outermost frame (sp grows that way).
+  int r = (m && m->gen == gen) ? m->n - 1 : -1;
+  uint64_t pc = ip;
+  int n = 0;
+  while (n < cap) {
+    out[n] = reinterpret_cast<void*>(ip);
+    if (r >= 0) {
+      while (r >= 0 && m->f[r].sp < sp) --r;
+      if (r >= 0 && m->f[r].sp == sp && m->f[r].ip == ip && m->f[r].bp == bp) {
+        if (memo_holds(m, r)) {
+          const int stepped = n;
+          for (int q = r; q >= 0 && n < cap; --q) out[n++] = reinterpret_cast<void*>(m->f[q].ip);
+          // The memo keeps its frames 0..r and gets this walk's new ones below them.
+          if (r + 1 + stepped <= kMemoFrames) {
+            for (int i = 0; i < stepped; ++i) m->f[r + stepped - i] = m->walk[i];
+            m->n = r + 1 + stepped;
+          } else {
+            m->n = 0;
+          }
+          return n;
+        }
+        r = -1;
+      }
+    }
+    uint64_t rule = 0;
+    if (m && n < kMemoFrames && m->walk[n].ip == ip && ((m->walk[n].rule >> kGenShift) & kGenMask) == gen) {
+      rule = m->walk[n].rule;  // same code address at the same depth as in an earlier walk
+    } else {
+      rule = rule_find(pc, gen);
+      if (MT_UNLIKELY(!rule)) rule = rule_resolve(pc, gen);
+    }
+    if (MT_UNLIKELY(rule & kNone)) return -1;
+    if (rule & kEnd) {
+      if (m && n < kMemoFrames) m->walk[n] = UnwindFrame{ip, sp, bp, nullptr, nullptr, rule};
+      memo_store(m, n + 1, false, gen);
+      return n + 1;
+    }
+    const uint64_t cfa = ((rule & kCfaRbp) ? bp : sp) + static_cast<uint64_t>(cfa_off(rule));
+    if (MT_UNLIKELY(cfa <= sp)) return -1;  // the stack only grows toward the callers
+    const auto* ra_slot = reinterpret_cast<const uint64_t*>(cfa + static_cast<uint64_t>(ra_off(rule)));
+    const auto* bp_slot = (rule & kRbpSaved) ? reinterpret_cast<const uint64_t*>(cfa + static_cast<uint64_t>(rbp_off(rule))) : nullptr;
+    if (m && n < kMemoFrames) m->walk[n] = UnwindFrame{ip, sp, bp, ra_slot, bp_slot, rule};
+    ++n;
+    const uint64_t ra = *ra_slot;
+    if (bp_slot) bp = *bp_slot;
+    sp = cfa;
+    if (ra == 0) {
+      memo_store(m, n, true, gen);
+      return n;
+    }
+    ip = ra;
+    pc = ra - 1;  // the call instruction, not what follows it
+  }
+  return n;
+}
+
+}  // namespace memtide::rec
