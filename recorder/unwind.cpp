@@ -61,41 +61,73 @@ struct RuleSlot {
   std::atomic<uint64_t> pc;  // 0: empty; a slot's pc never changes once set
   std::atomic<uint64_t> rule;
 };
-constexpr uint64_t kSlots = 1u << 18;
-constexpr int kMaxProbe = 32;
-RuleSlot* g_rules = nullptr;  // under unwind_mutex to create; read without a lock
+// Open addressing, grown by replacement under unwind_mutex; a replaced table is kept (never
+// freed) for threads still reading it. Small and dense on purpose: the hot rules of a
+// program share few cache lines and pages.
+struct RuleTable {
+  uint64_t mask;
+  uint64_t used;
+  RuleTable* retired;
+  RuleSlot slots[];
+};
+constexpr uint64_t kFirstSlots = 1u << 12;
+std::atomic<RuleTable*> g_rules{nullptr};
 std::atomic<uint32_t> g_gen{1};
-std::atomic<bool> g_full{false};  // a rule could not be stored: every stack goes to libunwind
+std::atomic<bool> g_full{false};  // no memory for rules: every stack goes to libunwind
 
-inline uint64_t slot_of(uint64_t pc) { return (pc * 0x9E3779B97F4A7C15ull) >> (64 - 18); }
+inline uint64_t slot_of(uint64_t pc) { return (pc * 0x9E3779B97F4A7C15ull) >> 40; }
 
 inline uint64_t rule_find(uint64_t pc, uint64_t gen) {
-  RuleSlot* t = g_rules;
+  const RuleTable* t = g_rules.load(std::memory_order_acquire);
   if (MT_UNLIKELY(!t)) return 0;
-  uint64_t i = slot_of(pc);
-  for (int probe = 0; probe < kMaxProbe; ++probe, i = (i + 1) & (kSlots - 1)) {
-    const uint64_t k = t[i].pc.load(std::memory_order_acquire);
+  for (uint64_t i = slot_of(pc);; ++i) {
+    const RuleSlot& s = t->slots[i & t->mask];
+    const uint64_t k = s.pc.load(std::memory_order_acquire);
     if (k == pc) {
-      const uint64_t r = t[i].rule.load(std::memory_order_acquire);
+      const uint64_t r = s.rule.load(std::memory_order_acquire);
       return ((r >> kGenShift) & kGenMask) == gen ? r : 0;
     }
     if (k == 0) return 0;
   }
-  return 0;
 }
 
-// Under unwind_mutex.
-void rule_store(uint64_t pc, uint64_t rule) {
-  uint64_t i = slot_of(pc);
-  for (int probe = 0; probe < kMaxProbe; ++probe, i = (i + 1) & (kSlots - 1)) {
-    const uint64_t k = g_rules[i].pc.load(std::memory_order_relaxed);
+RuleTable* table_new(uint64_t slots) {
+  auto* t = static_cast<RuleTable*>(mem_alloc(sizeof(RuleTable) + slots * sizeof(RuleSlot)));
+  if (t) t->mask = slots - 1;
+  return t;
+}
+
+void table_put(RuleTable* t, uint64_t pc, uint64_t rule) {
+  for (uint64_t i = slot_of(pc);; ++i) {
+    RuleSlot& s = t->slots[i & t->mask];
+    const uint64_t k = s.pc.load(std::memory_order_relaxed);
     if (k == pc || k == 0) {
-      g_rules[i].rule.store(rule, std::memory_order_release);
-      if (k == 0) g_rules[i].pc.store(pc, std::memory_order_release);
+      s.rule.store(rule, std::memory_order_release);
+      if (k == 0) {
+        s.pc.store(pc, std::memory_order_release);
+        ++t->used;
+      }
       return;
     }
   }
-  g_full.store(true, std::memory_order_relaxed);
+}
+
+// Under unwind_mutex. Returns false when there is no memory for the rule.
+bool rule_store(uint64_t pc, uint64_t rule) {
+  RuleTable* t = g_rules.load(std::memory_order_relaxed);
+  if (!t || (t->used + 1) * 2 > t->mask + 1) {
+    RuleTable* bigger = table_new(t ? (t->mask + 1) * 2 : kFirstSlots);
+    if (!bigger) return false;
+    for (uint64_t i = 0; t && i <= t->mask; ++i) {
+      const uint64_t k = t->slots[i].pc.load(std::memory_order_relaxed);
+      if (k) table_put(bigger, k, t->slots[i].rule.load(std::memory_order_relaxed));
+    }
+    bigger->retired = t;
+    g_rules.store(bigger, std::memory_order_release);
+    t = bigger;
+  }
+  table_put(t, pc, rule);
+  return true;
 }
 
 // Modules whose CFI is open, under unwind_mutex; dropped when the generation changes.
@@ -257,12 +289,6 @@ MT_NOINLINE uint64_t rule_resolve(uint64_t pc, uint64_t gen) {
   pthread_mutex_lock(&unwind_mutex);
   uint64_t rule = rule_find(pc, gen);
   if (!rule) {
-    if (!g_rules) g_rules = static_cast<RuleSlot*>(mem_alloc(kSlots * sizeof(RuleSlot)));
-    if (!g_rules) {
-      g_full.store(true, std::memory_order_relaxed);
-      pthread_mutex_unlock(&unwind_mutex);
-      return kValid | kNone;
-    }
     if (g_open_gen != gen) {
       close_modules();
       g_open_gen = static_cast<uint32_t>(gen);
@@ -277,7 +303,7 @@ MT_NOINLINE uint64_t rule_resolve(uint64_t pc, uint64_t gen) {
     dl_find_object fo;
     if (!m && _dl_find_object(reinterpret_cast<void*>(pc), &fo) == 0 && fo.dlfo_link_map) m = open_module(fo);
     rule = (m ? compute_rule(m, pc) : kNone) | kValid | (gen << kGenShift);
-    rule_store(pc, rule);
+    if (!rule_store(pc, rule)) g_full.store(true, std::memory_order_relaxed);
   }
   pthread_mutex_unlock(&unwind_mutex);
   return rule;
@@ -293,19 +319,18 @@ void unwind_modules_unloaded() {
 
 namespace {
 
-// Whether the memo's frames from `r` to the outermost are still what the stack holds, given
-// that frame `r` is in the same state (ip, sp, bp) now as when it was stepped: stepping is a
-// function of that state, the cached rule of ip and the slots it reads, so equal slots give
-// equal frames. The loads are independent of each other, unlike a step's chain.
-inline bool memo_holds(const UnwindMemo* m, int r) {
-  bool same = true;
+// Where the memo stops being what the stack holds, given that frame `r` is in the same state
+// (ip, sp, bp) now as when it was stepped: stepping is a function of that state, the cached
+// rule of ip and the slots it reads, so equal slots give equal frames. Returns the first frame
+// (from r toward the outermost) whose caller differs, or -1 when all of them hold. The loads
+// are independent of each other, unlike a step's chain.
+inline int memo_first_break(const UnwindMemo* m, int r) {
   for (int q = r; q > 0; --q) {
     const UnwindFrame& f = m->f[q];
-    same &= *f.ra_slot == m->f[q - 1].ip;
-    if (f.bp_slot) same &= *f.bp_slot == m->f[q - 1].bp;
+    if (*f.ra_slot != m->f[q - 1].ip || (f.bp_slot && *f.bp_slot != m->f[q - 1].bp)) return q;
   }
-  if (m->ends_with_zero_ra) same &= *m->f[0].ra_slot == 0;
-  return same;
+  if (m->ends_with_zero_ra && *m->f[0].ra_slot != 0) return 0;
+  return -1;
 }
 
 // The walk ended on its own (outermost frame reached): it becomes the memo.
@@ -339,9 +364,10 @@ MT_NOINLINE int fast_backtrace(void** out, int cap, UnwindMemo* m) {
     if (r >= 0) {
       while (r >= 0 && m->f[r].sp < sp) --r;
       if (r >= 0 && m->f[r].sp == sp && m->f[r].ip == ip && m->f[r].bp == bp) {
-        if (memo_holds(m, r)) {
+        const int q = memo_first_break(m, r);
+        if (q < 0) {
           const int stepped = n;
-          for (int q = r; q >= 0 && n < cap; --q) out[n++] = reinterpret_cast<void*>(m->f[q].ip);
+          for (int k = r; k >= 0 && n < cap; --k) out[n++] = reinterpret_cast<void*>(m->f[k].ip);
           // The memo keeps its frames 0..r and gets this walk's new ones below them.
           if (r + 1 + stepped <= kMemoFrames) {
             for (int i = 0; i < stepped; ++i) m->f[r + stepped - i] = m->walk[i];
@@ -351,7 +377,18 @@ MT_NOINLINE int fast_backtrace(void** out, int cap, UnwindMemo* m) {
           }
           return n;
         }
-        r = -1;
+        // Frames r..q are unchanged: take them from the memo; q's caller is stepped for real.
+        for (int k = r; k > q; --k) {
+          if (n < kMemoFrames) m->walk[n] = m->f[k];
+          out[n++] = reinterpret_cast<void*>(m->f[k].ip);
+          if (n == cap) return n;
+        }
+        ip = m->f[q].ip;
+        sp = m->f[q].sp;
+        bp = m->f[q].bp;
+        pc = n == 0 ? ip : ip - 1;
+        out[n] = reinterpret_cast<void*>(ip);
+        r = q - 1;
       }
     }
     uint64_t rule = 0;
