@@ -258,9 +258,12 @@ void App::draw() {
   const ImGuiViewport* vp = ImGui::GetMainViewport();
   ImGui::SetNextWindowPos(vp->WorkPos);
   ImGui::SetNextWindowSize(vp->WorkSize);
+  // No background: the frame is cleared to the window colour (platform.cpp) and a software
+  // rasteriser pays for every pixel of a full-window quad drawn over it.
   ImGui::Begin("memtide", nullptr,
                ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_MenuBar |
-                   ImGuiWindowFlags_NoBringToFrontOnFocus | ImGuiWindowFlags_NoSavedSettings);
+                   ImGuiWindowFlags_NoBringToFrontOnFocus | ImGuiWindowFlags_NoSavedSettings |
+                   ImGuiWindowFlags_NoBackground);
   menu_bar();
   status_line();
   Frame f{*snap_, loader_, settings_.dark, scale(), selection_};

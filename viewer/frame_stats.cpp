@@ -32,8 +32,9 @@ double FrameRing::max() const {
 std::string FrameStats::report() const {
   auto one = [](const char* name, const FrameRing& r) {
     char buf[160];
-    std::snprintf(buf, sizeof buf, "%s: %llu frames, p50 %.2f ms, p99 %.2f ms, max %.2f ms", name,
-                  static_cast<unsigned long long>(r.total()), r.percentile(50), r.percentile(99), r.max());
+    std::snprintf(buf, sizeof buf, "%s: %llu frames, p50 %.2f ms, p95 %.2f ms, p99 %.2f ms, max %.2f ms", name,
+                  static_cast<unsigned long long>(r.total()), r.percentile(50), r.percentile(95), r.percentile(99),
+                  r.max());
     return std::string(buf);
   };
   std::string out;
@@ -47,6 +48,12 @@ std::string FrameStats::report() const {
     const std::string n = view_names[v].empty() ? "view " + std::to_string(v) : view_names[v];
     out += "  " + one(("ui cpu loaded, " + n).c_str(), per_view[v].cpu) + "\n";
     out += "  " + one(("ui+render wall loaded, " + n).c_str(), per_view[v].total) + "\n";
+    const DrawCounts& dc = per_view_draw[v];
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "  drawn, %s: %llu vertices, %llu triangles, %llu draw calls, %.2f Mpixels\n",
+                  n.c_str(), static_cast<unsigned long long>(dc.vertices), static_cast<unsigned long long>(dc.triangles),
+                  static_cast<unsigned long long>(dc.commands), dc.pixels / 1e6);
+    out += buf;
   }
   return out;
 }

@@ -39,6 +39,14 @@ struct FrameStats {
   static constexpr std::size_t kViews = 8;
   std::vector<Phase> per_view = std::vector<Phase>(kViews);
   std::vector<std::string> view_names = std::vector<std::string>(kViews);
+  // What the last loaded frame of each view handed to OpenGL: with a software rasteriser
+  // (llvmpipe) the time goes into shading pixels, so `pixels` (triangle area, overdraw
+  // included) is the number to keep down; `commands` are draw calls.
+  struct DrawCounts {
+    uint64_t vertices = 0, triangles = 0, commands = 0;
+    double pixels = 0;
+  };
+  std::vector<DrawCounts> per_view_draw = std::vector<DrawCounts>(kViews);
   void add(double ui_ms, double cpu_ms, double total_ms, bool busy, std::size_t view = kViews) {
     all.add(ui_ms);
     Phase& p = busy ? loading : loaded;
@@ -51,7 +59,7 @@ struct FrameStats {
       per_view[view].total.add(total_ms);
     }
   }
-  // One line per phase and measure: "ui while loading: 240 frames, p50 3.1 ms, p99 ..."
+  // One line per phase and measure: "ui while loading: 240 frames, p50 3.1 ms, p95 ..., p99 ..."
   std::string report() const;
 };
 

@@ -10,7 +10,9 @@
 #include <imgui.h>
 #include <stb_image_write.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <thread>
 #include <vector>
@@ -77,6 +79,36 @@ void on_drop(GLFWwindow*, int count, const char** paths) {
 }
 
 void on_glfw_error(int code, const char* what) { std::fprintf(stderr, "memtide-view: GLFW error %d: %s\n", code, what); }
+
+// What a frame hands to OpenGL: vertices, triangles, draw calls, and the area of the
+// triangles inside their clip rectangles (an estimate of the pixels shaded, overdraw included).
+FrameStats::DrawCounts count_draws(const ImDrawData* dd) {
+  FrameStats::DrawCounts c;
+  if (!dd) return c;
+  for (int l = 0; l < dd->CmdListsCount; ++l) {
+    const ImDrawList* list = dd->CmdLists[l];
+    c.vertices += static_cast<uint64_t>(list->VtxBuffer.Size);
+    for (const ImDrawCmd& cmd : list->CmdBuffer) {
+      if (cmd.UserCallback || cmd.ElemCount == 0) continue;
+      ++c.commands;
+      c.triangles += cmd.ElemCount / 3;
+      const ImVec4 r = cmd.ClipRect;
+      for (unsigned i = 0; i + 2 < cmd.ElemCount; i += 3) {
+        const ImDrawVert* v[3];
+        for (int k = 0; k < 3; ++k) v[k] = &list->VtxBuffer[static_cast<int>(cmd.VtxOffset + list->IdxBuffer[static_cast<int>(cmd.IdxOffset + i + k)])];
+        const float area = std::abs((v[1]->pos.x - v[0]->pos.x) * (v[2]->pos.y - v[0]->pos.y) -
+                                    (v[2]->pos.x - v[0]->pos.x) * (v[1]->pos.y - v[0]->pos.y)) * 0.5f;
+        // Scale by the share of the triangle's bounding box that lies inside the clip rectangle.
+        const float x0 = std::min({v[0]->pos.x, v[1]->pos.x, v[2]->pos.x}), x1 = std::max({v[0]->pos.x, v[1]->pos.x, v[2]->pos.x});
+        const float y0 = std::min({v[0]->pos.y, v[1]->pos.y, v[2]->pos.y}), y1 = std::max({v[0]->pos.y, v[1]->pos.y, v[2]->pos.y});
+        const float box = (x1 - x0) * (y1 - y0);
+        const float in = std::max(0.0f, std::min(x1, r.z) - std::max(x0, r.x)) * std::max(0.0f, std::min(y1, r.w) - std::max(y0, r.y));
+        c.pixels += box > 0 ? area * in / box : 0;
+      }
+    }
+  }
+  return c;
+}
 
 double now_ms() {
   using namespace std::chrono;
@@ -183,6 +215,8 @@ int run_viewer(App& app, const RunOptions& o) {
     const auto view_index = static_cast<std::size_t>(app.current_view());
     app.stats().view_names[view_index % FrameStats::kViews] = view_name(app.current_view());
     app.stats().add(t_ui - t0, c_ui - c0, t1 - t0, busy, view_index);
+    if (o.stats && !busy && view_index < FrameStats::kViews)
+      app.stats().per_view_draw[view_index] = count_draws(ImGui::GetDrawData());
     if (!offscreen) {
       const std::string title = app.snapshot().path.empty() ? "memtide" : "memtide - " + app.snapshot().path;
       if (title != last_title) glfwSetWindowTitle(win, title.c_str());
@@ -197,9 +231,10 @@ int run_viewer(App& app, const RunOptions& o) {
       status = 2;
       break;
     }
+    // Measurement: a round through every view first (Compare when a baseline is open), then
+    // back to the one asked for.
+    const int views = static_cast<int>(snap.compare ? ViewKind::Count_ : ViewKind::Compare);
     if (app.complete()) {
-      // Measurement: a round through every view first, then back to the one asked for.
-      const int views = static_cast<int>(ViewKind::Compare);  // summary .. tree
       if (settled == 0) target_view = app.current_view();
       if (o.cycle_frames > 0 && settled < views * o.cycle_frames)
         app.select_view(static_cast<ViewKind>(settled / o.cycle_frames));
@@ -207,7 +242,7 @@ int run_viewer(App& app, const RunOptions& o) {
         app.select_view(target_view);
       ++settled;
     }
-    const int cycle_total = o.cycle_frames > 0 ? static_cast<int>(ViewKind::Compare) * o.cycle_frames + 1 : 0;
+    const int cycle_total = o.cycle_frames > 0 ? views * o.cycle_frames + 1 : 0;
     ++frame_no;
     if (o.capture_frame > 0 ? frame_no >= o.capture_frame : settled >= cycle_total + o.settle_frames + o.extra_frames) {
       std::vector<unsigned char> px(static_cast<std::size_t>(o.width) * o.height * 4);

@@ -89,6 +89,78 @@ std::vector<Column> downsample(const std::vector<SeriesSample>& s, uint64_t buck
   return cols;
 }
 
+std::vector<PixelRun> merge_runs(const std::vector<PixelSpan>& spans) {
+  std::vector<PixelRun> runs;
+  bool open = false;
+  for (int c = 0; c < static_cast<int>(spans.size()); ++c) {
+    const PixelSpan& s = spans[static_cast<std::size_t>(c)];
+    if (!s.valid) {
+      open = false;
+      continue;
+    }
+    if (open && runs.back().top == s.top && runs.back().bottom == s.bottom) {
+      runs.back().last = c;
+      continue;
+    }
+    runs.push_back({c, c, s.top, s.bottom});
+    open = true;
+  }
+  return runs;
+}
+
+namespace {
+
+// Douglas-Peucker on vertical distances: marks the points of p[a..b] needed to stay within tol.
+void simplify(const std::vector<EdgePoint>& p, std::vector<uint8_t>& keep, float tol) {
+  std::vector<std::pair<std::size_t, std::size_t>> todo{{0, p.size() - 1}};
+  while (!todo.empty()) {
+    const auto [a, b] = todo.back();
+    todo.pop_back();
+    if (b <= a + 1) continue;
+    float worst = -1;
+    std::size_t at = a;
+    const float dx = p[b].x - p[a].x;
+    for (std::size_t i = a + 1; i < b; ++i) {
+      const float t = dx > 0 ? (p[i].x - p[a].x) / dx : 0;
+      const float d = std::abs(p[i].y - (p[a].y + t * (p[b].y - p[a].y)));
+      if (d > worst) worst = d, at = i;
+    }
+    if (worst <= tol) continue;
+    keep[at] = 1;
+    todo.push_back({a, at});
+    todo.push_back({at, b});
+  }
+}
+
+}  // namespace
+
+std::vector<std::vector<EdgePoint>> fill_edges(const std::vector<PixelSpan>& spans, float tolerance) {
+  std::vector<std::vector<EdgePoint>> out;
+  const std::size_t n = spans.size();
+  for (std::size_t first = 0; first < n;) {
+    if (!spans[first].valid) {
+      ++first;
+      continue;
+    }
+    std::size_t last = first;
+    while (last + 1 < n && spans[last + 1].valid) ++last;
+    std::vector<EdgePoint> p;
+    p.reserve(last - first + 3);
+    p.push_back({static_cast<float>(first), static_cast<float>(spans[first].top)});
+    for (std::size_t c = first; c <= last; ++c) p.push_back({static_cast<float>(c) + 0.5f, static_cast<float>(spans[c].top)});
+    p.push_back({static_cast<float>(last + 1), static_cast<float>(spans[last].top)});
+    std::vector<uint8_t> keep(p.size(), 0);
+    keep.front() = keep.back() = 1;
+    simplify(p, keep, tolerance);
+    std::vector<EdgePoint> edge;
+    for (std::size_t i = 0; i < p.size(); ++i)
+      if (keep[i]) edge.push_back(p[i]);
+    out.push_back(std::move(edge));
+    first = last + 1;
+  }
+  return out;
+}
+
 TimeRange zoom(TimeRange view, uint64_t pivot, double factor, uint64_t duration, uint64_t min_len) {
   if (duration == 0) return {0, 0};
   pivot = std::clamp(pivot, view.from, std::max(view.from, view.to));

@@ -56,6 +56,31 @@ struct Column {
 // series is a step function), so a peak narrower than a pixel still shows.
 std::vector<Column> downsample(const std::vector<SeriesSample>& s, uint64_t bucket_ns, TimeRange view, int width);
 
+// The rows a column covers on screen (top <= bottom, whole pixels); `valid` false: nothing.
+struct PixelSpan {
+  int top = 0, bottom = 0;
+  bool valid = false;
+};
+// Consecutive columns [first, last] that cover the same rows, drawn as one rectangle: a series
+// costs a few triangles per run instead of per column (a software rasteriser such as Xvfb's
+// llvmpipe pays for every triangle). Invalid columns end a run and start none.
+struct PixelRun {
+  int first = 0, last = 0;
+  int top = 0, bottom = 0;
+};
+std::vector<PixelRun> merge_runs(const std::vector<PixelSpan>& spans);
+
+// The upper edge of the area under a series, simplified: one polyline per run of valid
+// columns, from the run's left edge (x = first column) to its right edge (x = last + 1), with
+// every column's top (at x = column + 0.5) within `tolerance` rows of it. The area is then a
+// few wide trapezoids rather than a tall thin rectangle per column: llvmpipe's cost grows with
+// the screen tiles each triangle touches.
+struct EdgePoint {
+  float x = 0, y = 0;
+  bool operator==(const EdgePoint&) const = default;
+};
+std::vector<std::vector<EdgePoint>> fill_edges(const std::vector<PixelSpan>& spans, float tolerance);
+
 // Pixel <-> time for a view range drawn over `width` pixels.
 uint64_t time_at(TimeRange view, int width, float x);
 float x_of(TimeRange view, int width, uint64_t t);

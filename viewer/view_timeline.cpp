@@ -11,14 +11,45 @@
 
 namespace memtide::viewer {
 
-void TimelineView::update_columns(const TimelineData& d, int width, float marker_px) {
+void TimelineView::update_columns(const TimelineData& d, int width, int height, float marker_px) {
   const TimeRange v = view_.empty() ? TimeRange{0, std::max<uint64_t>(d.duration, 1)} : view_;
-  Key k{d.serial, v, width, marker_px};
+  Key k{d.serial, v, width, height, marker_px};
   if (k == cache_key_) return;
   cache_key_ = k;
   heap_cols_ = downsample(d.heap, d.heap_bucket_ns, v, width);
   rss_cols_ = downsample(d.rss, 0, v, width);
   markers_ = visible_markers(d.markers, v, width, marker_px);
+
+  // What each column covers in pixel rows from the plot's top, merged into runs of columns
+  // drawn alike (a few triangles per run rather than per column).
+  const double ymax = static_cast<double>(std::max<uint64_t>(d.max_value, 1)) * 1.08;
+  auto row = [&](uint64_t val) { return static_cast<double>(height) - static_cast<double>(val) / ymax * height; };
+  std::vector<PixelSpan> fill(static_cast<std::size_t>(width)), line(fill.size()), rss(fill.size());
+  const Column* prev = nullptr;
+  for (std::size_t c = 0; c < fill.size(); ++c) {
+    const Column& col = heap_cols_[c];
+    if (!col.valid) {
+      prev = nullptr;
+      continue;
+    }
+    fill[c] = {std::clamp(static_cast<int>(std::lround(row(col.max))), 0, height), height, true};
+    // The line: the column's range joined to the previous column's, at least two rows tall.
+    uint64_t lo = col.min, hi = col.max;
+    if (prev) {
+      lo = std::min(lo, prev->max);
+      hi = std::max(hi, prev->min);
+    }
+    line[c] = {static_cast<int>(std::floor(row(hi))) - 1, static_cast<int>(std::ceil(row(lo))) + 1, true};
+    prev = &col;
+  }
+  for (std::size_t c = 0; c < rss.size(); ++c)
+    if (rss_cols_[c].valid) {
+      const int y = static_cast<int>(std::lround(row(rss_cols_[c].max)));
+      rss[c] = {y, y, true};
+    }
+  fill_edges_ = fill_edges(fill, 0.75f);
+  line_runs_ = merge_runs(line);
+  rss_runs_ = merge_runs(rss);
 }
 
 void TimelineView::draw(Frame& f, float height, bool compact) {
@@ -59,7 +90,7 @@ void TimelineView::draw(Frame& f, float height, bool compact) {
     ImGui::Dummy(ImVec2(avail_w, height));
     return;
   }
-  update_columns(d, width, (compact ? 3 : 6) * sc);
+  update_columns(d, width, static_cast<int>(p1.y - p0.y), (compact ? 3 : 6) * sc);
   plot_[0] = p0.x, plot_[1] = p0.y, plot_[2] = p1.x, plot_[3] = p1.y;
   const TimeRange view = cache_key_.view;
   const float plot_h = p1.y - p0.y;
@@ -67,7 +98,20 @@ void TimelineView::draw(Frame& f, float height, bool compact) {
   auto y_of = [&](uint64_t v) { return p1.y - static_cast<float>(static_cast<double>(v) / ymax * plot_h); };
 
   ImDrawList* dl = ImGui::GetWindowDrawList();
-  dl->AddRectFilled(p0, p1, ImGui::GetColorU32(ImGuiCol_FrameBg));
+  // The plot has no background of its own, only a frame: the window's colour comes from the
+  // frame's clear, and a software rasteriser (Xvfb's llvmpipe) pays for every pixel of a quad
+  // drawn over it; shading this plot's area cost more than the rest of the frame.
+  dl->AddRect(ImVec2(p0.x - 1, p0.y - 1), ImVec2(p1.x + 1, p1.y + 1), ImGui::GetColorU32(ImGuiCol_Border));
+  // The area under the heap: a quad per segment of its simplified upper edge (written
+  // directly: no anti-aliasing fringe).
+  const ImVec2 uv = ImGui::GetFontTexUvWhitePixel();
+  for (const std::vector<EdgePoint>& edge : fill_edges_)
+    for (std::size_t i = 0; i + 1 < edge.size(); ++i) {
+      const float xa = p0.x + edge[i].x, xb = edge[i + 1].x >= static_cast<float>(width) ? p1.x : p0.x + edge[i + 1].x;
+      const float ya = p0.y + edge[i].y, yb = p0.y + edge[i + 1].y;
+      dl->PrimReserve(6, 4);
+      dl->PrimQuadUV(ImVec2(xa, ya), ImVec2(xb, yb), ImVec2(xb, p1.y), ImVec2(xa, p1.y), uv, uv, uv, uv, pal.heap_fill);
+    }
 
   // Grid and axes.
   const int yticks = compact ? 2 : std::max(2, static_cast<int>(plot_h / (40 * sc)));
@@ -95,38 +139,27 @@ void TimelineView::draw(Frame& f, float height, bool compact) {
     const float a = p0.x + x_of(view, width, f.selection.from), b = p0.x + x_of(view, width, f.selection.to);
     dl->AddRectFilled(ImVec2(a, p0.y), ImVec2(std::max(b, a + 1), p1.y), pal.selection);
   }
-  // Heap: filled below the maximum, a vertical run min..max per column joined to the previous.
-  const Column* prev = nullptr;
-  for (int c = 0; c < width; ++c) {
-    const Column& col = heap_cols_[static_cast<std::size_t>(c)];
-    if (!col.valid) {
-      prev = nullptr;
-      continue;
-    }
-    const float x = p0.x + static_cast<float>(c) + 0.5f;
-    dl->AddRectFilled(ImVec2(x - 0.5f, y_of(col.max)), ImVec2(x + 0.5f, p1.y), pal.heap_fill);
-    uint64_t lo = col.min, hi = col.max;
-    if (prev) {
-      lo = std::min(lo, prev->max);
-      hi = std::max(hi, prev->min);
-    }
-    dl->AddLine(ImVec2(x, y_of(lo) + 0.5f), ImVec2(x, y_of(hi) - 1.0f), pal.heap, 2.0f * std::max(1.0f, sc * 0.75f));
-    prev = &col;
+  // Heap: a vertical run min..max per column joined to the previous (runs of columns that
+  // cover the same pixel rows are one rectangle).
+  const float half = std::max(1.0f, sc * 0.75f) - 0.5f;  // the line is 2 px wide at scale 1
+  for (const PixelRun& r : line_runs_)
+    dl->AddRectFilled(ImVec2(p0.x + static_cast<float>(r.first) - half, p0.y + static_cast<float>(r.top)),
+                      ImVec2(p0.x + static_cast<float>(r.last + 1) + half, p0.y + static_cast<float>(r.bottom)), pal.heap);
+  // RSS as one line through the column maxima (a horizontal stretch per run).
+  std::vector<ImVec2>& pts = rss_points_;
+  pts.clear();
+  auto flush_rss = [&] {
+    if (pts.size() >= 2) dl->AddPolyline(pts.data(), static_cast<int>(pts.size()), pal.rss, ImDrawFlags_None, 1.5f * sc);
+    pts.clear();
+  };
+  for (std::size_t i = 0; i < rss_runs_.size(); ++i) {
+    const PixelRun& r = rss_runs_[i];
+    if (i > 0 && rss_runs_[i - 1].last + 1 != r.first) flush_rss();  // a gap without samples
+    const float y = p0.y + static_cast<float>(r.top);
+    pts.emplace_back(p0.x + static_cast<float>(r.first) + 0.5f, y);
+    if (r.last > r.first) pts.emplace_back(p0.x + static_cast<float>(r.last) + 0.5f, y);
   }
-  // RSS as a line through the column maxima.
-  ImVec2 last(0, 0);
-  bool have_last = false;
-  for (int c = 0; c < width; ++c) {
-    const Column& col = rss_cols_[static_cast<std::size_t>(c)];
-    if (!col.valid) {
-      have_last = false;
-      continue;
-    }
-    const ImVec2 pt(p0.x + static_cast<float>(c) + 0.5f, y_of(col.max));
-    if (have_last) dl->AddLine(last, pt, pal.rss, 1.5f * sc);
-    last = pt;
-    have_last = true;
-  }
+  flush_rss();
   // High-water mark.
   if (d.peak_bytes && d.peak_time >= view.from && d.peak_time <= view.to) {
     const float x = p0.x + x_of(view, width, d.peak_time);

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "viewer/snapshot.h"
+#include <imgui.h>
 
-struct ImVec2;
+#include "viewer/snapshot.h"
 
 namespace memtide::viewer {
 
@@ -52,16 +52,19 @@ class TimelineView {
   void reset() { view_ = {}; cache_key_ = {}; }
 
  private:
-  void update_columns(const TimelineData& d, int width, float marker_px);
+  void update_columns(const TimelineData& d, int width, int height, float marker_px);
   TimeRange view_{};  // empty: the whole trace
   struct Key {
     uint64_t data = 0;  // TimelineData::serial
     TimeRange view;
-    int width = 0;
+    int width = 0, height = 0;
     float marker_px = 0;
     bool operator==(const Key&) const = default;
   } cache_key_;
   std::vector<Column> heap_cols_, rss_cols_;
+  std::vector<PixelRun> line_runs_, rss_runs_;        // rows from the plot's top
+  std::vector<std::vector<EdgePoint>> fill_edges_;       // the heap's area, simplified
+  std::vector<ImVec2> rss_points_;                          // reused by draw()
   std::vector<std::size_t> markers_;
   std::optional<uint64_t> drag_from_;  // selection drag in progress (time at press)
   float plot_[4] = {};

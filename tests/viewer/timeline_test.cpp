@@ -114,5 +114,61 @@ TEST(TimelineData, FromAModel) {
   EXPECT_EQ(d.heap.back().last, 150u);  // 50 + 100 still live
 }
 
+TEST(PixelRuns, ColumnsCoveringTheSameRowsAreOneRun) {
+  const std::vector<PixelSpan> spans = {{5, 9, true}, {5, 9, true}, {4, 9, true}, {}, {4, 9, true}, {4, 9, true}};
+  const auto runs = merge_runs(spans);
+  ASSERT_EQ(runs.size(), 3u);
+  EXPECT_EQ(runs[0].first, 0);
+  EXPECT_EQ(runs[0].last, 1);
+  EXPECT_EQ(runs[0].top, 5);
+  EXPECT_EQ(runs[1].first, 2);
+  EXPECT_EQ(runs[1].last, 2);
+  EXPECT_EQ(runs[2].first, 4) << "a column without a sample ends a run, even between equal ones";
+  EXPECT_EQ(runs[2].last, 5);
+  EXPECT_TRUE(merge_runs({}).empty());
+}
+
+TEST(FillEdges, AStraightRampIsOneSegment) {
+  std::vector<PixelSpan> spans;
+  for (int c = 0; c < 1000; ++c) spans.push_back({500 - c / 2, 500, true});
+  const auto edges = fill_edges(spans, 0.75f);
+  ASSERT_EQ(edges.size(), 1u);
+  EXPECT_LE(edges[0].size(), 4u) << "a ramp needs its ends only (plus the half-column ends)";
+  EXPECT_EQ(edges[0].front().x, 0.0f);
+  EXPECT_EQ(edges[0].back().x, 1000.0f);
+}
+
+TEST(FillEdges, EveryColumnStaysWithinTheTolerance) {
+  std::vector<PixelSpan> spans;
+  for (int c = 0; c < 600; ++c) spans.push_back({300 - (c * 7919 % 13) - c / 3 - (c == 250 ? 120 : 0), 400, true});
+  const float tol = 0.75f;
+  const auto edges = fill_edges(spans, tol);
+  ASSERT_EQ(edges.size(), 1u);
+  const auto& e = edges[0];
+  for (int c = 0; c < 600; ++c) {
+    const float x = static_cast<float>(c) + 0.5f;
+    std::size_t i = 0;
+    while (i + 2 < e.size() && e[i + 1].x < x) ++i;
+    const float t = (x - e[i].x) / (e[i + 1].x - e[i].x);
+    const float y = e[i].y + t * (e[i + 1].y - e[i].y);
+    EXPECT_LE(std::abs(y - static_cast<float>(spans[c].top)), tol) << "column " << c;
+  }
+  bool spike = false;
+  for (const EdgePoint& p : e) spike |= p.x == 250.5f && p.y == static_cast<float>(spans[250].top);
+  EXPECT_TRUE(spike) << "a one-column spike keeps its point";
+}
+
+TEST(FillEdges, ColumnsWithoutSamplesSplitTheArea) {
+  std::vector<PixelSpan> spans(10, PixelSpan{3, 9, true});
+  spans[0].valid = spans[1].valid = spans[6].valid = false;
+  const auto edges = fill_edges(spans, 0.75f);
+  ASSERT_EQ(edges.size(), 2u);
+  EXPECT_EQ(edges[0].front(), (EdgePoint{2, 3}));
+  EXPECT_EQ(edges[0].back(), (EdgePoint{6, 3}));
+  EXPECT_EQ(edges[1].front(), (EdgePoint{7, 3}));
+  EXPECT_EQ(edges[1].back(), (EdgePoint{10, 3}));
+  EXPECT_EQ(edges[0].size(), 2u) << "a flat edge is one segment";
+}
+
 }  // namespace
 }  // namespace memtide::viewer
