@@ -75,7 +75,12 @@ void append_process_info(Stream* s) {
   if (n) append_record(s, buf, n);
 }
 
+namespace {
+uint64_t g_last_heap = 0, g_last_heap_time = 0;  // the writer's last mallinfo2() answer
+}  // namespace
+
 void process_counters_reset() {
+  g_last_heap = g_last_heap_time = 0;
   if (g_statm_fd >= 0) close(g_statm_fd);
   g_statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
 }
@@ -94,9 +99,17 @@ void append_counters(Stream* s) {
       }
     }
   }
+  // glibc's own view of its heap. mallinfo2() walks every bin of every arena under the arena's
+  // lock, which stalls the program's allocations: it is asked at most every 100 ms and its
+  // last answer repeated in between.
   if (g.opts.allocator == AllocatorKind::System) {
-    const struct mallinfo2 mi = mallinfo2();
-    heap = mi.uordblks + mi.hblkhd;
+    const uint64_t now = now_ns();
+    if (g_last_heap_time == 0 || now - g_last_heap_time >= 100000000ull) {
+      const struct mallinfo2 mi = mallinfo2();
+      g_last_heap = mi.uordblks + mi.hblkhd;
+      g_last_heap_time = now;
+    }
+    heap = g_last_heap;
   }
   uint8_t rec[64];
   pthread_mutex_lock(&g.shared_mutex);
