@@ -1,5 +1,5 @@
-// The replay: a template visitor fed by EventMerger, so that Alloc/Free decoding inlines into
-// the handlers below.
+// The replay: a template visitor fed by EventMerger, so that the delivery of each event inlines
+// into the handlers below. A reader thread decodes the blocks while this one replays (section 6).
 //
 // Sections:
 //   [1] Per-domain working state (live sets, per-stack counters, lazy peak snapshot)
@@ -7,7 +7,7 @@
 //   [3] Heap-like domains (heap, custom): alloc / free
 //   [4] Mmap domain: ranges, partial munmap, mremap
 //   [5] Finishing: leaks, peaks, model
-//   [6] Driver: reading the file, errors, progress
+//   [6] Driver: the reader thread, errors, progress
 //
 // Peak by stack without a second pass: each stack remembers the sequence number of its last
 // change. When a stack is about to change and its last change is not after the latest peak,
@@ -21,9 +21,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <map>
+#include <mutex>
+#include <system_error>
+#include <thread>
 #include <unordered_map>
 
 #include "analysis/live_map.h"
@@ -90,7 +95,7 @@ struct DomainState {
   }
 
   // Applies a change of counted live bytes/blocks of stack `s` at `time`.
-  void change(uint32_t s, int64_t dbytes, int64_t dblocks, uint64_t time) {
+  [[gnu::always_inline]] void change(uint32_t s, int64_t dbytes, int64_t dblocks, uint64_t time) {
     ++seq;
     if (s != kNoStack) {
       StackWork& w = work[s];
@@ -120,6 +125,11 @@ struct DomainState {
       w.m.at_blocks = w.cur_blocks;
     }
   }
+};
+
+struct ThreadWork {
+  uint64_t last_alloc = 0;  // address of the thread's latest heap allocation (temporaries)
+  uint64_t allocs = 0, frees = 0;
 };
 
 struct MapRange {
@@ -301,10 +311,13 @@ class Replayer : public NullVisitor {
     }
     return m_.threads[it->second];
   }
-  uint64_t* thread_slot(std::vector<uint64_t>& v, uint32_t stream) {
+  // Per-thread counters of the stream, or nullptr for an implausible stream number.
+  ThreadWork* thread_work(uint32_t stream) {
+    if (stream < threads_.size()) [[likely]]
+      return &threads_[stream];
     if (stream >= kMaxThreadSlots) return nullptr;
-    if (stream >= v.size()) v.resize(stream + 1);
-    return &v[stream];
+    threads_.resize(stream + 1);
+    return &threads_[stream];
   }
 
   void heap_alloc(Domain d, uint32_t stream, const Alloc& a, uint64_t bytes);
@@ -322,8 +335,7 @@ class Replayer : public NullVisitor {
   DomainState dom_[kDomainCount];
   LiveMap<LiveBlock> live_[2];  // heap, custom
   uint64_t heap_all_live_ = 0;  // every live heap block, for the series
-  std::vector<uint64_t> last_alloc_;  // per thread: address of its latest heap allocation
-  std::vector<uint64_t> thread_allocs_, thread_frees_;
+  std::vector<ThreadWork> threads_;  // by stream
   std::unordered_map<uint32_t, uint32_t> thread_index_;
   std::map<uint64_t, MapRange> ranges_;  // mmap: start -> range
   std::unordered_map<uint64_t, Mapping> mappings_;
@@ -356,9 +368,11 @@ void Replayer::heap_alloc(Domain d, uint32_t stream, const Alloc& a, uint64_t by
   if (d == Domain::Heap) {
     heap_all_live_ += bytes;
     m_.heap_series.add(a.time, heap_all_live_);
-    if (uint64_t* s = thread_slot(last_alloc_, stream)) *s = a.addr;
   }
-  if (uint64_t* s = thread_slot(thread_allocs_, stream)) ++*s;
+  if (ThreadWork* tw = thread_work(stream)) {
+    if (d == Domain::Heap) tw->last_alloc = a.addr;
+    ++tw->allocs;
+  }
   if (!c) return;
   ++ds.t.allocations;
   ds.t.allocated_bytes += bytes;
@@ -375,7 +389,7 @@ void Replayer::heap_alloc(Domain d, uint32_t stream, const Alloc& a, uint64_t by
   ds.change(s, static_cast<int64_t>(bytes), 1, a.time);
 }
 
-void Replayer::release(Domain d, const LiveBlock& b, uint64_t time) {
+[[gnu::always_inline]] inline void Replayer::release(Domain d, const LiveBlock& b, uint64_t time) {
   if (d == Domain::Heap) {
     heap_all_live_ -= b.bytes;
     m_.heap_series.add(time, heap_all_live_);
@@ -386,7 +400,8 @@ void Replayer::release(Domain d, const LiveBlock& b, uint64_t time) {
 void Replayer::heap_free(Domain d, uint32_t stream, const Free& f) {
   DomainState& ds = dom_[static_cast<unsigned>(d)];
   LiveMap<LiveBlock>& live = live_[d == Domain::Heap ? 0 : 1];
-  if (uint64_t* s = thread_slot(thread_frees_, stream)) ++*s;
+  ThreadWork* tw = thread_work(stream);
+  if (tw) ++tw->frees;
   LiveBlock b;
   if (!live.erase(f.addr, b)) [[unlikely]] {
     unknown_free(d, stream, f);
@@ -409,9 +424,8 @@ void Replayer::heap_free(Domain d, uint32_t stream, const Free& f) {
     mm.bytes += b.bytes;
   }
   if (d == Domain::Heap) {
-    uint64_t* last = thread_slot(last_alloc_, stream);
-    if (last && *last == f.addr && b.thread == stream) {
-      *last = 0;
+    if (tw && tw->last_alloc == f.addr && b.thread == stream) {
+      tw->last_alloc = 0;
       if (b.counted) {
         ++ds.t.temporaries;
         ds.t.temporary_bytes += b.bytes;
@@ -483,7 +497,7 @@ void Replayer::mmap_alloc(uint32_t stream, const Alloc& a, uint64_t bytes) {
     return;
   }
   unmap(a.addr, a.addr + a.size, a.time);  // MAP_FIXED over an existing mapping replaces it
-  if (uint64_t* s = thread_slot(thread_allocs_, stream)) ++*s;
+  if (ThreadWork* tw = thread_work(stream)) ++tw->allocs;
   const bool c = counted(a.time);
   const uint64_t id = next_mapping_++;
   ranges_[a.addr] = {a.addr + a.size, id};
@@ -505,7 +519,7 @@ void Replayer::mmap_alloc(uint32_t stream, const Alloc& a, uint64_t bytes) {
 
 void Replayer::mmap_free(uint32_t stream, const Free& f) {
   DomainState& ds = dom_[static_cast<unsigned>(Domain::Mmap)];
-  if (uint64_t* s = thread_slot(thread_frees_, stream)) ++*s;
+  if (ThreadWork* tw = thread_work(stream)) ++tw->frees;
   uint64_t hi;
   if (f.api == Api::Munmap) {
     if (f.length == 0 || f.addr + f.length < f.addr) {
@@ -578,14 +592,16 @@ void Replayer::finish() {
   }
   for (ThreadInfo& t : m_.threads) {
     const uint32_t id = t.id.value;
-    if (id < thread_allocs_.size()) t.allocations = thread_allocs_[id];
-    if (id < thread_frees_.size()) t.frees = thread_frees_[id];
+    if (id < threads_.size()) {
+      t.allocations = threads_[id].allocs;
+      t.frees = threads_[id].frees;
+    }
   }
-  for (uint32_t id = 0; id < thread_allocs_.size(); ++id)
-    if (thread_allocs_[id] && !thread_index_.count(id)) {
+  for (uint32_t id = 0; id < threads_.size(); ++id)
+    if (threads_[id].allocs && !thread_index_.count(id)) {
       ThreadInfo& t = thread(id);
-      t.allocations = thread_allocs_[id];
-      t.frees = id < thread_frees_.size() ? thread_frees_[id] : 0;
+      t.allocations = threads_[id].allocs;
+      t.frees = threads_[id].frees;
     }
   std::sort(m_.threads.begin(), m_.threads.end(), [](const ThreadInfo& a, const ThreadInfo& b) { return a.id < b.id; });
   for (auto& [id, v] : m_.embedded)
@@ -607,6 +623,107 @@ void Replayer::finish() {
 // [6] Driver
 // ---------------------------------------------------------------------------------------
 
+// A reader thread reads, checks, decompresses and decodes the blocks (EventDecoder) while the
+// calling thread merges and replays them. The replay works in bursts (everything up to the
+// previous watermark is released when a watermark arrives), so the reader may run ahead by
+// up to about one watermark interval (kAheadBytes of decoded events) to keep both busy. The
+// buffers of delivered blocks come back through a pool.
+struct ReadItem {
+  std::unique_ptr<EventBlock> block;  // the decoded block when `read` is Ok
+  ReadResult read;
+  uint64_t offset = 0;  // reader offset after the block
+  bool last = false;    // nothing follows
+};
+
+class BlockSource {
+ public:
+  explicit BlockSource(FileReader& reader) : reader_(reader) {
+    try {
+      thread_ = std::thread([this] { produce(); });
+    } catch (const std::system_error&) {
+      // No thread: read on demand in next().
+    }
+  }
+  ~BlockSource() {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stop_ = true;
+    }
+    not_full_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  ReadItem next() {
+    if (!thread_.joinable()) return read_one(decoder_, take());
+    std::unique_lock<std::mutex> l(mu_);
+    not_empty_.wait(l, [this] { return !items_.empty(); });
+    ReadItem it = std::move(items_.front());
+    items_.pop_front();
+    if (it.block) ahead_ -= it.block->queued_bytes();
+    l.unlock();
+    not_full_.notify_one();
+    return it;
+  }
+
+  // Gives back an EventBlock whose events have been delivered.
+  void give(std::unique_ptr<EventBlock> b) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (pool_.size() < kPool) pool_.push_back(std::move(b));
+  }
+
+ private:
+  static constexpr std::size_t kAheadBytes = std::size_t{128} << 20, kPool = 4096;
+
+  std::unique_ptr<EventBlock> take() {
+    std::lock_guard<std::mutex> l(mu_);
+    if (pool_.empty()) return std::make_unique<EventBlock>();
+    std::unique_ptr<EventBlock> b = std::move(pool_.back());
+    pool_.pop_back();
+    return b;
+  }
+
+  ReadItem read_one(EventDecoder& decoder, std::unique_ptr<EventBlock> b) {
+    ReadItem it;
+    it.read = reader_.next(block_);
+    if (it.read.ok()) {
+      decoder.decode(block_, *b);
+      it.block = std::move(b);
+      it.offset = reader_.offset();
+    } else if (it.read.end_of_file() || it.read.status != ReadStatus::Corrupt || !reader_.resync()) {
+      it.last = true;  // after a corrupt block the reader has moved to the next valid header
+    }
+    return it;
+  }
+
+  void produce() {
+    EventDecoder decoder;
+    for (bool last = false; !last;) {
+      ReadItem it = read_one(decoder, take());
+      last = it.last;
+      const std::size_t bytes = it.block ? it.block->queued_bytes() : 0;
+      std::unique_lock<std::mutex> l(mu_);
+      not_full_.wait(l, [this] { return stop_ || ahead_ < kAheadBytes; });
+      if (stop_) return;
+      ahead_ += bytes;
+      const bool was_empty = items_.empty();
+      items_.push_back(std::move(it));
+      l.unlock();
+      if (was_empty) not_empty_.notify_one();
+    }
+  }
+
+  FileReader& reader_;
+  Block block_;
+  EventDecoder decoder_;  // used without a thread
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable not_empty_, not_full_;
+  std::deque<ReadItem> items_;
+  std::size_t ahead_ = 0;  // decoded bytes in items_
+  std::vector<std::unique_ptr<EventBlock>> pool_;
+  bool stop_ = false;
+};
+
 AnalyzeResult run(FileReader& reader, uint64_t size, const ReplayOptions& opt, bool is_file, const std::string& path) {
   AnalyzeResult res;
   res.model = std::make_unique<Model>();
@@ -615,31 +732,35 @@ AnalyzeResult run(FileReader& reader, uint64_t size, const ReplayOptions& opt, b
   for (const std::string& w : reader.warnings()) m.warnings.push_back(w);
   Replayer rp(m, opt);
   EventMerger merger;
-  Block b;
   uint64_t blocks = 0;
-  for (;;) {
-    ReadResult r = reader.next(b);
-    if (r.end_of_file()) break;
-    if (!r.ok()) {
-      if (r.status == ReadStatus::Truncated) {
-        const bool growing = is_file && is_being_written(path);
-        m.truncated = true;
-        m.warnings.push_back(growing ? "the trace is still being written: analysed up to offset " +
-                                           std::to_string(r.offset)
-                                     : r.message + ": analysed up to the cut");
-        break;
+  {
+    BlockSource source(reader);
+    for (;;) {
+      ReadItem it = source.next();
+      const ReadResult& r = it.read;
+      if (r.end_of_file()) break;
+      if (!r.ok()) {
+        if (r.status == ReadStatus::Truncated) {
+          const bool growing = is_file && is_being_written(path);
+          m.truncated = true;
+          m.warnings.push_back(growing ? "the trace is still being written: analysed up to offset " +
+                                             std::to_string(r.offset)
+                                       : r.message + ": analysed up to the cut");
+          break;
+        }
+        m.corrupt = true;
+        m.warnings.push_back(r.message);
+        if (it.last) break;
+        continue;
       }
-      m.corrupt = true;
-      m.warnings.push_back(r.message);
-      if (r.status == ReadStatus::Corrupt && reader.resync()) continue;
-      break;
+      if (!it.block->result.ok()) {
+        m.corrupt = true;
+        m.warnings.push_back(it.block->result.message + " (rest of the block skipped)");
+      }
+      merger.add_events(std::move(it.block), rp);
+      while (std::unique_ptr<EventBlock> spare = merger.take_spare()) source.give(std::move(spare));
+      if (opt.progress && (++blocks & 63) == 0) opt.progress(it.offset, size);
     }
-    r = merger.add_block(b, rp);
-    if (!r.ok()) {
-      m.corrupt = true;
-      m.warnings.push_back(r.message + " (rest of the block skipped)");
-    }
-    if (opt.progress && (++blocks & 63) == 0) opt.progress(reader.offset(), size);
   }
   merger.finish(rp);
   if (merger.stats().out_of_order)

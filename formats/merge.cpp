@@ -1,13 +1,184 @@
 #include "formats/merge.h"
 
 #include <cstring>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace memtide::fmt {
 
-bool EventMerger::queued_prefixed_tag(uint8_t tag) {
+// ---------------------------------------------------------------------------------------
+// EventBlock, EventDecoder
+// ---------------------------------------------------------------------------------------
+
+void EventBlock::clear() {
+  stream = 0;
+  offset = 0;
+  events.clear();
+  wide.clear();
+  other.clear();
+  immediate.clear();
+  watermarks.clear();
+  result = {};
+  seq = 0;
+  rd = wide_rd = other_rd = 0;
+}
+
+namespace {
+
+// Whether a length-prefixed record with this tag is queued (known and timed).
+bool queued_prefixed_tag(uint8_t tag) {
   const RecordType t = record_type_of_tag(tag);
   return t != RecordType::Count && is_timed(t);
 }
+
+void append(std::vector<uint8_t>& to, const uint8_t* from, const uint8_t* end) { to.insert(to.end(), from, end); }
+
+// The first four varints at `p` (32 readable bytes), each of at most 8 bytes: their values,
+// and in len[k] the bytes taken by varints 0..k. False when they do not fit (a longer varint:
+// the general decoder takes over). The ends of all four come from one 32-byte mask, so
+// the values are extracted independently of each other: a record's varints no longer
+// wait for each other's length. (For a Free the varints past its end are garbage, unused.)
+[[gnu::always_inline]] inline bool varints4(const uint8_t* p, uint64_t v[4], unsigned len[4]) {
+#if defined(__SSE2__)
+  const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16));
+  uint32_t stops = ~(static_cast<uint32_t>(_mm_movemask_epi8(lo)) | static_cast<uint32_t>(_mm_movemask_epi8(hi)) << 16);
+  unsigned start = 0;
+  for (int k = 0; k < 4; ++k) {
+    if (stops == 0) return false;
+    const unsigned e = static_cast<unsigned>(__builtin_ctz(stops));  // last byte of varint k
+    stops &= stops - 1;
+    const unsigned n = e + 1 - start;
+    if (n > 8) return false;
+    const uint64_t keep = n == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * n)) - 1;
+    uint64_t x = wire::load_le<uint64_t>(p + start) & keep & 0x7f7f7f7f7f7f7f7full;
+    x = ((x & 0x7f007f007f007f00ull) >> 1) | (x & 0x007f007f007f007full);
+    x = ((x & 0x3fff00003fff0000ull) >> 2) | (x & 0x00003fff00003fffull);
+    x = ((x & 0x0fffffff00000000ull) >> 4) | (x & 0x000000000fffffffull);
+    v[k] = x;
+    len[k] = e + 1;
+    start = e + 1;
+  }
+  return true;
+#else
+  const uint8_t* q = p;
+  for (int k = 0; k < 4; ++k) {
+    if (!detail::varint_fast(q, v[k])) return false;
+    len[k] = static_cast<unsigned>(q - p);
+  }
+  return true;
+#endif
+}
+
+// Receives the decoded records of one block. Allocs and Frees become events; a SampleWeight
+// waits for its Alloc, and one that never gets one (overridden, or last in the block) is
+// passed on at once (as a SampleWeight record among the immediate ones), so that every record
+// reaches the consumer exactly once.
+struct Collect : NullVisitor {
+  EventBlock& b;
+  PodArray<MergedEvent>& events;
+  bool has_weight = false;
+  uint64_t weight = 0;
+  Collect(EventBlock& out, PodArray<MergedEvent>& staging) : b(out), events(staging) {}
+
+  void put_weight(uint64_t w) {
+    uint8_t rec[2 + 2 * wire::kMaxVarint];
+    uint8_t body[wire::kMaxVarint];
+    const auto len = static_cast<uint64_t>(wire::put_varint(body, w) - body);
+    rec[0] = tag_of(RecordType::SampleWeight);
+    uint8_t* p = wire::put_varint(rec + 1, len);
+    std::memcpy(p, body, len);
+    append(b.immediate, rec, p + len);
+  }
+  void on_sample_weight(uint32_t, const SampleWeight& x) {
+    if (has_weight) put_weight(weight);
+    has_weight = true;
+    weight = x.weight;
+  }
+  void flush_weight() {
+    if (has_weight) put_weight(weight);
+    has_weight = false;
+  }
+  void on_alloc(uint32_t, const Alloc& a) {
+    if (has_weight || a.stack > UINT32_MAX) [[unlikely]] {
+      events.push_unchecked({a.time, 0, 0, 0, has_weight ? kEventWeighted : kEventWide});
+      b.wide.push_back(a);
+    } else {
+      events.push_unchecked(
+          {a.time, a.addr, a.size, static_cast<uint32_t>(a.stack), static_cast<uint8_t>(kTagAllocBase + static_cast<uint8_t>(a.api))});
+    }
+    has_weight = false;
+  }
+  void on_free(uint32_t, const Free& f) {
+    events.push_unchecked({f.time, f.addr, f.length, 0, static_cast<uint8_t>(kTagFreeBase + static_cast<uint8_t>(f.api))});
+  }
+  void on_watermark(uint32_t, const Watermark& x) { b.watermarks.push_back(x.time); }
+};
+
+}  // namespace
+
+void EventDecoder::decode(const Block& block, EventBlock& out) {
+  out.clear();
+  out.stream = block.header.stream;
+  out.offset = block.offset;
+  // Every timed record takes at least 3 bytes (tag, dt and one more), so this is room enough.
+  staging_.clear();
+  staging_.reserve(block.payload.size() / 3 + 1);
+  Collect c(out, staging_);
+  DecodeScratch& scratch = *scratch_;
+  StreamRegs r{block.header.base_time, block.header.base_addr, 0};
+  const uint8_t* const begin = block.payload.data();
+  const uint8_t* const end = begin + block.payload.size();
+  const uint8_t* p = begin;
+  MergedEvent* ev = staging_.data();
+  while (p < end) {
+    const uint8_t* rec = p;
+    const uint8_t tag = *p;
+    // Fast path for Alloc and Free, without a branch on which of the two it is (they alternate
+    // unpredictably): four varints are decoded in every case, those past a Free's end are
+    // garbage and ignored. Anything unusual (a pending SampleWeight, a wide stack id, an
+    // invalid or long varint, the end of the block near) takes the general path below.
+    if (tag >= kTagAllocBase && tag < kTagFreeBase + 32 && !c.has_weight &&
+        static_cast<std::size_t>(end - p) > 4 * wire::kMaxVarint) [[likely]] {
+      uint64_t v[4];
+      unsigned len[4];
+      if (varints4(p + 1, v, len)) [[likely]] {
+        const bool is_alloc = tag < kTagFreeBase;
+        const bool munmap = tag == kTagFreeBase + static_cast<uint8_t>(Api::Munmap);
+        if (!is_alloc || v[3] <= UINT32_MAX) [[likely]] {
+          r.time += v[0];
+          r.addr += static_cast<uint64_t>(wire::unzigzag(v[1]));
+          ev[staging_.size()] = {r.time, r.addr, is_alloc || munmap ? v[2] : 0,
+                                 is_alloc ? static_cast<uint32_t>(v[3]) : 0u, tag};
+          staging_.grow_unchecked(1);
+          p += 1 + (is_alloc ? len[3] : munmap ? len[2] : len[1]);
+          continue;
+        }
+      }
+    }
+    const uint64_t before = r.time;
+    const DecodeError e = decode_record(p, end, r, out.stream, scratch, c);
+    if (e != DecodeError::None) [[unlikely]] {
+      out.result = ReadResult::corrupt(block.offset, describe(e, tag), static_cast<uint64_t>(rec - begin));
+      break;
+    }
+    if (tag >= kTagAllocBase && tag < kTagFreeBase + 32) [[likely]]
+      continue;
+    if (queued_prefixed_tag(tag)) {
+      staging_.push_unchecked({r.time, before, 0, 0, kEventOther});
+      append(out.other, rec, p);
+    } else if (tag != tag_of(RecordType::SampleWeight)) {
+      append(out.immediate, rec, p);
+    }
+  }
+  c.flush_weight();
+  out.events.assign(staging_.data(), staging_.size());
+}
+
+// ---------------------------------------------------------------------------------------
+// EventMerger
+// ---------------------------------------------------------------------------------------
 
 uint32_t EventMerger::queue_index(uint32_t stream) {
   const auto [it, inserted] = index_.try_emplace(stream, static_cast<uint32_t>(queues_.size()));
@@ -18,25 +189,21 @@ uint32_t EventMerger::queue_index(uint32_t stream) {
   return it->second;
 }
 
-void EventMerger::append(Queue& q, const uint8_t* from, const uint8_t* to) {
-  if (to <= from) return;
-  q.buf.insert(q.buf.end(), from, to);
-  buffered_ += static_cast<std::size_t>(to - from);
+std::unique_ptr<EventBlock> EventMerger::spare() {
+  std::unique_ptr<EventBlock> b = take_spare();
+  return b ? std::move(b) : std::make_unique<EventBlock>();
 }
 
-void EventMerger::append_block_mark(Queue& q, uint64_t seq, uint64_t base_time, uint64_t base_addr) {
-  uint8_t m[kBlockMarkSize];
-  m[0] = kMarkBlock;
-  wire::store_le(m + 1, seq);
-  wire::store_le(m + 9, base_time);
-  wire::store_le(m + 17, base_addr);
-  append(q, m, m + kBlockMarkSize);
+std::unique_ptr<EventBlock> EventMerger::take_spare() {
+  if (spare_.empty()) return nullptr;
+  std::unique_ptr<EventBlock> b = std::move(spare_.back());
+  spare_.pop_back();
+  return b;
 }
 
-void EventMerger::append_weight(Queue& q, uint64_t weight) {
-  uint8_t m[1 + wire::kMaxVarint];
-  m[0] = kMarkWeight;
-  append(q, m, wire::put_varint(m + 1, weight));
+void EventMerger::recycle(std::unique_ptr<EventBlock> b) {
+  // A few are enough for a reader to reuse; the rest of a released window is freed.
+  if (spare_.size() < 64) spare_.push_back(std::move(b));
 }
 
 void EventMerger::note_watermark(uint64_t time) {
@@ -53,51 +220,18 @@ void EventMerger::note_watermark(uint64_t time) {
   last_watermark_ = time;
 }
 
-bool EventMerger::peek_slow(Queue& q) {
-  for (;;) {
-    if (q.rd >= q.buf.size()) return false;
-    const uint8_t* const base = q.buf.data();
-    const uint8_t* p = base + q.rd;
-    const uint8_t* const end = base + q.buf.size();
-    if (*p == kMarkBlock) {
-      if (end - p < static_cast<std::ptrdiff_t>(kBlockMarkSize)) break;
-      q.block_seq = wire::load_le<uint64_t>(p + 1);
-      q.regs = StreamRegs{wire::load_le<uint64_t>(p + 9), wire::load_le<uint64_t>(p + 17), 0};
-      q.rd += kBlockMarkSize;
-      buffered_ -= kBlockMarkSize;
-      continue;
+bool EventMerger::head(Queue& q, HeapItem& item) {
+  while (!q.blocks.empty()) {
+    const EventBlock& b = *q.blocks.front();
+    if (b.rd < b.events.size()) {
+      item.time = b.events[b.rd].time;
+      item.seq = b.seq;
+      return true;
     }
-    // Every queued record starts with its dt: right after the tag for Alloc/Free, after the
-    // length prefix for the others.
-    wire::Cursor c(p, end);
-    uint8_t tag = 0;
-    uint64_t skip = 0, dt = 0;
-    c.get_u8(tag);
-    if (tag == kMarkWeight && !(c.get_varint(skip) && c.get_u8(tag))) break;
-    if (!(tag >= kTagAllocBase && tag < kTagFreeBase + 32) && !c.get_varint(skip)) break;
-    if (!c.get_varint(dt)) break;
-    q.head_time = q.regs.time + dt;
-    return true;
+    recycle(std::move(q.blocks.front()));
+    q.blocks.pop_front();
   }
-  // Unreachable with bytes copied from checked records; drop the rest defensively.
-  buffered_ -= q.buf.size() - q.rd;
-  q.rd = q.buf.size();
   return false;
-}
-
-void EventMerger::compact() {
-  for (Queue& q : queues_) {
-    if (q.rd == 0) continue;
-    if (q.rd >= q.buf.size()) {
-      q.buf.clear();
-      q.rd = 0;
-    } else if (q.rd >= q.buf.size() / 2) {
-      // Amortised O(1) per byte: we only move what is left when at least as much was consumed.
-      std::memmove(q.buf.data(), q.buf.data() + q.rd, q.buf.size() - q.rd);
-      q.buf.resize(q.buf.size() - q.rd);
-      q.rd = 0;
-    }
-  }
 }
 
 }  // namespace memtide::fmt

@@ -13,18 +13,28 @@
 //   - A SampleWeight travels with the Alloc it applies to (on_sample_weight right before it);
 //     one that applies to no Alloc is delivered at once.
 //
-// Queued records are kept as their own wire bytes (a copy of the block's timed records, with
-// a 25-byte marker per block and a short marker before weighted Allocs), so the memory is that
-// of the compressed-away raw payload of the window between two watermarks: ~5-8 bytes per event.
+// Each block is decoded once (EventDecoder) into an EventBlock: its Allocs and Frees as an
+// array of fixed-size 32-byte events, the rare other timed records as their wire bytes. The
+// merge then walks those arrays: the stream whose head is earliest delivers a whole run of
+// events, up to the head of the next stream, before the heap of stream heads is touched again,
+// so a trace with one busy stream costs no heap operation per event. Memory is the window
+// between two watermarks at 32 bytes per event. EventDecoder needs no merger state, so a
+// reader thread can decode blocks while another merges them (add_events).
 //
 //   EventMerger m;
 //   ReadResult r = read_merged(reader, m, visitor);   // or add_block()/finish() by hand
 //
-// Sections: [1] options and statistics  [2] EventMerger  [3] template members  [4] read_merged
+// Sections: [1] options and statistics  [2] EventBlock, EventDecoder  [3] EventMerger
+//           [4] template members  [5] read_merged
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <deque>
+#include <memory>
+#include <new>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -52,7 +62,114 @@ struct MergeStats {
 };
 
 // ---------------------------------------------------------------------------------------
-// [2] EventMerger
+// [2] EventBlock: one block's records, decoded once
+// ---------------------------------------------------------------------------------------
+
+// A timed record. Alloc and Free carry their fields; the rest point into EventBlock's side
+// storage, consumed in order.
+struct MergedEvent {
+  uint64_t time;
+  uint64_t addr;   // Alloc/Free: the address. kEventOther: the stream's time before the record
+  uint64_t size;   // Alloc: the size. Free: the length (munmap), else 0
+  uint32_t stack;  // Alloc: the stack id
+  uint8_t tag;     // Alloc/Free: the wire tag (0x40 + api, 0x60 + api); else kEvent*
+};
+static_assert(sizeof(MergedEvent) == 32);
+
+// Tags of the events that are not a plain Alloc/Free (above every Alloc/Free wire tag).
+inline constexpr uint8_t kEventWide = 0x80;      // an Alloc in EventBlock::wide (stack id >= 2^32)
+inline constexpr uint8_t kEventWeighted = 0x81;  // an Alloc in EventBlock::wide after a SampleWeight
+inline constexpr uint8_t kEventOther = 0x82;     // another timed record, its bytes in EventBlock::other
+
+// A growable array of trivially copyable elements that are never value-initialised (an
+// EventBlock's events are written once, by EventDecoder).
+template <class T>
+class PodArray {
+  static_assert(std::is_trivially_copyable_v<T>);
+
+ public:
+  PodArray() = default;
+  PodArray(const PodArray&) = delete;
+  PodArray& operator=(const PodArray&) = delete;
+  ~PodArray() { std::free(p_); }
+
+  T* data() { return p_; }
+  const T* data() const { return p_; }
+  std::size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  const T& operator[](std::size_t i) const { return p_[i]; }
+  void clear() { n_ = 0; }
+  // Makes room for `n` elements in all, keeping the first size() ones.
+  void reserve(std::size_t n) {
+    if (n <= cap_) return;
+    void* p;
+    if (n_ == 0) {
+      std::free(p_);
+      p_ = nullptr;
+      p = std::malloc(n * sizeof(T));
+    } else {
+      p = std::realloc(p_, n * sizeof(T));
+    }
+    if (!p) throw std::bad_alloc();
+    p_ = static_cast<T*>(p);
+    cap_ = n;
+  }
+  // Appends without a capacity check: the caller reserved enough.
+  void push_unchecked(const T& x) { p_[n_++] = x; }
+  // Counts `k` more elements, written by the caller in place (within the reserved room).
+  void grow_unchecked(std::size_t k) { n_ += k; }
+  // Replaces the contents with n elements from `from`.
+  void assign(const T* from, std::size_t n) {
+    n_ = 0;
+    if (n > cap_) reserve(n + n / 4);  // blocks differ a little in size: reuse usually fits
+    if (n) std::memcpy(p_, from, n * sizeof(T));
+    n_ = n;
+  }
+
+ private:
+  T* p_ = nullptr;
+  std::size_t n_ = 0, cap_ = 0;
+};
+
+struct EventBlock {
+  uint32_t stream = 0;
+  uint64_t offset = 0;                 // file offset of the block
+  PodArray<MergedEvent> events;        // timed records in stream order
+  std::vector<Alloc> wide;             // Allocs that do not fit a MergedEvent
+  std::vector<uint8_t> other;          // wire bytes of the other timed records
+  std::vector<uint8_t> immediate;      // wire bytes of untimed and unknown records (file order)
+  std::vector<uint64_t> watermarks;    // times of the block's Watermark records
+  ReadResult result;                   // Corrupt at a bad record: the records before it are here
+
+  // The merger's position.
+  uint64_t seq = 0;
+  std::size_t rd = 0, wide_rd = 0, other_rd = 0;
+
+  void clear();
+  // Bytes held for the merge window (events and side storage).
+  std::size_t queued_bytes() const {
+    return events.size() * sizeof(MergedEvent) + wide.size() * sizeof(Alloc) + other.size();
+  }
+};
+
+// Decodes blocks into EventBlocks. One per thread: it holds the scratch space.
+class EventDecoder {
+ public:
+  EventDecoder() : scratch_(std::make_unique<DecodeScratch>()) {}
+  // Decodes every record of `block` into `out` (cleared first). out.result is Ok, or Corrupt at
+  // the first bad record (what decode_block would return); the records before it are kept.
+  void decode(const Block& block, EventBlock& out);
+  DecodeScratch& scratch() { return *scratch_; }
+
+ private:
+  std::unique_ptr<DecodeScratch> scratch_;
+  // Events are decoded here (room for the most a payload can hold), then copied to the block
+  // at their exact size: the merge window holds 32 bytes per event, not the upper bound.
+  PodArray<MergedEvent> staging_;
+};
+
+// ---------------------------------------------------------------------------------------
+// [3] EventMerger
 // ---------------------------------------------------------------------------------------
 
 class EventMerger {
@@ -63,7 +180,19 @@ class EventMerger {
   // watermarks allow is released to `v`. Corrupt on a bad record: the records before it are
   // kept (and delivered in order later), the rest of the block is dropped.
   template <class V>
-  ReadResult add_block(const Block& block, V& v);
+  ReadResult add_block(const Block& block, V& v) {
+    v.on_block(block);
+    std::unique_ptr<EventBlock> b = spare();
+    decoder_.decode(block, *b);
+    ReadResult r = b->result;
+    add_events(std::move(b), v);
+    return r;
+  }
+
+  // The same for a block already decoded by an EventDecoder (on another thread, say);
+  // `v.on_block` is not called. Its result is left in the EventBlock's `result`.
+  template <class V>
+  void add_events(std::unique_ptr<EventBlock> b, V& v);
 
   // Releases every queued record in order (at end of file, or after an error).
   template <class V>
@@ -71,21 +200,17 @@ class EventMerger {
     release(0, true, 0, v);
   }
 
+  // An EventBlock whose events have all been delivered, to decode the next block into
+  // (nullptr when there is none): lets a reader thread reuse the buffers.
+  std::unique_ptr<EventBlock> take_spare();
+
   const MergeStats& stats() const { return stats_; }
   std::size_t buffered_bytes() const { return buffered_; }
 
  private:
-  static constexpr uint8_t kMarkBlock = 0xFF;   // + u64 block_seq, u64 base_time, u64 base_addr
-  static constexpr uint8_t kMarkWeight = 0xFE;  // + varint weight; precedes its Alloc
-  static constexpr std::size_t kBlockMarkSize = 25;
-
   struct Queue {
     uint32_t stream = 0;
-    std::vector<uint8_t> buf;
-    std::size_t rd = 0;  // next unread byte
-    StreamRegs regs;
-    uint64_t block_seq = 0;
-    uint64_t head_time = 0;  // time of the record at rd (valid after peek() returned true)
+    std::deque<std::unique_ptr<EventBlock>> blocks;  // front: the one being released
   };
   struct HeapItem {
     uint64_t time, seq;
@@ -101,73 +226,29 @@ class EventMerger {
 
   // Non-template helpers (merge.cpp).
   uint32_t queue_index(uint32_t stream);
-  void append(Queue& q, const uint8_t* from, const uint8_t* to);
-  void append_block_mark(Queue& q, uint64_t seq, uint64_t base_time, uint64_t base_addr);
-  void append_weight(Queue& q, uint64_t weight);
-  // Consumes block marks and computes head_time; false when the queue is empty.
-  bool peek(Queue& q) {
-    // Fast path: a queued Alloc/Free with room for unchecked varints.
-    if (q.rd + 1 + 2 * wire::kMaxVarint <= q.buf.size()) {
-      const uint8_t* p = q.buf.data() + q.rd;
-      if (*p >= kTagAllocBase && *p < kTagFreeBase + 32) {
-        ++p;
-        uint64_t dt;
-        if (detail::varint_fast(p, dt)) {
-          q.head_time = q.regs.time + dt;
-          return true;
-        }
-      }
-    }
-    return peek_slow(q);
-  }
-  bool peek_slow(Queue& q);
+  std::unique_ptr<EventBlock> spare();
+  void recycle(std::unique_ptr<EventBlock> b);
   void note_watermark(uint64_t time);
-  void compact();
+  // The head event of `q` (dropping finished blocks); false when the queue is empty.
+  bool head(Queue& q, HeapItem& item);
 
   template <class V>
-  void deliver(Queue& q, V& v);
+  void deliver_immediate(const EventBlock& b, V& v);
+  template <class V>
+  void deliver_rare(EventBlock& b, const MergedEvent& e, V& v);
+  template <class V>
+  bool run(Queue& q, uint64_t bound_time, uint64_t bound_seq, uint64_t limit, bool all, std::size_t target, V& v);
   template <class V>
   void release(uint64_t limit, bool all, std::size_t target, V& v);
   template <class Cmp>
   void sift_down(const Cmp& later);
 
-  // First pass: passes on what is delivered at once, notes watermarks.
-  template <class V>
-  struct Forward : NullVisitor {
-    EventMerger& m;
-    V& v;
-    Forward(EventMerger& merger, V& visitor) : m(merger), v(visitor) {}
-    void on_process_info(uint32_t s, const ProcessInfo& x) { v.on_process_info(s, x); }
-    void on_stack_def(uint32_t s, const StackDef& x) { v.on_stack_def(s, x); }
-    void on_symbols(uint32_t s, const Symbols& x) { v.on_symbols(s, x); }
-    void on_unknown(uint32_t s, uint8_t tag, std::span<const uint8_t> p) { v.on_unknown(s, tag, p); }
-    void on_watermark(uint32_t, const Watermark& x) { m.note_watermark(x.time); }
-    // A SampleWeight waits for its Alloc; one that never gets one (overridden, or last in the
-    // block) is passed on at once, so that every record reaches the consumer exactly once.
-    bool has_weight = false;
-    uint64_t weight = 0;
-    void on_sample_weight(uint32_t s, const SampleWeight& x) {
-      if (has_weight) v.on_sample_weight(s, SampleWeight{weight});
-      has_weight = true;
-      weight = x.weight;
-    }
-    void on_alloc(uint32_t, const Alloc&) { has_weight = false; }
-    void flush_weight(uint32_t s) {
-      if (has_weight) v.on_sample_weight(s, SampleWeight{weight});
-      has_weight = false;
-    }
-  };
-  // Whether a record with this tag is queued (timed and known) or passed on at once.
-  static bool queued_tag(uint8_t tag) {
-    return (tag >= kTagAllocBase && tag < kTagFreeBase + 32) || queued_prefixed_tag(tag);
-  }
-  static bool queued_prefixed_tag(uint8_t tag);
-
   MergeOptions opt_;
-  RecordDecoder decoder_;
-  std::vector<Queue> queues_;
+  EventDecoder decoder_;
+  std::deque<Queue> queues_;  // (a deque: Queue is not nothrow-movable)
   std::unordered_map<uint32_t, uint32_t> index_;  // stream -> queues_ index
   std::vector<HeapItem> heap_;
+  std::vector<std::unique_ptr<EventBlock>> spare_;
   uint64_t next_block_seq_ = 0;
   bool have_watermark_ = false;
   uint64_t last_watermark_ = 0;
@@ -181,52 +262,23 @@ class EventMerger {
 };
 
 // ---------------------------------------------------------------------------------------
-// [3] Template members
+// [4] Template members
 // ---------------------------------------------------------------------------------------
 
 template <class V>
-ReadResult EventMerger::add_block(const Block& block, V& v) {
+void EventMerger::add_events(std::unique_ptr<EventBlock> b, V& v) {
   ++stats_.blocks;
-  v.on_block(block);
-  const uint32_t stream = block.header.stream;
-  Queue& q = queues_[queue_index(stream)];
-  const std::size_t mark_at = q.buf.size();
-  append_block_mark(q, next_block_seq_++, block.header.base_time, block.header.base_addr);
-
-  Forward<V> fw(*this, v);
-  StreamRegs r{block.header.base_time, block.header.base_addr, 0};
-  const uint8_t* const begin = block.payload.data();
-  const uint8_t* const end = begin + block.payload.size();
-  const uint8_t* p = begin;
-  const uint8_t* span = begin;  // start of the run of queued records not yet copied
-  ReadResult result;
-  while (p < end) {
-    const uint8_t* rec = p;
-    const uint8_t tag = *p;
-    const bool weighted = fw.has_weight;
-    const uint64_t weight = fw.weight;
-    const DecodeError e = decode_record(p, end, r, stream, decoder_.scratch(), fw);
-    if (e != DecodeError::None) [[unlikely]] {
-      result = ReadResult::corrupt(block.offset, describe(e, tag), static_cast<uint64_t>(rec - begin));
-      break;
-    }
-    if (queued_tag(tag)) {
-      if (weighted && is_alloc_tag(tag)) {
-        append(q, span, rec);
-        append_weight(q, weight);
-        span = rec;
-      }
-    } else {
-      append(q, span, rec);
-      span = p;
-    }
+  deliver_immediate(*b, v);
+  for (uint64_t t : b->watermarks) note_watermark(t);
+  if (!b->events.empty()) {
+    b->seq = next_block_seq_;
+    b->rd = b->wide_rd = b->other_rd = 0;
+    buffered_ += b->queued_bytes();
+    queues_[queue_index(b->stream)].blocks.push_back(std::move(b));
+  } else {
+    recycle(std::move(b));
   }
-  append(q, span, p);
-  fw.flush_weight(stream);
-  if (q.buf.size() == mark_at + kBlockMarkSize) {  // nothing queued from this block
-    q.buf.resize(mark_at);
-    buffered_ -= kBlockMarkSize;
-  }
+  ++next_block_seq_;
   stats_.peak_buffered_bytes = std::max<uint64_t>(stats_.peak_buffered_bytes, buffered_);
 
   if (limit_moved_) {
@@ -237,55 +289,135 @@ ReadResult EventMerger::add_block(const Block& block, V& v) {
     ++stats_.forced_releases;
     release(0, true, opt_.max_buffered_bytes / 2, v);
   }
-  return result;
 }
 
 template <class V>
-void EventMerger::deliver(Queue& q, V& v) {
-  const uint8_t* base = q.buf.data();
-  const uint8_t* p = base + q.rd;
-  const uint8_t* const end = base + q.buf.size();
-  if (*p == kMarkWeight) {
-    wire::Cursor c(p + 1, end);
-    SampleWeight w;
-    c.get_varint(w.weight);  // checked by peek()
-    q.regs.weight = w.weight;
-    v.on_sample_weight(q.stream, w);
-    p = c.pos();
+void EventMerger::deliver_immediate(const EventBlock& b, V& v) {
+  if (b.immediate.empty()) return;
+  const uint8_t* p = b.immediate.data();
+  const uint8_t* const end = p + b.immediate.size();
+  StreamRegs r;
+  while (p < end)
+    if (decode_record(p, end, r, b.stream, decoder_.scratch(), v) != DecodeError::None) break;  // unreachable: checked
+}
+
+template <class V>
+[[gnu::noinline]] void EventMerger::deliver_rare(EventBlock& b, const MergedEvent& e, V& v) {
+  if (e.tag == kEventOther) {
+    const uint8_t* p = b.other.data() + b.other_rd;
+    const uint8_t* const end = b.other.data() + b.other.size();
+    StreamRegs r{e.addr, 0, 0};
+    if (decode_record(p, end, r, b.stream, decoder_.scratch(), v) != DecodeError::None) p = end;  // unreachable
+    const auto n = static_cast<std::size_t>(p - (b.other.data() + b.other_rd));
+    b.other_rd += n;
+    buffered_ -= n;
+    return;
   }
-  if (delivered_any_ && q.head_time < last_delivered_) ++stats_.out_of_order;
-  delivered_any_ = true;
-  last_delivered_ = q.head_time;
-  if (decode_record(p, end, q.regs, q.stream, decoder_.scratch(), v) != DecodeError::None) p = end;  // unreachable: bytes were checked when queued
-  ++stats_.released;
-  const auto consumed = static_cast<std::size_t>(p - (base + q.rd));
-  q.rd += consumed;
-  buffered_ -= consumed;
+  const Alloc& a = b.wide[b.wide_rd++];
+  buffered_ -= sizeof(Alloc);
+  if (e.tag == kEventWeighted) v.on_sample_weight(b.stream, SampleWeight{a.weight});
+  v.on_alloc(b.stream, a);
+}
+
+// Delivers events of `q` while its head comes before (bound_time, bound_seq), the head of
+// the next stream. True when it stopped at the limit or the target (the release is over).
+template <class V>
+bool EventMerger::run(Queue& q, uint64_t bound_time, uint64_t bound_seq, uint64_t limit, bool all, std::size_t target,
+                      V& v) {
+  for (;;) {
+    EventBlock& b = *q.blocks.front();
+    const uint32_t stream = b.stream;
+    // The last time this block may deliver up to (inclusive) and stay ahead of the next stream.
+    uint64_t bound_last = bound_time;
+    if (b.seq > bound_seq) {
+      if (bound_last == 0) return false;  // unreachable: the top stream is ahead of the others
+      --bound_last;
+    }
+    if (!all && limit == 0) return true;
+    const uint64_t last = all ? bound_last : std::min(bound_last, limit - 1);
+    const MergedEvent* const events = b.events.data();
+    const std::size_t n = b.events.size();
+    std::size_t i = b.rd;
+    uint64_t prev = delivered_any_ ? last_delivered_ : 0;
+    uint64_t late = 0;
+    for (; i < n; ++i) {
+      const MergedEvent& e = events[i];
+      if (e.time > last) break;
+      if (target != 0 && buffered_ <= target) [[unlikely]]
+        break;
+      late += e.time < prev;
+      prev = e.time;
+      buffered_ -= sizeof(MergedEvent);
+      const uint8_t tag = e.tag;
+      if (tag < kTagFreeBase) [[likely]] {
+        Alloc x;
+        x.time = e.time;
+        x.addr = e.addr;
+        x.size = e.size;
+        x.stack = e.stack;
+        x.api = static_cast<Api>(tag & 31);
+        v.on_alloc(stream, x);
+      } else if (tag < kEventWide) [[likely]] {
+        Free x;
+        x.time = e.time;
+        x.addr = e.addr;
+        x.length = e.size;
+        x.api = static_cast<Api>(tag & 31);
+        v.on_free(stream, x);
+      } else {
+        deliver_rare(b, e, v);
+      }
+    }
+    stats_.released += i - b.rd;
+    stats_.out_of_order += late;
+    if (i != b.rd) {
+      delivered_any_ = true;
+      last_delivered_ = prev;
+    }
+    b.rd = i;
+    // Stopped inside the block: by the target, by the limit (the head is still the earliest),
+    // or because another stream's head comes first.
+    if (i < n) return (target != 0 && buffered_ <= target) || events[i].time <= bound_last;
+    recycle(std::move(q.blocks.front()));
+    q.blocks.pop_front();
+    if (q.blocks.empty()) return false;
+  }
 }
 
 template <class V>
 void EventMerger::release(uint64_t limit, bool all, std::size_t target, V& v) {
-  // A binary min-heap of the streams' heads. The top stream delivers and its new head is
-  // sifted down in place: one sift per record, however the streams interleave.
+  // A binary min-heap of the streams' heads. The top stream delivers a run of events up to the
+  // head of the earliest other stream (the smaller child of the root), then its new head is
+  // sifted down in place: one sift per run, however the streams interleave.
   heap_.clear();
-  for (uint32_t i = 0; i < queues_.size(); ++i)
-    if (peek(queues_[i])) heap_.push_back({queues_[i].head_time, queues_[i].block_seq, i});
+  for (uint32_t i = 0; i < queues_.size(); ++i) {
+    HeapItem h;
+    if (head(queues_[i], h)) {
+      h.queue = i;
+      heap_.push_back(h);
+    }
+  }
   const Later later;
   std::make_heap(heap_.begin(), heap_.end(), later);
   while (!heap_.empty()) {
     Queue& q = queues_[heap_.front().queue];
-    if ((!all && q.head_time >= limit) || (target != 0 && buffered_ <= target)) break;
-    deliver(q, v);
-    if (peek(q)) {
-      heap_.front().time = q.head_time;
-      heap_.front().seq = q.block_seq;
+    uint64_t bound_time = UINT64_MAX, bound_seq = UINT64_MAX;
+    if (heap_.size() > 1) {
+      const std::size_t c = heap_.size() > 2 && later(heap_[1], heap_[2]) ? 2 : 1;
+      bound_time = heap_[c].time;
+      bound_seq = heap_[c].seq;
+    }
+    if (run(q, bound_time, bound_seq, limit, all, target, v)) break;
+    HeapItem h;
+    if (head(q, h)) {
+      heap_.front().time = h.time;
+      heap_.front().seq = h.seq;
     } else {
       heap_.front() = heap_.back();
       heap_.pop_back();
     }
     sift_down(later);
   }
-  compact();
 }
 
 // Restores the heap order after heap_[0] changed.
@@ -306,7 +438,7 @@ void EventMerger::sift_down(const Cmp& later) {
 }
 
 // ---------------------------------------------------------------------------------------
-// [4] read_merged
+// [5] read_merged
 // ---------------------------------------------------------------------------------------
 
 // Reads every remaining block of `reader` through `merger` into `v` in time order, then
