@@ -51,6 +51,48 @@ const Palette& palette(bool dark) {
   return dark ? kDark : kLight;
 }
 
+const char* domain_title(analysis::Domain d) {
+  switch (d) {
+    case analysis::Domain::Heap: return "heap";
+    case analysis::Domain::Mmap: return "anonymous mappings";
+    case analysis::Domain::Custom: return "custom pools";
+    case analysis::Domain::Count: break;
+  }
+  return "?";
+}
+
+bool domain_combo(Frame& f) {
+  const analysis::Model* m = f.snap.base.get();
+  if (!m) return false;
+  auto present = [&](analysis::Domain d) {
+    const analysis::Totals& t = m->totals[static_cast<unsigned>(d)];
+    return t.allocations != 0 || t.frees != 0;
+  };
+  if (f.domain == analysis::Domain::Heap && !present(analysis::Domain::Mmap) && !present(analysis::Domain::Custom))
+    return false;  // a heap-only trace: nothing to choose
+  bool changed = false;
+  ImGui::SetNextItemWidth(170 * f.scale);
+  if (ImGui::BeginCombo("##domain", domain_title(f.domain))) {
+    for (unsigned i = 0; i < analysis::kDomainCount; ++i) {
+      const auto d = static_cast<analysis::Domain>(i);
+      const bool enabled = d == analysis::Domain::Heap || present(d);
+      if (ImGui::Selectable(domain_title(d), d == f.domain, enabled ? 0 : ImGuiSelectableFlags_Disabled)) {
+        changed = d != f.domain;
+        f.domain = d;
+      }
+      if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+        ImGui::SetTooltip("%s%s",
+                          d == analysis::Domain::Heap ? "malloc, new and the rest of the C and C++ heap"
+                          : d == analysis::Domain::Mmap ? "anonymous mmap / munmap / mremap, counted apart from the heap"
+                                                        : "blocks announced with memtide_alloc / memtide_free",
+                          enabled ? "" : " (none in this trace)");
+    }
+    ImGui::EndCombo();
+  }
+  ImGui::SameLine(0, 16 * f.scale);
+  return changed;
+}
+
 // ---------------------------------------------------------------------------------------
 // [2] Style, fonts, settings
 // ---------------------------------------------------------------------------------------
@@ -248,6 +290,7 @@ void App::draw() {
   if (ImGui::GetIO().KeyCtrl && ImGui::IsKeyPressed('Q')  /* GLFW key codes are ASCII for letters */) quit_ = true;
   // Call trees are built when first needed (cheap to repeat: the loader ignores known wants).
   loader_.want_metric(flame_.metric);
+  if (domain_ != analysis::Domain::Heap) loader_.want_domain(domain_);
   if (view_ == ViewKind::Tree) loader_.want_tables();
   if (view_ == ViewKind::Compare) loader_.want_metric(compare_.metric);
   if (applied_selection_ != selection_) {
@@ -266,7 +309,7 @@ void App::draw() {
                    ImGuiWindowFlags_NoBackground);
   menu_bar();
   status_line();
-  Frame f{*snap_, loader_, settings_.dark, scale(), selection_};
+  Frame f{*snap_, loader_, settings_.dark, scale(), selection_, domain_};
   const Snapshot& s = *snap_;
 
   if (!s.error.empty()) {

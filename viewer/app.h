@@ -37,6 +37,7 @@ class App {
   void select_view(ViewKind v) { requested_view_ = v; }
   ViewKind current_view() const { return view_; }
   void set_selection(TimeRange r);
+  void set_domain(analysis::Domain d) { domain_ = d; }
 
   // One frame of UI (inside NewFrame/Render).
   void draw();
@@ -77,6 +78,7 @@ class App {
   std::string opening_;  // the file asked for, until its first snapshot arrives
   TimeRange selection_;
   TimeRange applied_selection_;
+  analysis::Domain domain_ = analysis::Domain::Heap;
   ViewKind view_ = ViewKind::Summary;
   std::optional<ViewKind> requested_view_;
   SummaryView summary_;

@@ -38,10 +38,10 @@ std::size_t suggested_frame(const std::vector<LeakFrame>& frames) {
   return 0;
 }
 
-LeaksData make_leaks(const analysis::Model& m, analysis::Symbolizer& sym, std::size_t max_frames,
-                     std::size_t max_rows_with_frames) {
+LeaksData make_leaks(const analysis::Model& m, analysis::Symbolizer& sym, analysis::Domain domain,
+                     std::size_t max_frames, std::size_t max_rows_with_frames) {
   LeaksData d;
-  const auto& stacks = m.stacks[static_cast<unsigned>(analysis::Domain::Heap)];
+  const auto& stacks = m.stacks[static_cast<unsigned>(domain)];
   std::vector<const analysis::StackStats*> leaking;
   for (const analysis::StackStats& s : stacks)
     if (s.m.leaked_blocks) leaking.push_back(&s);

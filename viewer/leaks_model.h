@@ -36,9 +36,11 @@ struct LeaksData {
   uint64_t serial = next_serial();
 };
 
-// Collects the leaking stacks of the heap (`max_frames` per stack; frames are kept for the
-// `max_rows_with_frames` largest rows only, a bound on memory for pathological traces).
-LeaksData make_leaks(const analysis::Model& m, analysis::Symbolizer& sym, std::size_t max_frames = 128,
+// Collects the leaking stacks of a domain: heap blocks, anonymous mappings or custom-pool
+// blocks (`max_frames` per stack; frames are kept for the `max_rows_with_frames` largest rows
+// only, a bound on memory for pathological traces).
+LeaksData make_leaks(const analysis::Model& m, analysis::Symbolizer& sym,
+                     analysis::Domain domain = analysis::Domain::Heap, std::size_t max_frames = 128,
                      std::size_t max_rows_with_frames = 50000);
 
 enum class LeakColumn : uint8_t { Bytes, Blocks, First, Last, Site, Module, Count_ };

@@ -121,6 +121,15 @@ void Loader::want_metric(Metric m) {
   cv_.notify_all();
 }
 
+void Loader::want_domain(analysis::Domain d) {
+  const auto i = static_cast<unsigned>(d);
+  if (i >= analysis::kDomainCount) return;
+  std::lock_guard lk(mu_);
+  if (want_.domains[i]) return;
+  want_.domains[i] = true;
+  cv_.notify_all();
+}
+
 void Loader::want_tables() {
   std::lock_guard lk(mu_);
   if (want_.tables) return;
@@ -185,13 +194,32 @@ namespace {
 struct Needs {
   std::array<bool, kMetricCount> metrics{};
   bool tables = false;
+  std::array<bool, analysis::kDomainCount> domains{};
 };
 
 bool has_all(const ViewData& v, const Needs& n) {
   if (!v.leaks) return false;
   for (unsigned m = 0; m < kMetricCount; ++m)
     if ((n.metrics[m] || n.tables) && (!v.flames[m][0] || !v.flames[m][1])) return false;
+  for (unsigned d = 1; d < analysis::kDomainCount; ++d)
+    if (n.domains[d] && !v.domains[d]) return false;
   return !n.tables || (v.tables[0] && v.tables[1]);
+}
+
+// Leaks and the flamegraphs of every metric of a domain other than the heap.
+template <class Check>
+std::shared_ptr<const DomainData> build_domain(const analysis::Model& m, analysis::Symbolizer& sym, analysis::Domain dom,
+                                               Check&& check) {
+  auto x = std::make_shared<DomainData>();
+  x->leaks = std::make_shared<LeaksData>(make_leaks(m, sym, dom));
+  for (unsigned k = 0; k < kMetricCount; ++k)
+    for (unsigned d = 0; d < 2; ++d) {
+      auto tree = std::make_shared<analysis::CallTree>();
+      tree->build(m, sym, dom, static_cast<Metric>(k), d == 1);
+      x->flames[k][d] = std::make_shared<FlameTree>(make_flame_tree(std::move(tree)));
+      check();
+    }
+  return x;
 }
 
 // Leaks, the call trees of the wanted metrics in both directions, the tree tables when wanted
@@ -223,6 +251,12 @@ void build_view(ViewData& v, analysis::Symbolizer& sym, Check&& check, Partial&&
     }
     partial(v);
   }
+  for (unsigned d = 1; d < analysis::kDomainCount; ++d)
+    if (needs.domains[d] && !v.domains[d]) {
+      phase(d == static_cast<unsigned>(analysis::Domain::Mmap) ? "mappings" : "custom pools", -1);
+      v.domains[d] = build_domain(m, sym, static_cast<analysis::Domain>(d), check);
+      partial(v);
+    }
   if (needs.tables && (!v.tables[0] || !v.tables[1])) {
     phase("tables", -1);
     for (unsigned d = 0; d < 2; ++d) {
@@ -234,7 +268,10 @@ void build_view(ViewData& v, analysis::Symbolizer& sym, Check&& check, Partial&&
   v.complete = has_all(v, needs);
 }
 
-Needs needs_of(const std::array<bool, kMetricCount>& metrics, bool tables) { return Needs{metrics, tables}; }
+template <class Want>  // Loader::Want
+Needs needs_of(const Want& w) {
+  return Needs{w.metrics, w.tables, w.domains};
+}
 
 }  // namespace
 
@@ -243,7 +280,7 @@ Needs needs_of(const std::array<bool, kMetricCount>& metrics, bool tables) { ret
 // ---------------------------------------------------------------------------------------
 
 bool Loader::view_missing_locked() const {
-  return current_->loaded() && current_->view && !has_all(*current_->view, needs_of(want_.metrics, want_.tables));
+  return current_->loaded() && current_->view && !has_all(*current_->view, needs_of(want_));
 }
 
 bool Loader::compare_missing_locked() const {
@@ -311,7 +348,7 @@ void Loader::run() {
       if (quit_ || want_.path_gen != path_gen || want_.baseline_gen != baseline_gen) throw Stale{};
     };
     auto phase = [this](const char* p, float f) { set_phase(p, f); };
-    const Needs needs = needs_of(want.metrics, want.tables);
+    const Needs needs = needs_of(want);
     auto analyze = [&](const std::string& path, analysis::ReplayOptions o, const char* what, auto& check) {
       o.series_points = opt_.series_points;
       o.progress = [&](uint64_t done, uint64_t size) {

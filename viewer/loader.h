@@ -52,6 +52,8 @@ class Loader {
   // start); the Trees view's tables need every metric. Wants only grow.
   void want_metric(analysis::Metric m);
   void want_tables();
+  // The leaks and flamegraphs of anonymous mappings or custom pools (heap: always built).
+  void want_domain(analysis::Domain d);
 
   std::shared_ptr<const Snapshot> snapshot() const;
   // Hands a snapshot the UI no longer shows back to the loader thread, which frees it there
@@ -72,6 +74,7 @@ class Loader {
     bool paused = false;
     std::array<bool, kMetricCount> metrics{true};  // Metric::Allocated
     bool tables = false;
+    std::array<bool, analysis::kDomainCount> domains{true};  // Domain::Heap
   };
   struct Have {
     uint64_t path_gen = 0, window_gen = 0, baseline_gen = 0;

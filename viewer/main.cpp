@@ -2,7 +2,7 @@
 //
 //   memtide-view [FILE]
 //   memtide-view --screenshot OUT.png [--view summary|timeline|flamegraph|leaks|tree|compare]
-//                [--width W --height H] [--stats] FILE
+//                [--width W --height H] [--domain heap|mmap|custom] [--stats] FILE
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -29,7 +29,7 @@ std::optional<uint64_t> parse_seconds(const std::string& s) {
 
 int main(int argc, char** argv) {
   CLI::App cli{"memtide-view: the memtide trace viewer"};
-  std::string file, screenshot, view = "summary", metric, direction, select, search, baseline, theme;
+  std::string file, screenshot, view = "summary", metric, direction, select, search, baseline, theme, domain;
   RunOptions run;
   float scale = 0;
   int frames = 0;
@@ -43,6 +43,8 @@ int main(int argc, char** argv) {
   cli.add_option("--metric", metric,
                  "Flamegraph metric: allocated, allocations, temporary, leaked, peak, live")
       ->check(CLI::IsMember({"allocated", "allocations", "temporary", "leaked", "peak", "live"}));
+  cli.add_option("--domain", domain, "Flamegraph and leaks: heap, mmap (anonymous mappings) or custom (memtide_alloc pools)")
+      ->check(CLI::IsMember({"heap", "mmap", "custom"}));
   cli.add_option("--direction", direction, "Flamegraph and tree direction")->check(CLI::IsMember({"top-down", "bottom-up"}));
   cli.add_option("--select", select, "Select a time range FROM:TO (e.g. 2s:5.5s) as if dragged on the timeline");
   cli.add_option("--search", search, "Flamegraph search text");
@@ -115,6 +117,8 @@ int main(int argc, char** argv) {
       a.tree().direction = d;
     }
     if (!search.empty()) a.flamegraph().widget.search = search;
+    if (domain == "mmap") a.set_domain(memtide::analysis::Domain::Mmap);
+    if (domain == "custom") a.set_domain(memtide::analysis::Domain::Custom);
   };
   return run_viewer(app, run);
 }

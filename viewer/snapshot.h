@@ -22,7 +22,15 @@ namespace memtide::viewer {
 
 enum class Direction : uint8_t { TopDown, BottomUp };
 
-// The analysis of one time window (or of the whole trace).
+// The leaks and flamegraphs of anonymous mappings or of custom-pool blocks: built together,
+// every metric at once, when a view first selects the domain (their stacks are few).
+struct DomainData {
+  std::shared_ptr<const LeaksData> leaks;
+  std::array<std::array<std::shared_ptr<const FlameTree>, 2>, kMetricCount> flames{};  // [metric][direction]
+};
+
+// The analysis of one time window (or of the whole trace). The heap's parts are built per
+// metric as views ask for them; the other domains' in `domains`.
 struct ViewData {
   TimeRange window;  // relative; empty: the whole trace
   std::shared_ptr<const analysis::Model> model;
@@ -32,10 +40,22 @@ struct ViewData {
   std::array<std::array<std::shared_ptr<const analysis::CallTree>, 2>, kMetricCount> trees{};
   std::array<std::array<std::shared_ptr<const FlameTree>, 2>, kMetricCount> flames{};
   std::array<std::shared_ptr<const TreeTable>, 2> tables{};
+  std::array<std::shared_ptr<const DomainData>, analysis::kDomainCount> domains{};  // [Heap] unused
   bool complete = false;  // every part above is built
 
   const FlameTree* flame(analysis::Metric m, Direction d) const {
     return flames[static_cast<unsigned>(m)][static_cast<unsigned>(d)].get();
+  }
+  // Of any domain; null until built.
+  const FlameTree* flame(analysis::Domain dom, analysis::Metric m, Direction d) const {
+    if (dom == analysis::Domain::Heap) return flame(m, d);
+    const DomainData* x = domains[static_cast<unsigned>(dom)].get();
+    return x ? x->flames[static_cast<unsigned>(m)][static_cast<unsigned>(d)].get() : nullptr;
+  }
+  const LeaksData* leaks_of(analysis::Domain dom) const {
+    if (dom == analysis::Domain::Heap) return leaks.get();
+    const DomainData* x = domains[static_cast<unsigned>(dom)].get();
+    return x ? x->leaks.get() : nullptr;
   }
 };
 

@@ -197,6 +197,7 @@ void FlamegraphView::draw(Frame& f) {
   ImGui::RadioButton("bottom-up", &dir, 1);
   direction = static_cast<Direction>(dir);
   ImGui::SameLine(0, 16 * sc);
+  domain_combo(f);
   ImGui::SetNextItemWidth(190 * sc);
   const bool windowed = s.view && !s.view->window.empty();
   if (ImGui::BeginCombo("##metric", metric_name(metric))) {
@@ -212,7 +213,7 @@ void FlamegraphView::draw(Frame& f) {
   ImGui::SameLine(0, 16 * sc);
   ImGui::SetNextItemWidth(220 * sc);
   ImGui::InputTextWithHint("##search", "search function, file, module", &widget.search);
-  const FlameTree* tree = s.view ? s.view->flame(metric, direction) : nullptr;
+  const FlameTree* tree = s.view ? s.view->flame(f.domain, metric, direction) : nullptr;
   if (!widget.search.empty() && tree && widget.search_result().query == widget.search) {
     ImGui::SameLine();
     const FlameSearch& r = widget.search_result();

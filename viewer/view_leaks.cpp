@@ -12,7 +12,8 @@ namespace memtide::viewer {
 void LeaksView::draw(Frame& f) {
   const Snapshot& s = f.snap;
   const float sc = f.scale;
-  const LeaksData* data = s.view ? s.view->leaks.get() : nullptr;
+  domain_combo(f);
+  const LeaksData* data = s.view ? s.view->leaks_of(f.domain) : nullptr;
   if (!data) {
     ImGui::TextDisabled("collecting the leaks...");
     return;
@@ -23,8 +24,11 @@ void LeaksView::draw(Frame& f) {
     selected_ = data->rows.empty() ? -1 : 0;
     frame_ = data->rows.empty() ? 0 : data->rows[0].suggested;
   }
-  ImGui::Text("%s not freed in %s blocks from %s stacks", format_bytes(data->total_bytes).c_str(),
-              format_count(data->total_blocks).c_str(), format_count(data->rows.size()).c_str());
+  ImGui::Text(f.domain == analysis::Domain::Mmap ? "%s still mapped at the end in %s mappings from %s stacks"
+              : f.domain == analysis::Domain::Custom ? "%s of custom-pool blocks never released in %s blocks from %s stacks"
+                                                     : "%s not freed in %s blocks from %s stacks",
+              format_bytes(data->total_bytes).c_str(), format_count(data->total_blocks).c_str(),
+              format_count(data->rows.size()).c_str());
   ImGui::SameLine(0, 20 * sc);
   ImGui::SetNextItemWidth(260 * sc);
   ImGui::InputTextWithHint("##filter", "filter: function, file or module", &filter);

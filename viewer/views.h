@@ -25,7 +25,15 @@ struct Frame {
   float scale = 1;
   // The selected time range (shared by all views; the timeline changes it).
   TimeRange& selection;
+  // Whose blocks the flamegraph and the leaks show: heap, anonymous mappings or custom pools
+  // (shared by both views).
+  analysis::Domain& domain;
 };
+
+// The domain selector of the flamegraph and leaks toolbars, drawn only when the trace has
+// anonymous mappings or custom-pool blocks (then followed by SameLine). True when changed.
+bool domain_combo(Frame& f);
+const char* domain_title(analysis::Domain d);  // "heap", "anonymous mappings", "custom pools"
 
 // Colours of the current theme for what ImGui's style does not cover.
 struct Palette {

@@ -96,6 +96,51 @@ TEST(Loader, BuildsCallTreesOfAMetricWhenAsked) {
   EXPECT_TRUE(l.snapshot()->view->tables[0] && l.snapshot()->view->tables[1]);
 }
 
+TEST(Loader, BuildsTheOtherDomainsWhenAsked) {
+  TempDir d;
+  const std::string path = d.file("domains.mtide");
+  {
+    test::Synthetic s(path);
+    test::program_with_domains(s).end(40 * test::kMs);
+  }
+  Loader l;
+  l.open(path);
+  ASSERT_TRUE(wait_for([&] { return l.idle(); }));
+  using analysis::Domain;
+  EXPECT_EQ(l.snapshot()->view->leaks_of(Domain::Mmap), nullptr) << "not asked for yet";
+  EXPECT_EQ(l.snapshot()->view->leaks_of(Domain::Heap)->total_bytes, 150u) << "the heap alone";
+  l.want_domain(Domain::Mmap);
+  l.want_domain(Domain::Custom);
+  ASSERT_TRUE(wait_for([&] { return l.idle(); }));
+  auto s = l.snapshot();
+  ASSERT_TRUE(s->view->complete);
+  const LeaksData* mm = s->view->leaks_of(Domain::Mmap);
+  ASSERT_TRUE(mm);
+  ASSERT_EQ(mm->rows.size(), 1u);
+  EXPECT_EQ(mm->total_bytes, 65536u);
+  EXPECT_EQ(mm->rows[0].first, 33 * test::kMs);
+  const LeaksData* cu = s->view->leaks_of(Domain::Custom);
+  ASSERT_TRUE(cu);
+  EXPECT_EQ(cu->total_bytes, 256u);
+  EXPECT_EQ(cu->total_blocks, 1u);
+  const FlameTree* f = s->view->flame(Domain::Mmap, analysis::Metric::Allocated, Direction::TopDown);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->total(), 65536u + 4096u);
+  EXPECT_EQ(s->view->flame(Domain::Mmap, analysis::Metric::Peak, Direction::BottomUp)->total(), 65536u + 4096u);
+  EXPECT_EQ(s->view->flame(Domain::Custom, analysis::Metric::Leaked, Direction::TopDown)->total(), 256u);
+  EXPECT_EQ(s->view->flame(Domain::Heap, analysis::Metric::Allocated, Direction::TopDown)->total(), 1350u)
+      << "mappings and pool blocks are not heap";
+
+  const TimeRange w{34 * test::kMs, 38 * test::kMs};  // the domains follow the selection too
+  l.set_window(w);
+  ASSERT_TRUE(wait_for([&] { return l.idle() && l.snapshot()->view->window == w; }));
+  s = l.snapshot();
+  ASSERT_TRUE(s->view->leaks_of(Domain::Mmap));
+  EXPECT_EQ(s->view->leaks_of(Domain::Mmap)->total_bytes, 0u) << "the mapping made in the range was unmapped";
+  EXPECT_EQ(s->view->flame(Domain::Mmap, analysis::Metric::Allocated, Direction::TopDown)->total(), 4096u);
+  EXPECT_EQ(s->view->flame(Domain::Custom, analysis::Metric::Allocated, Direction::TopDown)->total(), 512u);
+}
+
 TEST(Loader, MissingFileIsAnError) {
   TempDir d;
   Loader l;

@@ -95,6 +95,22 @@ std::vector<std::string> sites(const LeaksData& d, const std::vector<uint32_t>& 
   return v;
 }
 
+TEST(Leaks, OfEachDomain) {
+  test::Synthetic s;
+  Loaded l = load(test::program_with_domains(s).end(40 * test::kMs));
+  const LeaksData heap = make_leaks(*l.model, *l.sym);
+  EXPECT_EQ(heap.total_bytes, 150u);
+  const LeaksData mm = make_leaks(*l.model, *l.sym, analysis::Domain::Mmap);
+  ASSERT_EQ(mm.rows.size(), 1u);
+  EXPECT_EQ(mm.rows[0].bytes, 65536u);
+  EXPECT_EQ(mm.rows[0].blocks, 1u);
+  EXPECT_EQ(mm.rows[0].site, label(0x6000));
+  const LeaksData cu = make_leaks(*l.model, *l.sym, analysis::Domain::Custom);
+  ASSERT_EQ(cu.rows.size(), 1u);
+  EXPECT_EQ(cu.rows[0].bytes, 256u);
+  EXPECT_EQ(cu.rows[0].site, label(0x7000));
+}
+
 TEST(Leaks, SortsByEveryColumnBothWays) {
   const LeaksData d = table();
   using V = std::vector<std::string>;

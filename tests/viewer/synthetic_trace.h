@@ -52,6 +52,26 @@ class Synthetic {
     w_.append(0, a);
     return *this;
   }
+  // Any API: anonymous mmap (Api::Mmap), a custom pool's block (Api::Custom), ...
+  Synthetic& alloc(uint64_t t, fmt::Api api, uint64_t addr, uint64_t size, uint64_t stack) {
+    fmt::Alloc a;
+    a.time = kStart + t;
+    a.api = api;
+    a.addr = addr;
+    a.size = size;
+    a.stack = stack;
+    w_.append(0, a);
+    return *this;
+  }
+  Synthetic& release(uint64_t t, fmt::Api api, uint64_t addr, uint64_t length = 0) {
+    fmt::Free f;
+    f.time = kStart + t;
+    f.api = api;
+    f.addr = addr;
+    f.length = length;
+    w_.append(0, f);
+    return *this;
+  }
   Synthetic& free(uint64_t t, uint64_t addr) {
     fmt::Free f;
     f.time = kStart + t;
@@ -104,6 +124,21 @@ inline Synthetic& standard_program(Synthetic& s) {
   s.malloc(20 * kMs, 0x30000, 1000, 4);
   s.rss(25 * kMs, 8192);
   s.free(30 * kMs, 0x30000).free(31 * kMs, 0x20000).free(32 * kMs, 0x20100);
+  return s;
+}
+
+// The standard program plus the other domains: afterwards main maps 64 KiB anonymously at
+// 33 ms from map_arena (0x6000, stack 6; still mapped at the end) and 4 KiB at 34 ms, unmapped
+// at 36 ms, and takes two blocks of 256 bytes from its own pool (pool_get, 0x7000, stack 7)
+// at 35 ms, one released (memtide_free) at 37 ms.
+inline Synthetic& program_with_domains(Synthetic& s) {
+  standard_program(s);
+  s.stack(6, 1, {0x6000}).stack(7, 1, {0x7000});
+  s.alloc(33 * kMs, fmt::Api::Mmap, 0x7f0000000000, 65536, 6);
+  s.alloc(34 * kMs, fmt::Api::Mmap, 0x7f0000100000, 4096, 6);
+  s.alloc(35 * kMs, fmt::Api::Custom, 0x50000, 256, 7).alloc(35 * kMs + 1, fmt::Api::Custom, 0x50100, 256, 7);
+  s.release(36 * kMs, fmt::Api::Munmap, 0x7f0000100000, 4096);
+  s.release(37 * kMs, fmt::Api::Custom, 0x50000);
   return s;
 }
 

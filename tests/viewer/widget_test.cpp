@@ -56,7 +56,8 @@ class Headless : public ::testing::Test {
     ImGui::SetNextWindowPos(ImVec2(0, 0));
     ImGui::SetNextWindowSize(io.DisplaySize);
     ImGui::Begin("w", nullptr, ImGuiWindowFlags_NoDecoration);
-    Frame f{snap, loader, true, 1.0f, selection};
+    analysis::Domain domain = analysis::Domain::Heap;
+    Frame f{snap, loader, true, 1.0f, selection, domain};
     widget.draw(f, &tree, true, "flame");
     ImGui::End();
     ImGui::Render();
@@ -148,7 +149,8 @@ class HeadlessTimeline : public Headless {
     ImGui::SetNextWindowPos(ImVec2(0, 0));
     ImGui::SetNextWindowSize(io.DisplaySize);
     ImGui::Begin("w", nullptr, ImGuiWindowFlags_NoDecoration);
-    Frame f{snap, loader, true, 1.0f, selection};
+    analysis::Domain domain = analysis::Domain::Heap;
+    Frame f{snap, loader, true, 1.0f, selection, domain};
     timeline.draw(f, 400, false);
     ImGui::End();
     ImGui::Render();
