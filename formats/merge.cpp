@@ -202,8 +202,9 @@ std::unique_ptr<EventBlock> EventMerger::take_spare() {
 }
 
 void EventMerger::recycle(std::unique_ptr<EventBlock> b) {
-  // A few are enough for a reader to reuse; the rest of a released window is freed.
-  if (spare_.size() < 64) spare_.push_back(std::move(b));
+  // Kept for reuse up to about a window's worth of blocks (returning their memory only to
+  // fault it in again for the next window costs more than the copy of the events).
+  if (spare_.size() < 1024) spare_.push_back(std::move(b));
 }
 
 void EventMerger::note_watermark(uint64_t time) {

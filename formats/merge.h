@@ -337,17 +337,19 @@ bool EventMerger::run(Queue& q, uint64_t bound_time, uint64_t bound_seq, uint64_
     const uint64_t last = all ? bound_last : std::min(bound_last, limit - 1);
     const MergedEvent* const events = b.events.data();
     const std::size_t n = b.events.size();
-    std::size_t i = b.rd;
+    const std::size_t first = b.rd;
+    std::size_t i = first;
     uint64_t prev = delivered_any_ ? last_delivered_ : 0;
     uint64_t late = 0;
+    // buffered_ is brought down by the run's events at its end (deliver_rare takes off the
+    // side storage it consumes as it goes).
     for (; i < n; ++i) {
       const MergedEvent& e = events[i];
       if (e.time > last) break;
-      if (target != 0 && buffered_ <= target) [[unlikely]]
+      if (target != 0 && buffered_ - (i - first) * sizeof(MergedEvent) <= target) [[unlikely]]
         break;
       late += e.time < prev;
       prev = e.time;
-      buffered_ -= sizeof(MergedEvent);
       const uint8_t tag = e.tag;
       if (tag < kTagFreeBase) [[likely]] {
         Alloc x;
@@ -368,9 +370,10 @@ bool EventMerger::run(Queue& q, uint64_t bound_time, uint64_t bound_seq, uint64_
         deliver_rare(b, e, v);
       }
     }
-    stats_.released += i - b.rd;
+    buffered_ -= (i - first) * sizeof(MergedEvent);
+    stats_.released += i - first;
     stats_.out_of_order += late;
-    if (i != b.rd) {
+    if (i != first) {
       delivered_any_ = true;
       last_delivered_ = prev;
     }
