@@ -146,6 +146,10 @@ struct UnwindFrame {
   uint64_t rule;              // the cached rule it was stepped with
 };
 struct UnwindMemo {
+  // The thread's own stack. The memo is used only for walks that start and end inside it,
+  // so that every slot it re-reads is mapped (a program may run on other stacks: coroutines,
+  // sigaltstack). Both 0: unknown, no memo.
+  uint64_t stack_lo = 0, stack_hi = 0;
   uint64_t gen = 0;           // rule generation the frames were stepped with; 0: empty
   int n = 0;
   bool ends_with_zero_ra = false;  // the walk ended on a null return address (else on CFI)

@@ -130,6 +130,16 @@ ThreadState* create_thread_state() {
   auto* ts = static_cast<ThreadState*>(mem_alloc(sizeof(ThreadState)));
   if (!ts) return nullptr;
   ts->tid = static_cast<pid_t>(syscall(SYS_gettid));
+  pthread_attr_t attr;
+  if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+    void* lo = nullptr;
+    size_t size = 0;
+    if (pthread_attr_getstack(&attr, &lo, &size) == 0 && lo && size) {
+      ts->memo.stack_lo = reinterpret_cast<uint64_t>(lo);
+      ts->memo.stack_hi = ts->memo.stack_lo + size;
+    }
+    pthread_attr_destroy(&attr);
+  }
   stream_init(&ts->stream, g.next_stream.fetch_add(1, std::memory_order_relaxed), now_ns());
   pthread_mutex_lock(&g.registry_mutex);
   ts->stream.reg_next = g.registry;

@@ -194,7 +194,8 @@ Module* open_module(const dl_find_object& fo) {
     exe[n] = 0;
     path = exe;
   }
-  if (path[0] != '/') return &m;  // the vdso, or a name without a file
+  // A relative name (LD_PRELOAD=lib/x.so) is tried from the current directory; the build-id
+  // check below catches a directory change. The vdso has no file: it fails to open.
   if (!g_elf_ready) {
     elf_version(EV_CURRENT);
     g_elf_ready = true;
@@ -336,7 +337,7 @@ inline int memo_first_break(const UnwindMemo* m, int r) {
 // The walk ended on its own (outermost frame reached): it becomes the memo.
 inline void memo_store(UnwindMemo* m, int n, bool zero_ra, uint64_t gen) {
   if (!m) return;
-  if (n > kMemoFrames) {
+  if (n > kMemoFrames || m->walk[0].sp < m->stack_lo || m->walk[n - 1].sp >= m->stack_hi) {
     m->n = 0;
     return;
   }
@@ -356,6 +357,7 @@ MT_NOINLINE int fast_backtrace(void** out, int cap, UnwindMemo* m) {
   asm volatile("leaq 0(%%rip), %0\n\tmovq %%rsp, %1\n\tmovq %%rbp, %2" : "=r"(ip), "=r"(sp), "=r"(bp));
   const uint64_t gen = g_gen.load(std::memory_order_acquire);
   // Cursor into the memo, from its leaf toward its outermost frame (sp grows that way).
+  if (m && (sp < m->stack_lo || sp >= m->stack_hi)) m = nullptr;  // not on the thread's own stack
   int r = (m && m->gen == gen) ? m->n - 1 : -1;
   uint64_t pc = ip;
   int n = 0;

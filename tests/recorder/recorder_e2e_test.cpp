@@ -477,6 +477,45 @@ TEST(Stacks, FastUnwinderAgreesWithLibunwindOnEveryThread) {
   EXPECT_GE(static_cast<double>(fast), 0.99 * static_cast<double>(n));
 }
 
+namespace {
+unsigned long long verify_differ(const std::string& err, unsigned long long* stacks, unsigned long long* fast) {
+  unsigned long long n = 0, f = 0, slow = 0, differ = ~0ull;
+  const size_t at = err.find("unwind verify: ");
+  if (at == std::string::npos ||
+      std::sscanf(err.c_str() + at, "unwind verify: %llu stacks, %llu unwound by cached rules, %llu by libunwind only, %llu differ",
+                  &n, &f, &slow, &differ) != 4)
+    return ~0ull;
+  *stacks = n;
+  *fast = f;
+  return differ;
+}
+}  // namespace
+
+// Allocations on stacks other than the thread's own (ucontext coroutines switching back and
+// forth, a signal handler on a sigaltstack): the program runs to the end, the unwinders agree,
+// and the trace replays cleanly. The preload is named by a relative path, as a user may.
+TEST(Stacks, CoroutinesAndSignalStacksUnwindSafely) {
+  TempDir dir;
+  const std::string rel = fs::relative(fs::path(MT_PRELOAD)).string();  // from the current directory
+  ASSERT_NE(rel.find('/'), std::string::npos) << rel;  // ld.so needs a slash to take it as a path
+  for (const char* mode : {"verify", "fast"}) {
+    const fs::path out = dir.path() / (std::string(mode) + ".mtide");
+    RunResult r = run({MT_LIFECYCLE, "stacks"}, {{"LD_PRELOAD", rel}, {"MEMTIDE_OUTPUT", out.string()}, {"MEMTIDE_UNWIND", mode}},
+                      dir.path(), 120);
+    ASSERT_EQ(r.status, 0) << mode << ": " << r.err;
+    EXPECT_NE(r.out.find("stacks ok"), std::string::npos) << r.out;
+    if (std::string(mode) == "verify") {
+      unsigned long long n = 0, fast = 0;
+      EXPECT_EQ(verify_differ(r.err, &n, &fast), 0u) << r.err;
+      EXPECT_GT(n, 2800u);
+      EXPECT_GT(fast, 500u) << "the thread's own stack is unwound without libunwind: " << r.err;
+    }
+    const Replay t = replay_trace(out.string());
+    ASSERT_TRUE(t.read_ok) << t.error;
+    expect_consistent(t);
+  }
+}
+
 TEST(Api, PauseSkipsAllocationsButNotFrees) {
   TempDir dir;
   RunResult r;

@@ -13,10 +13,15 @@
 //                           block made before the pause is freed during it, another realloc'd
 //   lifecycle closefds F    closes every descriptor above 2 (as daemons do), opens F for
 //                           writing, allocates for a second, writes "program data" to F
+//   lifecycle stacks        allocates on other stacks than the thread's own: in ucontext
+//                           coroutines (switching back and forth, at several depths) and in a
+//                           signal handler on a sigaltstack; frees everything, prints "stacks ok"
 //   lifecycle usable        malloc_usable_size of malloc/calloc/realloc/memalign blocks is at
 //                           least what was asked (prints "usable ok")
 #include <dlfcn.h>
 #include <malloc.h>
+#include <signal.h>
+#include <ucontext.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -32,6 +37,65 @@ static void* volatile sink;
 
 static void leak(size_t size, int n) {
   for (int i = 0; i < n; ++i) sink = malloc(size);
+}
+
+// Other stacks: two coroutines allocating at different depths, and a signal handler on an
+// alternate stack.
+static ucontext_t g_main_ctx, g_co_ctx[2];
+static std::vector<void*> g_blocks;
+
+__attribute__((noinline)) static void co_alloc(int depth) {
+  if (depth > 0) {
+    co_alloc(depth - 1);
+    g_blocks.push_back(malloc(16 + static_cast<size_t>(depth)));
+    return;
+  }
+  g_blocks.push_back(malloc(100));
+}
+
+static void co_body(int which) {
+  for (int round = 0; round < 200; ++round) {
+    co_alloc(round % 7 + which);
+    swapcontext(&g_co_ctx[which], &g_main_ctx);
+  }
+}
+
+static void on_usr1(int) {
+  for (int i = 0; i < 10; ++i) g_blocks.push_back(malloc(48));
+}
+
+static int other_stacks() {
+  g_blocks.reserve(100000);
+  static char co_stack[2][256 * 1024];
+  for (int c = 0; c < 2; ++c) {
+    getcontext(&g_co_ctx[c]);
+    g_co_ctx[c].uc_stack.ss_sp = co_stack[c];
+    g_co_ctx[c].uc_stack.ss_size = sizeof co_stack[c];
+    g_co_ctx[c].uc_link = &g_main_ctx;
+    makecontext(&g_co_ctx[c], reinterpret_cast<void (*)()>(co_body), 1, c);
+  }
+  for (int round = 0; round < 200; ++round) {
+    for (int c = 0; c < 2; ++c) {
+      co_alloc(round % 3);  // the thread's own stack in between
+      swapcontext(&g_main_ctx, &g_co_ctx[c]);
+    }
+  }
+  static char alt[64 * 1024];
+  stack_t ss{};
+  ss.ss_sp = alt;
+  ss.ss_size = sizeof alt;
+  sigaltstack(&ss, nullptr);
+  struct sigaction sa {};
+  sa.sa_handler = on_usr1;
+  sa.sa_flags = SA_ONSTACK;
+  sigaction(SIGUSR1, &sa, nullptr);
+  for (int i = 0; i < 20; ++i) {
+    raise(SIGUSR1);
+    co_alloc(2);
+  }
+  for (void* p : g_blocks) free(p);
+  std::printf("stacks ok %zu\n", g_blocks.size());
+  return 0;
 }
 
 int main(int argc, char** argv) {
@@ -98,6 +162,7 @@ int main(int argc, char** argv) {
     dlclose(h);
     return 0;
   }
+  if (!std::strcmp(mode, "stacks")) return other_stacks();
   if (!std::strcmp(mode, "spin")) {
     leak(3333, 1000);
     for (;;) {
