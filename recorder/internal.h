@@ -7,6 +7,7 @@
 //   [4] Parts implemented in other files: stacks, modules, writer, process info
 #pragma once
 
+#include <link.h>
 #include <pthread.h>
 #include <sys/types.h>
 
@@ -221,6 +222,8 @@ void modules_reset();
 void modules_scan();
 extern pthread_mutex_t modules_mutex;
 void find_own_range();
+// The GNU build-id of a loaded module, from its program headers in memory.
+bool loaded_build_id(const ElfW(Phdr)* phdr, int phnum, uintptr_t bias, const uint8_t*& id, size_t& len);
 
 // unwind.cpp: return addresses of the calling thread, leaf first, by cached CFI rules; -1 when
 // a frame needs libunwind. unwind_modules_unloaded() forgets every rule (code may have moved).

@@ -15,6 +15,31 @@ namespace memtide::rec {
 
 pthread_mutex_t modules_mutex = PTHREAD_MUTEX_INITIALIZER;
 
+// The GNU build-id note among a loaded module's PT_NOTE segments.
+bool loaded_build_id(const ElfW(Phdr)* phdr, int phnum, uintptr_t bias, const uint8_t*& id, size_t& len) {
+  for (int i = 0; i < phnum; ++i) {
+    const ElfW(Phdr)& ph = phdr[i];
+    if (ph.p_type != PT_NOTE) continue;
+    const auto* p = reinterpret_cast<const uint8_t*>(bias + ph.p_vaddr);
+    const uint8_t* end = p + ph.p_memsz;
+    while (p + sizeof(ElfW(Nhdr)) <= end) {
+      ElfW(Nhdr) nh;
+      std::memcpy(&nh, p, sizeof nh);
+      const uint8_t* name = p + sizeof nh;
+      const uint8_t* desc = name + ((nh.n_namesz + 3) & ~3u);
+      const uint8_t* next = desc + ((nh.n_descsz + 3) & ~3u);
+      if (next > end) break;
+      if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0) {
+        id = desc;
+        len = nh.n_descsz;
+        return true;
+      }
+      p = next;
+    }
+  }
+  return false;
+}
+
 namespace {
 
 constexpr int kMaxModules = 4096;
@@ -36,30 +61,10 @@ uint64_t hash_str(const char* s) {
   return h;
 }
 
-// Finds the GNU build-id note among the module's PT_NOTE segments.
 void find_build_id(const dl_phdr_info* info, const uint8_t*& id, size_t& len) {
   id = nullptr;
   len = 0;
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-    if (ph.p_type != PT_NOTE) continue;
-    const auto* p = reinterpret_cast<const uint8_t*>(info->dlpi_addr + ph.p_vaddr);
-    const uint8_t* end = p + ph.p_memsz;
-    while (p + sizeof(ElfW(Nhdr)) <= end) {
-      ElfW(Nhdr) nh;
-      std::memcpy(&nh, p, sizeof nh);
-      const uint8_t* name = p + sizeof nh;
-      const uint8_t* desc = name + ((nh.n_namesz + 3) & ~3u);
-      const uint8_t* next = desc + ((nh.n_descsz + 3) & ~3u);
-      if (next > end) break;
-      if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0) {
-        id = desc;
-        len = nh.n_descsz;
-        return;
-      }
-      p = next;
-    }
-  }
+  loaded_build_id(info->dlpi_phdr, info->dlpi_phnum, info->dlpi_addr, id, len);
 }
 
 void emit_load(const dl_phdr_info* info, const char* path, uint32_t id) {

@@ -143,33 +143,13 @@ int g_nopen = 0;
 uint32_t g_open_gen = 0;
 bool g_elf_ready = false;
 
-// The GNU build-id note of a loaded image, read from its program headers in memory.
-bool loaded_build_id(const dl_find_object& fo, const void*& id, size_t& len) {
+// The build-id of the image mapped at fo, from its program headers in memory.
+bool image_build_id(const dl_find_object& fo, const uint8_t*& id, size_t& len) {
   const auto* base = static_cast<const uint8_t*>(fo.dlfo_map_start);
   const auto* eh = reinterpret_cast<const ElfW(Ehdr)*>(base);
   if (std::memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0) return false;
-  const auto* ph = reinterpret_cast<const ElfW(Phdr)*>(base + eh->e_phoff);
-  const uintptr_t bias = fo.dlfo_link_map->l_addr;
-  for (int i = 0; i < eh->e_phnum; ++i) {
-    if (ph[i].p_type != PT_NOTE) continue;
-    const auto* p = reinterpret_cast<const uint8_t*>(bias + ph[i].p_vaddr);
-    const uint8_t* end = p + ph[i].p_memsz;
-    while (p + sizeof(ElfW(Nhdr)) <= end) {
-      ElfW(Nhdr) nh;
-      std::memcpy(&nh, p, sizeof nh);
-      const uint8_t* name = p + sizeof nh;
-      const uint8_t* desc = name + ((nh.n_namesz + 3) & ~3u);
-      const uint8_t* next = desc + ((nh.n_descsz + 3) & ~3u);
-      if (next > end) break;
-      if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0) {
-        id = desc;
-        len = nh.n_descsz;
-        return true;
-      }
-      p = next;
-    }
-  }
-  return false;
+  return loaded_build_id(reinterpret_cast<const ElfW(Phdr)*>(base + eh->e_phoff), eh->e_phnum,
+                         fo.dlfo_link_map->l_addr, id, len);
 }
 
 void close_modules() {
@@ -206,11 +186,11 @@ Module* open_module(const dl_find_object& fo) {
   if (elf) {
     // The file must be the one that is loaded: same build-id (a replaced file would give
     // rules for other code).
-    const void* want = nullptr;
+    const uint8_t* want = nullptr;
     size_t want_len = 0;
     const void* have = nullptr;
     const ssize_t have_len = dwelf_elf_gnu_build_id(elf, &have);
-    const bool loaded = loaded_build_id(fo, want, want_len);
+    const bool loaded = image_build_id(fo, want, want_len);
     const bool same = loaded ? (have_len == static_cast<ssize_t>(want_len) && std::memcmp(have, want, want_len) == 0)
                              : have_len <= 0;
     Dwarf_CFI* cfi = same ? dwarf_getcfi_elf(elf) : nullptr;

@@ -454,29 +454,6 @@ TEST(Stacks, MaxDepthIsHonoured) {
   EXPECT_EQ(t.max_stack_depth, 3u);
 }
 
-// Every stack of the 8-thread workload unwound by both unwinders (MEMTIDE_UNWIND=verify):
-// the cached-rule unwinder and libunwind agree, and libunwind is almost never needed.
-TEST(Stacks, FastUnwinderAgreesWithLibunwindOnEveryThread) {
-  TempDir dir;
-  RunResult r;
-  auto traces = traced({MT_EXACT}, dir.path(), &r, {{"MEMTIDE_UNWIND", "verify"}});
-  ASSERT_EQ(r.status, 0) << r.err;
-  ASSERT_EQ(traces.size(), 1u);
-  unsigned long long n = 0, fast = 0, slow = 0, differ = 0;
-  const size_t at = r.err.find("unwind verify: ");
-  ASSERT_NE(at, std::string::npos) << r.err;
-  ASSERT_EQ(std::sscanf(r.err.c_str() + at,
-                        "unwind verify: %llu stacks, %llu unwound by cached rules, %llu by libunwind only, %llu differ",
-                        &n, &fast, &slow, &differ),
-            4)
-      << r.err;
-  const Replay t = replay_trace(traces[0]);
-  ASSERT_TRUE(t.read_ok) << t.error;
-  EXPECT_GT(n, 10000u);
-  EXPECT_EQ(differ, 0u) << r.err;
-  EXPECT_GE(static_cast<double>(fast), 0.99 * static_cast<double>(n));
-}
-
 namespace {
 unsigned long long verify_differ(const std::string& err, unsigned long long* stacks, unsigned long long* fast) {
   unsigned long long n = 0, f = 0, slow = 0, differ = ~0ull;
@@ -490,6 +467,22 @@ unsigned long long verify_differ(const std::string& err, unsigned long long* sta
   return differ;
 }
 }  // namespace
+
+// Every stack of the 8-thread workload unwound by both unwinders (MEMTIDE_UNWIND=verify):
+// the cached-rule unwinder and libunwind agree, and libunwind is almost never needed.
+TEST(Stacks, FastUnwinderAgreesWithLibunwindOnEveryThread) {
+  TempDir dir;
+  RunResult r;
+  auto traces = traced({MT_EXACT}, dir.path(), &r, {{"MEMTIDE_UNWIND", "verify"}});
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_EQ(traces.size(), 1u);
+  const Replay t = replay_trace(traces[0]);
+  ASSERT_TRUE(t.read_ok) << t.error;
+  unsigned long long n = 0, fast = 0;
+  EXPECT_EQ(verify_differ(r.err, &n, &fast), 0u) << r.err;
+  EXPECT_GT(n, 10000u);
+  EXPECT_GE(static_cast<double>(fast), 0.99 * static_cast<double>(n));
+}
 
 // Allocations on stacks other than the thread's own (ucontext coroutines switching back and
 // forth, a signal handler on a sigaltstack): the program runs to the end, the unwinders agree,
