@@ -77,7 +77,13 @@ struct DomainState {
   uint64_t live_bytes = 0, live_blocks = 0;  // counted blocks
   uint64_t seq = 0, peak_seq = 0;
 
+  // The work index of a stack, made on first use (kNoStack without per-stack statistics).
   uint32_t index(uint64_t stack) {
+    if (stack < dense.size() && dense[stack] != 0) [[likely]]
+      return dense[stack] - 1;  // (dense stays empty without per-stack statistics)
+    return index_slow(stack);
+  }
+  [[gnu::noinline]] uint32_t index_slow(uint64_t stack) {
     if (!per_stack) return kNoStack;
     uint32_t* slot;
     if (stack < StackTable::kDenseLimit) {
