@@ -155,7 +155,7 @@ void TimelineView::draw(Frame& f, float height, bool compact) {
   for (std::size_t i = 0; i < rss_runs_.size(); ++i) {
     const PixelRun& r = rss_runs_[i];
     if (i > 0 && rss_runs_[i - 1].last + 1 != r.first) flush_rss();  // a gap without samples
-    const float y = p0.y + static_cast<float>(r.top);
+    const float y = p0.y + static_cast<float>(r.top) + 0.5f;  // the middle of the pixel row
     pts.emplace_back(p0.x + static_cast<float>(r.first) + 0.5f, y);
     if (r.last > r.first) pts.emplace_back(p0.x + static_cast<float>(r.last) + 0.5f, y);
   }

@@ -59,8 +59,10 @@ class ViewerE2E : public ::testing::Test {
     delete trace_;
   }
 
-  // Renders `view`; fails the test (not skips) when the picture cannot be made.
-  Image shoot(const std::string& view, const std::string& extra = "", int w = 1100, int h = 720) {
+  // Renders `view` of `trace` (default: the worker's); fails the test (not skips) when the
+  // picture cannot be made.
+  Image shoot(const std::string& view, const std::string& extra = "", int w = 1100, int h = 720,
+              const std::string& trace = "") {
     Image img;
     EXPECT_TRUE(have_xvfb_run()) << "xvfb-run is missing (install xvfb and xauth: scripts/setup)";
     EXPECT_EQ(record_status_, 0) << "recording the example worker failed; see the log in " << *dir_;
@@ -68,7 +70,7 @@ class ViewerE2E : public ::testing::Test {
     const std::string out = (*dir_ / (view + ".png")).string();
     const std::string cmd = "xvfb-run -a -s '-screen 0 1280x1024x24' " + std::string(MT_VIEW) + " --screenshot " + out +
                             " --view " + view + " --width " + std::to_string(w) + " --height " + std::to_string(h) + " " +
-                            extra + " " + *trace_ + " > " + out + ".log 2>&1";
+                            extra + " " + (trace.empty() ? *trace_ : trace) + " > " + out + ".log 2>&1";
     const int st = run(cmd);
     EXPECT_EQ(st, 0) << cmd;
     int n = 0;
@@ -225,6 +227,21 @@ TEST_F(ViewerE2E, CompareWithItselfShowsNoDifference) {
   const int coloured_rows = lines_where(img, img.h / 3, img.h, 0.6, [](Rgb c) { return chroma(c) > 60; });
   EXPECT_GT(grey_rows, 3 * 18);
   EXPECT_EQ(coloured_rows, 0);
+}
+
+TEST_F(ViewerE2E, FlamegraphOfAnonymousMappings) {
+  // exact_workload maps and unmaps anonymous memory in mappings() (and uses a custom pool).
+  const std::string trace = (*dir_ / "exact.mtide").string();
+  ASSERT_EQ(run(std::string(MT_WRAPPER) + " run -o " + trace + " -- " + MT_EXACT + " > " + trace + ".log 2>&1"), 0);
+  const Image mm = shoot("flamegraph", "--domain mmap --search mappings", 1100, 720, trace);
+  const Image heap = shoot("flamegraph", "--search mappings", 1100, 720, trace);
+  if (heap.px.empty() || mm.px.empty()) return;
+  expect_picture(mm, 1100, 720);
+  EXPECT_EQ(selected_tab(mm), 2);
+  // mappings() makes every mapping and no heap block: found (search colour, a full-width
+  // frame) only in the mmap domain's flamegraph.
+  EXPECT_GT(pixels_near(mm, {255, 0, 200}, 10), 10000);
+  EXPECT_EQ(pixels_near(heap, {255, 0, 200}, 10), 0);
 }
 
 TEST_F(ViewerE2E, LeaksView) {
