@@ -80,7 +80,7 @@ struct Collect : NullVisitor {
   PodArray<MergedEvent>& events;
   bool has_weight = false;
   uint64_t weight = 0;
-  Collect(EventBlock& out, PodArray<MergedEvent>& staging) : b(out), events(staging) {}
+  explicit Collect(EventBlock& out) : b(out), events(out.events) {}
 
   void put_weight(uint64_t w) {
     uint8_t rec[2 + 2 * wire::kMaxVarint];
@@ -102,16 +102,16 @@ struct Collect : NullVisitor {
   }
   void on_alloc(uint32_t, const Alloc& a) {
     if (has_weight || a.stack > UINT32_MAX) [[unlikely]] {
-      events.push_unchecked({a.time, 0, 0, 0, has_weight ? kEventWeighted : kEventWide});
+      events.push_back({a.time, 0, 0, 0, has_weight ? kEventWeighted : kEventWide});
       b.wide.push_back(a);
     } else {
-      events.push_unchecked(
+      events.push_back(
           {a.time, a.addr, a.size, static_cast<uint32_t>(a.stack), static_cast<uint8_t>(kTagAllocBase + static_cast<uint8_t>(a.api))});
     }
     has_weight = false;
   }
   void on_free(uint32_t, const Free& f) {
-    events.push_unchecked({f.time, f.addr, f.length, 0, static_cast<uint8_t>(kTagFreeBase + static_cast<uint8_t>(f.api))});
+    events.push_back({f.time, f.addr, f.length, 0, static_cast<uint8_t>(kTagFreeBase + static_cast<uint8_t>(f.api))});
   }
   void on_watermark(uint32_t, const Watermark& x) { b.watermarks.push_back(x.time); }
 };
@@ -123,15 +123,17 @@ void EventDecoder::decode(const Block& block, EventBlock& out) {
   out.stream = block.header.stream;
   out.offset = block.offset;
   // Every timed record takes at least 3 bytes (tag, dt and one more), so this is room enough.
-  staging_.clear();
-  staging_.reserve(block.payload.size() / 3 + 1);
-  Collect c(out, staging_);
+  // Room for the events of a typical block (about 6 raw bytes per event; every timed record
+  // takes at least 3), grown when a block holds more: events are written in place, and a
+  // recycled block's array is usually big enough already.
+  PodArray<MergedEvent>& events = out.events;
+  events.reserve(block.payload.size() / 5 + 16);
+  Collect c(out);
   DecodeScratch& scratch = *scratch_;
   StreamRegs r{block.header.base_time, block.header.base_addr, 0};
   const uint8_t* const begin = block.payload.data();
   const uint8_t* const end = begin + block.payload.size();
   const uint8_t* p = begin;
-  MergedEvent* ev = staging_.data();
   while (p < end) {
     const uint8_t* rec = p;
     const uint8_t tag = *p;
@@ -149,9 +151,11 @@ void EventDecoder::decode(const Block& block, EventBlock& out) {
         if (!is_alloc || v[3] <= UINT32_MAX) [[likely]] {
           r.time += v[0];
           r.addr += static_cast<uint64_t>(wire::unzigzag(v[1]));
-          ev[staging_.size()] = {r.time, r.addr, is_alloc || munmap ? v[2] : 0,
-                                 is_alloc ? static_cast<uint32_t>(v[3]) : 0u, tag};
-          staging_.grow_unchecked(1);
+          if (events.size() == events.capacity()) [[unlikely]]
+            events.reserve(events.capacity() * 2);
+          events.data()[events.size()] = {r.time, r.addr, is_alloc || munmap ? v[2] : 0,
+                                          is_alloc ? static_cast<uint32_t>(v[3]) : 0u, tag};
+          events.grow_unchecked(1);
           p += 1 + (is_alloc ? len[3] : munmap ? len[2] : len[1]);
           continue;
         }
@@ -166,14 +170,13 @@ void EventDecoder::decode(const Block& block, EventBlock& out) {
     if (tag >= kTagAllocBase && tag < kTagFreeBase + 32) [[likely]]
       continue;
     if (queued_prefixed_tag(tag)) {
-      staging_.push_unchecked({r.time, before, 0, 0, kEventOther});
+      events.push_back({r.time, before, 0, 0, kEventOther});
       append(out.other, rec, p);
     } else if (tag != tag_of(RecordType::SampleWeight)) {
       append(out.immediate, rec, p);
     }
   }
   c.flush_weight();
-  out.events.assign(staging_.data(), staging_.size());
 }
 
 // ---------------------------------------------------------------------------------------

@@ -82,7 +82,7 @@ inline constexpr uint8_t kEventWeighted = 0x81;  // an Alloc in EventBlock::wide
 inline constexpr uint8_t kEventOther = 0x82;     // another timed record, its bytes in EventBlock::other
 
 // A growable array of trivially copyable elements that are never value-initialised (an
-// EventBlock's events are written once, by EventDecoder).
+// EventBlock's events are written once, in place, by EventDecoder).
 template <class T>
 class PodArray {
   static_assert(std::is_trivially_copyable_v<T>);
@@ -114,17 +114,14 @@ class PodArray {
     p_ = static_cast<T*>(p);
     cap_ = n;
   }
-  // Appends without a capacity check: the caller reserved enough.
-  void push_unchecked(const T& x) { p_[n_++] = x; }
+  std::size_t capacity() const { return cap_; }
+  void push_back(const T& x) {
+    if (n_ == cap_) [[unlikely]]
+      reserve(cap_ < 16 ? 16 : cap_ * 2);
+    p_[n_++] = x;
+  }
   // Counts `k` more elements, written by the caller in place (within the reserved room).
   void grow_unchecked(std::size_t k) { n_ += k; }
-  // Replaces the contents with n elements from `from`.
-  void assign(const T* from, std::size_t n) {
-    n_ = 0;
-    if (n > cap_) reserve(n + n / 4);  // blocks differ a little in size: reuse usually fits
-    if (n) std::memcpy(p_, from, n * sizeof(T));
-    n_ = n;
-  }
 
  private:
   T* p_ = nullptr;
@@ -163,9 +160,6 @@ class EventDecoder {
 
  private:
   std::unique_ptr<DecodeScratch> scratch_;
-  // Events are decoded here (room for the most a payload can hold), then copied to the block
-  // at their exact size: the merge window holds 32 bytes per event, not the upper bound.
-  PodArray<MergedEvent> staging_;
 };
 
 // ---------------------------------------------------------------------------------------
