@@ -276,8 +276,8 @@ void App::status_line() {
     }
   }
   if (show_stats_) {
-    ImGui::TextDisabled("frame %.2f ms   p50 %.2f ms   p99 %.2f ms   (%llu frames)", stats_.all.last(),
-                        stats_.all.percentile(50), stats_.all.percentile(99),
+    ImGui::TextDisabled("frame %.2f ms   p50 %.2f ms   p95 %.2f ms   p99 %.2f ms   (%llu frames)", stats_.all.last(),
+                        stats_.all.percentile(50), stats_.all.percentile(95), stats_.all.percentile(99),
                         static_cast<unsigned long long>(stats_.all.total()));
   }
 }
