@@ -42,6 +42,11 @@ int run(const std::string& cmd) {
 
 bool have_xvfb_run() { return run("command -v xvfb-run >/dev/null 2>&1") == 0; }
 
+// `xvfb-run -a` looks for a free display from :99 up; two runs starting at once (other test
+// suites, other users of the machine) can pick the same one and one fails. Starting the
+// search from a number of our own makes that unlikely.
+std::string xvfb_run() { return "xvfb-run -a -n " + std::to_string(100 + ::getpid() % 800) + " "; }
+
 class ViewerE2E : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -68,7 +73,7 @@ class ViewerE2E : public ::testing::Test {
     EXPECT_EQ(record_status_, 0) << "recording the example worker failed; see the log in " << *dir_;
     if (!have_xvfb_run() || record_status_ != 0) return img;
     const std::string out = (*dir_ / (view + ".png")).string();
-    const std::string cmd = "xvfb-run -a -s '-screen 0 1280x1024x24' " + std::string(MT_VIEW) + " --screenshot " + out +
+    const std::string cmd = xvfb_run() + "-s '-screen 0 1280x1024x24' " + std::string(MT_VIEW) + " --screenshot " + out +
                             " --view " + view + " --width " + std::to_string(w) + " --height " + std::to_string(h) + " " +
                             extra + " " + (trace.empty() ? *trace_ : trace) + " > " + out + ".log 2>&1";
     const int st = run(cmd);
@@ -284,7 +289,7 @@ TEST_F(ViewerE2E, SizeOptionAndLightTheme) {
 TEST_F(ViewerE2E, MissingFileExitsWithStatus2AndOneLine) {
   ASSERT_TRUE(have_xvfb_run()) << "xvfb-run is missing (install xvfb and xauth: scripts/setup)";
   const std::string log = (*dir_ / "missing.log").string();
-  const int st = run("xvfb-run -a " + std::string(MT_VIEW) + " --screenshot " + (*dir_ / "x.png").string() + " " +
+  const int st = run(xvfb_run() + std::string(MT_VIEW) + " --screenshot " + (*dir_ / "x.png").string() + " " +
                      (*dir_ / "nope.mtide").string() + " 2> " + log);
   EXPECT_EQ(st, 2);
   std::ifstream in(log);
