@@ -1,5 +1,7 @@
 #include "viewer/frame_stats.h"
 
+#include <imgui.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -56,6 +58,36 @@ std::string FrameStats::report() const {
     out += buf;
   }
   return out;
+}
+
+// What a frame hands to OpenGL: vertices, triangles, draw calls, and the area of the
+// triangles inside their clip rectangles (an estimate of the pixels shaded, overdraw included).
+FrameStats::DrawCounts count_draws(const ImDrawData* dd) {
+  FrameStats::DrawCounts c;
+  if (!dd) return c;
+  for (int l = 0; l < dd->CmdListsCount; ++l) {
+    const ImDrawList* list = dd->CmdLists[l];
+    c.vertices += static_cast<uint64_t>(list->VtxBuffer.Size);
+    for (const ImDrawCmd& cmd : list->CmdBuffer) {
+      if (cmd.UserCallback || cmd.ElemCount == 0) continue;
+      ++c.commands;
+      c.triangles += cmd.ElemCount / 3;
+      const ImVec4 r = cmd.ClipRect;
+      for (unsigned i = 0; i + 2 < cmd.ElemCount; i += 3) {
+        const ImDrawVert* v[3];
+        for (int k = 0; k < 3; ++k) v[k] = &list->VtxBuffer[static_cast<int>(cmd.VtxOffset + list->IdxBuffer[static_cast<int>(cmd.IdxOffset + i + k)])];
+        const float area = std::abs((v[1]->pos.x - v[0]->pos.x) * (v[2]->pos.y - v[0]->pos.y) -
+                                    (v[2]->pos.x - v[0]->pos.x) * (v[1]->pos.y - v[0]->pos.y)) * 0.5f;
+        // Scale by the share of the triangle's bounding box that lies inside the clip rectangle.
+        const float x0 = std::min({v[0]->pos.x, v[1]->pos.x, v[2]->pos.x}), x1 = std::max({v[0]->pos.x, v[1]->pos.x, v[2]->pos.x});
+        const float y0 = std::min({v[0]->pos.y, v[1]->pos.y, v[2]->pos.y}), y1 = std::max({v[0]->pos.y, v[1]->pos.y, v[2]->pos.y});
+        const float box = (x1 - x0) * (y1 - y0);
+        const float in = std::max(0.0f, std::min(x1, r.z) - std::max(x0, r.x)) * std::max(0.0f, std::min(y1, r.w) - std::max(y0, r.y));
+        c.pixels += box > 0 ? area * in / box : 0;
+      }
+    }
+  }
+  return c;
 }
 
 double thread_cpu_ms() {

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+struct ImDrawData;
+
 namespace memtide::viewer {
 
 class FrameRing {
@@ -62,6 +64,11 @@ struct FrameStats {
   // One line per phase and measure: "ui while loading: 240 frames, p50 3.1 ms, p95 ..., p99 ..."
   std::string report() const;
 };
+
+// Counts what ImGui's draw data for a frame hands to OpenGL: vertices, triangles, draw
+// calls, and the area of the triangles inside their clip rectangles (an estimate of the
+// pixels shaded, overdraw included; clipping is estimated from each triangle's bounding box).
+FrameStats::DrawCounts count_draws(const ImDrawData* draw_data);
 
 // CPU time of the calling thread, in ms.
 double thread_cpu_ms();

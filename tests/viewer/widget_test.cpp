@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <imgui.h>
 
+#include "viewer/frame_stats.h"
 #include "viewer/loader.h"
 #include "viewer/views.h"
 
@@ -182,6 +183,25 @@ TEST_F(HeadlessTimeline, WheelZoomsAroundThePointer) {
   EXPECT_LT(v.length(), 700'000'000u);
   EXPECT_NEAR(static_cast<double>(v.from + v.to) / 2, 500e6, 10e6);
   EXPECT_TRUE(selection.empty()) << "zooming selects nothing";
+}
+
+TEST_F(Headless, DrawCountsGiveTheAreaInsideTheClipRectangles) {
+  ImGui::NewFrame();
+  ImGui::SetNextWindowPos(ImVec2(0, 0));
+  ImGui::SetNextWindowSize(ImGui::GetIO().DisplaySize);
+  ImGui::Begin("w", nullptr, ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoBackground);
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  dl->AddRectFilled(ImVec2(10, 10), ImVec2(110, 60), IM_COL32(255, 0, 0, 255));  // 100 x 50
+  dl->PushClipRect(ImVec2(0, 0), ImVec2(60, 600));
+  dl->AddRectFilled(ImVec2(10, 100), ImVec2(110, 150), IM_COL32(0, 255, 0, 255));  // 50 x 50 inside
+  dl->PopClipRect();
+  ImGui::End();
+  ImGui::Render();
+  const FrameStats::DrawCounts c = count_draws(ImGui::GetDrawData());
+  EXPECT_EQ(c.vertices, 8u);
+  EXPECT_EQ(c.triangles, 4u);
+  EXPECT_EQ(c.commands, 2u) << "a new clip rectangle is a new draw call";
+  EXPECT_NEAR(c.pixels, 5000 + 2500, 1);
 }
 
 }  // namespace
