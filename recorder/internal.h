@@ -136,14 +136,14 @@ struct StackCacheEntry {
 };
 inline constexpr unsigned kStackCacheSize = 512;  // per thread, direct-mapped
 
-// The thread's last stack as unwound, outermost frame first, with where each frame's return
-// address (and saved rbp) was read: the next unwind that reaches one of these frames in the
-// same state re-reads only those slots instead of stepping the frames again (unwind.cpp).
+// The thread's last stack as unwound, outermost frame first, with the state and rule each
+// frame was stepped with (so where its return address and saved rbp were read: at offsets of
+// the rule from its CFA, which is its caller's sp): the next unwind that reaches one of these
+// frames in the same state re-reads only those slots instead of stepping the frames again
+// (unwind.cpp).
 inline constexpr int kMemoFrames = 96;
 struct UnwindFrame {
   uint64_t ip, sp, bp;        // the frame's state before it is stepped
-  const uint64_t* ra_slot;    // where the caller's return address was read
-  const uint64_t* bp_slot;    // where the caller's rbp was read; null: rbp unchanged
   uint64_t rule;              // the cached rule it was stepped with
 };
 struct UnwindMemo {
@@ -154,6 +154,7 @@ struct UnwindMemo {
   uint64_t gen = 0;           // rule generation the frames were stepped with; 0: empty
   int n = 0;
   bool ends_with_zero_ra = false;  // the walk ended on a null return address (else on CFI)
+  uint64_t end_cfa = 0;            // then: the outermost frame's CFA
   UnwindFrame f[kMemoFrames];      // outermost first
   UnwindFrame walk[kMemoFrames];   // the current walk, leaf first (until overwritten, the
                                    // previous one: its rules are reused at equal ips)

@@ -52,6 +52,9 @@ inline int64_t sext(uint64_t v, int bits) {
   v &= (1ull << bits) - 1;
   return static_cast<int64_t>((v ^ m) - m);
 }
+inline const uint64_t* slot(uint64_t cfa, int64_t off) {
+  return reinterpret_cast<const uint64_t*>(cfa + static_cast<uint64_t>(off));
+}
 inline bool fits(int64_t v, int bits) { return v >= -(1ll << (bits - 1)) && v < (1ll << (bits - 1)); }
 inline int64_t cfa_off(uint64_t r) { return sext(r, 24); }
 inline int64_t ra_off(uint64_t r) { return sext(r >> 24, 8); }
@@ -308,14 +311,16 @@ namespace {
 inline int memo_first_break(const UnwindMemo* m, int r) {
   for (int q = r; q > 0; --q) {
     const UnwindFrame& f = m->f[q];
-    if (*f.ra_slot != m->f[q - 1].ip || (f.bp_slot && *f.bp_slot != m->f[q - 1].bp)) return q;
+    const UnwindFrame& caller = m->f[q - 1];
+    if (*slot(caller.sp, ra_off(f.rule)) != caller.ip) return q;
+    if ((f.rule & kRbpSaved) && *slot(caller.sp, rbp_off(f.rule)) != caller.bp) return q;
   }
-  if (m->ends_with_zero_ra && *m->f[0].ra_slot != 0) return 0;
+  if (m->ends_with_zero_ra && *slot(m->end_cfa, ra_off(m->f[0].rule)) != 0) return 0;
   return -1;
 }
 
 // The walk ended on its own (outermost frame reached): it becomes the memo.
-inline void memo_store(UnwindMemo* m, int n, bool zero_ra, uint64_t gen) {
+inline void memo_store(UnwindMemo* m, int n, bool zero_ra, uint64_t end_cfa, uint64_t gen) {
   if (!m) return;
   if (n > kMemoFrames || m->walk[0].sp < m->stack_lo || m->walk[n - 1].sp >= m->stack_hi) {
     m->n = 0;
@@ -324,6 +329,7 @@ inline void memo_store(UnwindMemo* m, int n, bool zero_ra, uint64_t gen) {
   for (int i = 0; i < n; ++i) m->f[n - 1 - i] = m->walk[i];
   m->n = n;
   m->ends_with_zero_ra = zero_ra;
+  m->end_cfa = end_cfa;
   m->gen = gen;
 }
 
@@ -382,21 +388,19 @@ MT_NOINLINE int fast_backtrace(void** out, int cap, UnwindMemo* m) {
     }
     if (MT_UNLIKELY(rule & kNone)) return -1;
     if (rule & kEnd) {
-      if (m && n < kMemoFrames) m->walk[n] = UnwindFrame{ip, sp, bp, nullptr, nullptr, rule};
-      memo_store(m, n + 1, false, gen);
+      if (m && n < kMemoFrames) m->walk[n] = UnwindFrame{ip, sp, bp, rule};
+      memo_store(m, n + 1, false, 0, gen);
       return n + 1;
     }
     const uint64_t cfa = ((rule & kCfaRbp) ? bp : sp) + static_cast<uint64_t>(cfa_off(rule));
     if (MT_UNLIKELY(cfa <= sp)) return -1;  // the stack only grows toward the callers
-    const auto* ra_slot = reinterpret_cast<const uint64_t*>(cfa + static_cast<uint64_t>(ra_off(rule)));
-    const auto* bp_slot = (rule & kRbpSaved) ? reinterpret_cast<const uint64_t*>(cfa + static_cast<uint64_t>(rbp_off(rule))) : nullptr;
-    if (m && n < kMemoFrames) m->walk[n] = UnwindFrame{ip, sp, bp, ra_slot, bp_slot, rule};
+    if (m && n < kMemoFrames) m->walk[n] = UnwindFrame{ip, sp, bp, rule};
     ++n;
-    const uint64_t ra = *ra_slot;
-    if (bp_slot) bp = *bp_slot;
+    const uint64_t ra = *slot(cfa, ra_off(rule));
+    if (rule & kRbpSaved) bp = *slot(cfa, rbp_off(rule));
     sp = cfa;
     if (ra == 0) {
-      memo_store(m, n, true, gen);
+      memo_store(m, n, true, cfa, gen);
       return n;
     }
     ip = ra;
