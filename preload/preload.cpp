@@ -27,6 +27,10 @@
 
 #define MT_EXPORT extern "C" __attribute__((visibility("default")))
 #define MT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+// The calling shim's frame: this file is compiled with frame pointers and without sibling
+// calls (CMakeLists.txt), so it holds the saved rbp and the return address into the program,
+// and stays alive until the recorder has unwound from it.
+#define MT_FRAME __builtin_frame_address(0)
 
 using memtide::fmt::Api;
 namespace rec = memtide::rec;
@@ -63,7 +67,7 @@ void* real_operator(const char* name, A... args) {
   return rec::call_backing(fn, args...);
 }
 
-inline void* new_block(Api api, size_t n, size_t align, const char* real_name, bool nothrow) {
+__attribute__((always_inline)) inline void* new_block(Api api, size_t n, size_t align, const char* real_name, bool nothrow) {
   const size_t want = n ? n : 1;
   void* p = !ready()      ? rec::pool_alloc(want, align)
             : align <= 16 ? rec::call_backing(rec::backing.malloc, want)
@@ -79,7 +83,7 @@ inline void* new_block(Api api, size_t n, size_t align, const char* real_name, b
       p = real_operator<void* (*)(size_t, std::align_val_t)>(real_name, n, std::align_val_t(align));
     if (!p) return nullptr;
   }
-  rec::on_alloc(api, p, n);
+  rec::on_alloc(api, p, n, MT_FRAME);
   return p;
 }
 
@@ -91,7 +95,7 @@ inline void* new_block(Api api, size_t n, size_t align, const char* real_name, b
 MT_EXPORT void* malloc(size_t n) {
   if (MT_UNLIKELY(!ready())) return rec::pool_alloc(n, 16);
   void* p = rec::call_backing(rec::backing.malloc, n);
-  rec::on_alloc(Api::Malloc, p, n);
+  rec::on_alloc(Api::Malloc, p, n, MT_FRAME);
   return p;
 }
 
@@ -102,7 +106,7 @@ MT_EXPORT void* calloc(size_t n, size_t size) {
   if (!checked_mul(n, size, total)) return nullptr;
   if (MT_UNLIKELY(!ready())) return rec::pool_alloc(total, 16);
   void* p = rec::call_backing(rec::backing.calloc, n, size);
-  rec::on_alloc(Api::Calloc, p, total);
+  rec::on_alloc(Api::Calloc, p, total, MT_FRAME);
   return p;
 }
 
@@ -114,7 +118,7 @@ MT_EXPORT void* realloc(void* old, size_t n) {
   }
   const rec::ReallocTicket t = rec::on_realloc_begin(old);
   void* p = rec::call_backing(rec::backing_realloc, old, n);
-  rec::on_realloc_end(t, Api::Realloc, old, p, n);
+  rec::on_realloc_end(t, Api::Realloc, old, p, n, MT_FRAME);
   return p;
 }
 
@@ -124,7 +128,7 @@ MT_EXPORT void* reallocarray(void* old, size_t n, size_t size) {
   if (MT_UNLIKELY(!ready())) return realloc(old, total);
   const rec::ReallocTicket t = rec::on_realloc_begin(old);
   void* p = rec::call_backing(rec::backing_realloc, old, total);
-  rec::on_realloc_end(t, Api::Reallocarray, old, p, total);
+  rec::on_realloc_end(t, Api::Reallocarray, old, p, total, MT_FRAME);
   return p;
 }
 
@@ -134,35 +138,35 @@ MT_EXPORT int posix_memalign(void** out, size_t align, size_t n) {
     return *out ? 0 : ENOMEM;
   }
   const int r = rec::call_backing(rec::backing.posix_memalign, out, align, n);
-  if (r == 0) rec::on_alloc(Api::PosixMemalign, *out, n);
+  if (r == 0) rec::on_alloc(Api::PosixMemalign, *out, n, MT_FRAME);
   return r;
 }
 
 MT_EXPORT void* aligned_alloc(size_t align, size_t n) {
   if (MT_UNLIKELY(!ready())) return rec::pool_alloc(n, align);
   void* p = rec::call_backing(rec::backing.aligned_alloc, align, n);
-  rec::on_alloc(Api::AlignedAlloc, p, n);
+  rec::on_alloc(Api::AlignedAlloc, p, n, MT_FRAME);
   return p;
 }
 
 MT_EXPORT void* memalign(size_t align, size_t n) {
   if (MT_UNLIKELY(!ready())) return rec::pool_alloc(n, align);
   void* p = rec::call_backing(rec::backing.memalign, align, n);
-  rec::on_alloc(Api::Memalign, p, n);
+  rec::on_alloc(Api::Memalign, p, n, MT_FRAME);
   return p;
 }
 
 MT_EXPORT void* valloc(size_t n) {
   if (MT_UNLIKELY(!ready())) return rec::pool_alloc(n, 4096);
   void* p = rec::call_backing(rec::backing.valloc, n);
-  rec::on_alloc(Api::Valloc, p, n);
+  rec::on_alloc(Api::Valloc, p, n, MT_FRAME);
   return p;
 }
 
 MT_EXPORT void* pvalloc(size_t n) {
   if (MT_UNLIKELY(!ready())) return rec::pool_alloc((n + 4095) & ~size_t{4095}, 4096);
   void* p = rec::call_backing(rec::backing.pvalloc, n);
-  rec::on_alloc(Api::Pvalloc, p, n);
+  rec::on_alloc(Api::Pvalloc, p, n, MT_FRAME);
   return p;
 }
 
@@ -222,7 +226,7 @@ MT_EXPORT void _ZdaPvSt11align_val_tRKSt9nothrow_t(void* p, std::align_val_t, co
 MT_EXPORT void* mmap(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
   if (MT_UNLIKELY(!ready())) return reinterpret_cast<void*>(syscall(SYS_mmap, addr, len, prot, flags, fd, off));
   void* p = rec::real.mmap(addr, len, prot, flags, fd, off);
-  rec::on_mmap(p, len, flags, fd);
+  rec::on_mmap(p, len, flags, fd, MT_FRAME);
   return p;
 }
 
@@ -246,7 +250,7 @@ MT_EXPORT void* mremap(void* old, size_t old_len, size_t new_len, int flags, ...
   }
   if (MT_UNLIKELY(!ready())) return reinterpret_cast<void*>(syscall(SYS_mremap, old, old_len, new_len, flags, fixed));
   void* p = rec::real.mremap(old, old_len, new_len, flags, fixed);
-  rec::on_mremap(old, old_len, p, new_len);
+  rec::on_mremap(old, old_len, p, new_len, MT_FRAME);
   return p;
 }
 
@@ -407,7 +411,7 @@ MT_EXPORT int execle(const char* path, const char* arg, ...) {
 MT_EXPORT void memtide_impl_mark(const char* label) { rec::mark(label); }
 MT_EXPORT void memtide_impl_pause(void) { rec::pause(); }
 MT_EXPORT void memtide_impl_resume(void) { rec::resume(); }
-MT_EXPORT void memtide_impl_alloc(const void* p, size_t n) { rec::on_alloc(Api::Custom, const_cast<void*>(p), n); }
+MT_EXPORT void memtide_impl_alloc(const void* p, size_t n) { rec::on_alloc(Api::Custom, const_cast<void*>(p), n, MT_FRAME); }
 MT_EXPORT void memtide_impl_free(const void* p) { rec::on_free(Api::Custom, const_cast<void*>(p)); }
 
 // ---------------------------------------------------------------------------------------

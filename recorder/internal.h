@@ -228,7 +228,12 @@ bool loaded_build_id(const ElfW(Phdr)* phdr, int phnum, uintptr_t bias, const ui
 
 // unwind.cpp: return addresses of the calling thread, leaf first, by cached CFI rules; -1 when
 // a frame needs libunwind. unwind_modules_unloaded() forgets every rule (code may have moved).
-int fast_backtrace(void** out, int cap, UnwindMemo* memo);
+// `from`: the state of the first frame to report (a return address, its sp and rbp); null:
+// start inside fast_backtrace itself.
+struct UnwindStart {
+  uint64_t ip = 0, sp = 0, bp = 0;
+};
+int fast_backtrace(void** out, int cap, UnwindMemo* memo, const UnwindStart* from = nullptr);
 void unwind_modules_unloaded();
 extern pthread_mutex_t unwind_mutex;
 

@@ -238,10 +238,10 @@ inline int skip_own_frames(void* const* ips, int n) {
 std::atomic<uint64_t> g_verify_stacks{0}, g_verify_fast{0}, g_verify_diff{0};
 
 // MEMTIDE_UNWIND=verify: both unwinders on every stack; the trace gets libunwind's.
-MT_NOINLINE int unwind_verified(void** ips, int cap, int& skip, UnwindMemo* memo) {
+MT_NOINLINE int unwind_verified(void** ips, int cap, int& skip, UnwindMemo* memo, const UnwindStart* from) {
   // One more slot for the fast side: fast_backtrace is itself one of our frames.
   void** fast = static_cast<void**>(__builtin_alloca(static_cast<size_t>(cap + 1) * sizeof(void*)));
-  const int nf = fast_backtrace(fast, cap + 1, memo);
+  const int nf = fast_backtrace(fast, cap + 1, memo, from);
   const int nl = unw_backtrace(ips, cap);
   skip = skip_own_frames(ips, nl);
   g_verify_stacks.fetch_add(1, std::memory_order_relaxed);
@@ -262,15 +262,22 @@ MT_NOINLINE int unwind_verified(void** ips, int cap, int& skip, UnwindMemo* memo
   return nl;
 }
 
-inline uint32_t capture_stack(const Target& t) {
+inline uint32_t capture_stack(const Target& t, const void* frame) {
   const int cap = static_cast<int>(g.opts.max_depth) + kExtraFrames;
   void** ips = static_cast<void**>(__builtin_alloca(static_cast<size_t>(cap) * sizeof(void*)));
   int n = -1;
   int skip = 0;
+  // The shim's frame: saved rbp, then its return address; its caller's sp is just above.
+  UnwindStart start;
+  if (frame) {
+    const auto* fp = static_cast<const uint64_t*>(frame);
+    start = UnwindStart{fp[1], reinterpret_cast<uint64_t>(fp + 2), fp[0]};
+  }
+  const UnwindStart* from = frame ? &start : nullptr;
   if (MT_LIKELY(g.opts.unwind == UnwindKind::Fast)) {
-    n = fast_backtrace(ips, cap, t.ts ? &t.ts->memo : nullptr);
+    n = fast_backtrace(ips, cap, t.ts ? &t.ts->memo : nullptr, from);
   } else if (g.opts.unwind == UnwindKind::Verify) {
-    n = unwind_verified(ips, cap, skip, t.ts ? &t.ts->memo : nullptr);
+    n = unwind_verified(ips, cap, skip, t.ts ? &t.ts->memo : nullptr, from);
   }
   if (n < 0) n = unw_backtrace(ips, cap);
   if (g.opts.unwind != UnwindKind::Verify) skip = skip_own_frames(ips, n);
@@ -303,12 +310,12 @@ inline void write_free(Stream* s, fmt::Api api, uint64_t time, uint64_t addr, ui
 
 }  // namespace
 
-void on_alloc(fmt::Api api, void* p, size_t size) {
+void on_alloc(fmt::Api api, void* p, size_t size, const void* frame) {
   if (!p) return;
   Target t;
   if (!acquire(t)) return;
   tls_busy++;
-  const uint32_t stack = capture_stack(t);
+  const uint32_t stack = capture_stack(t, frame);
   write_alloc(t.s, api, now_ns(), reinterpret_cast<uint64_t>(p), size, stack);
   tls_busy--;
   release(t);
@@ -339,7 +346,8 @@ ReallocTicket on_realloc_begin(void* old_ptr) {
   return r;
 }
 
-void on_realloc_end(const ReallocTicket& r, fmt::Api api, void* old_ptr, void* new_ptr, size_t size) {
+void on_realloc_end(const ReallocTicket& r, fmt::Api api, void* old_ptr, void* new_ptr, size_t size,
+                    const void* frame) {
   // realloc(p, n) failing leaves p untouched; realloc(p, 0) releasing p returns null.
   if (!new_ptr && size != 0) return;
   Target t;
@@ -348,7 +356,7 @@ void on_realloc_end(const ReallocTicket& r, fmt::Api api, void* old_ptr, void* n
   tls_busy++;
   if (r.armed) write_free(t.s, api, r.free_time, reinterpret_cast<uint64_t>(old_ptr), 0);
   if (new_ptr && !g.paused.load(std::memory_order_relaxed)) {
-    const uint32_t stack = capture_stack(t);
+    const uint32_t stack = capture_stack(t, frame);
     write_alloc(t.s, api, now_ns(), reinterpret_cast<uint64_t>(new_ptr), size, stack);
   }
   tls_busy--;
@@ -398,7 +406,7 @@ void maps_add(uintptr_t lo, uintptr_t hi) {
 }
 }  // namespace
 
-void on_mmap(void* p, size_t length, int flags, int fd) {
+void on_mmap(void* p, size_t length, int flags, int fd, const void* frame) {
   if (p == MAP_FAILED || !(flags & MAP_ANONYMOUS) || fd > 0 || tls_busy) return;
   Target t;
   if (!acquire(t)) return;
@@ -408,7 +416,7 @@ void on_mmap(void* p, size_t length, int flags, int fd) {
   maps_remove(lo, lo + length);  // MAP_FIXED over an old mapping replaces it
   maps_add(lo, lo + length);
   pthread_mutex_unlock(&g_maps_mutex);
-  const uint32_t stack = capture_stack(t);
+  const uint32_t stack = capture_stack(t, frame);
   write_alloc(t.s, fmt::Api::Mmap, now_ns(), lo, length, stack);
   tls_busy--;
   release(t);
@@ -429,7 +437,7 @@ void on_munmap_begin(void* p, size_t length) {
   release(t);
 }
 
-void on_mremap(void* old_p, size_t old_len, void* new_p, size_t new_len) {
+void on_mremap(void* old_p, size_t old_len, void* new_p, size_t new_len, const void* frame) {
   if (tls_busy || new_p == MAP_FAILED || !g_nmaps) return;
   const uintptr_t lo = reinterpret_cast<uintptr_t>(old_p);
   pthread_mutex_lock(&g_maps_mutex);
@@ -442,7 +450,7 @@ void on_mremap(void* old_p, size_t old_len, void* new_p, size_t new_len) {
   tls_busy++;
   const uint64_t now = now_ns();
   write_free(t.s, fmt::Api::Mremap, now, lo, 0);
-  const uint32_t stack = capture_stack(t);
+  const uint32_t stack = capture_stack(t, frame);
   write_alloc(t.s, fmt::Api::Mremap, now, reinterpret_cast<uint64_t>(new_p), new_len, stack);
   tls_busy--;
   release(t);

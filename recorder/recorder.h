@@ -23,8 +23,11 @@ void finish_at_exit();
 // Final flush before _exit / _Exit.
 void finish_quick_exit(int status);
 
-// Heap events. `p` null (a failed allocation) is ignored.
-void on_alloc(fmt::Api api, void* p, size_t size);
+// Heap events. `p` null (a failed allocation) is ignored. `frame`: the calling shim's frame
+// pointer (__builtin_frame_address(0) in a function compiled with frame pointers), from which
+// the stack is unwound starting at the shim's caller; null: unwound from here, with
+// memtide's own frames skipped.
+void on_alloc(fmt::Api api, void* p, size_t size, const void* frame = nullptr);
 void on_free(fmt::Api api, void* p);
 // Both halves of a realloc that moved or resized a block: the free is timestamped by
 // on_realloc_begin (before the real call), the allocation after it.
@@ -33,12 +36,13 @@ struct ReallocTicket {
   bool armed = false;
 };
 ReallocTicket on_realloc_begin(void* old_ptr);
-void on_realloc_end(const ReallocTicket& t, fmt::Api api, void* old_ptr, void* new_ptr, size_t size);
+void on_realloc_end(const ReallocTicket& t, fmt::Api api, void* old_ptr, void* new_ptr, size_t size,
+                    const void* frame = nullptr);
 
 // Anonymous mappings.
-void on_mmap(void* p, size_t length, int flags, int fd);
+void on_mmap(void* p, size_t length, int flags, int fd, const void* frame = nullptr);
 void on_munmap_begin(void* p, size_t length);
-void on_mremap(void* old_p, size_t old_len, void* new_p, size_t new_len);
+void on_mremap(void* old_p, size_t old_len, void* new_p, size_t new_len, const void* frame = nullptr);
 
 // Modules, threads, exec.
 void on_modules_changed();

@@ -337,15 +337,25 @@ inline void memo_store(UnwindMemo* m, int n, bool zero_ra, uint64_t end_cfa, uin
 
 // Returns the number of return addresses stored (the first is inside this function), or -1
 // when a frame is not one this unwinder steps (the caller then asks libunwind).
-MT_NOINLINE int fast_backtrace(void** out, int cap, UnwindMemo* m) {
+MT_NOINLINE int fast_backtrace(void** out, int cap, UnwindMemo* m, const UnwindStart* from) {
   if (MT_UNLIKELY(g_full.load(std::memory_order_relaxed))) return -1;
   uint64_t ip, sp, bp;
-  asm volatile("leaq 0(%%rip), %0\n\tmovq %%rsp, %1\n\tmovq %%rbp, %2" : "=r"(ip), "=r"(sp), "=r"(bp));
+  if (from) {
+    ip = from->ip;
+    sp = from->sp;
+    bp = from->bp;
+    if (MT_UNLIKELY(ip == 0)) return 0;
+  } else {
+    asm volatile("leaq 0(%%rip), %0\n\tmovq %%rsp, %1\n\tmovq %%rbp, %2" : "=r"(ip), "=r"(sp), "=r"(bp));
+  }
+  // The first frame's address is exact when captured here; every other one is a return
+  // address, looked up at the call instruction before it.
+  const bool exact_leaf = from == nullptr;
   const uint64_t gen = g_gen.load(std::memory_order_acquire);
   // Cursor into the memo, from its leaf toward its outermost frame (sp grows that way).
   if (m && (sp < m->stack_lo || sp >= m->stack_hi)) m = nullptr;  // not on the thread's own stack
   int r = (m && m->gen == gen) ? m->n - 1 : -1;
-  uint64_t pc = ip;
+  uint64_t pc = exact_leaf ? ip : ip - 1;
   int n = 0;
   while (n < cap) {
     out[n] = reinterpret_cast<void*>(ip);
@@ -374,7 +384,7 @@ MT_NOINLINE int fast_backtrace(void** out, int cap, UnwindMemo* m) {
         ip = m->f[q].ip;
         sp = m->f[q].sp;
         bp = m->f[q].bp;
-        pc = n == 0 ? ip : ip - 1;
+        pc = (n == 0 && exact_leaf) ? ip : ip - 1;
         out[n] = reinterpret_cast<void*>(ip);
         r = q - 1;
       }
