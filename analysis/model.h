@@ -285,6 +285,8 @@ struct Model {
 
   Series heap_series;  // live heap bytes (all heap blocks, not only the window's)
   Series rss_series;   // RSS from Counters records
+  Series mmap_series;    // live bytes of anonymous mappings (all of them); empty without mappings
+  Series custom_series;  // live bytes of custom pool blocks (all of them); empty without any
   uint64_t peak_rss = 0;
 
   Anomalies anomalies;

@@ -160,6 +160,8 @@ class Replayer : public NullVisitor {
     m_.per_stack = o.per_stack;
     m_.heap_series = Series(o.series_points);
     m_.rss_series = Series(o.series_points);
+    m_.mmap_series = Series(o.series_points);
+    m_.custom_series = Series(o.series_points);
   }
 
   void on_process_info(uint32_t, const ProcessInfo& x) {
@@ -282,7 +284,9 @@ class Replayer : public NullVisitor {
       heap_free(d, stream, f);
   }
 
-  void finish();
+  // Finishes `out`, a copy of the model being built, as if the trace ended here: leaks, peaks
+  // by stack, threads, warnings. The replay's own state is not changed, so it can go on.
+  void finish_into(Model& out) const;
 
  private:
   void note_time(uint64_t t) {
@@ -294,14 +298,17 @@ class Replayer : public NullVisitor {
   }
   void set_base(uint64_t first) {
     based_ = true;
-    m_.first_time = first;
-    m_.time_base = m_.have_process && m_.process.monotonic_start_ns && m_.process.monotonic_start_ns <= first
-                       ? m_.process.monotonic_start_ns
-                       : first;
-    m_.last_time = first;
-    if (opt_.from) m_.window_from = m_.time_base + *opt_.from;
-    if (opt_.to) m_.window_to = *opt_.to > UINT64_MAX - m_.time_base ? UINT64_MAX : m_.time_base + *opt_.to;
-    if (opt_.at) m_.at_time = *opt_.at > UINT64_MAX - m_.time_base ? UINT64_MAX - 1 : m_.time_base + *opt_.at;
+    apply_base(m_, first);
+  }
+  void apply_base(Model& m, uint64_t first) const {
+    m.first_time = first;
+    m.time_base = m.have_process && m.process.monotonic_start_ns && m.process.monotonic_start_ns <= first
+                      ? m.process.monotonic_start_ns
+                      : first;
+    m.last_time = first;
+    if (opt_.from) m.window_from = m.time_base + *opt_.from;
+    if (opt_.to) m.window_to = *opt_.to > UINT64_MAX - m.time_base ? UINT64_MAX : m.time_base + *opt_.to;
+    if (opt_.at) m.at_time = *opt_.at > UINT64_MAX - m.time_base ? UINT64_MAX - 1 : m.time_base + *opt_.at;
   }
   void snapshot_at() {
     at_done_ = true;
@@ -336,6 +343,7 @@ class Replayer : public NullVisitor {
 
   Model& m_;
   const ReplayOptions& opt_;
+  uint64_t mmap_all_live_ = 0, custom_all_live_ = 0;  // every live mapping / custom block, for the series
   bool based_ = false;
   bool at_done_ = false;
   DomainState dom_[kDomainCount];
@@ -374,6 +382,9 @@ void Replayer::heap_alloc(Domain d, uint32_t stream, const Alloc& a, uint64_t by
   if (d == Domain::Heap) {
     heap_all_live_ += bytes;
     m_.heap_series.add(a.time, heap_all_live_);
+  } else {
+    custom_all_live_ += bytes;
+    m_.custom_series.add(a.time, custom_all_live_);
   }
   if (ThreadWork* tw = thread_work(stream)) {
     if (d == Domain::Heap) tw->last_alloc = a.addr;
@@ -399,6 +410,9 @@ void Replayer::heap_alloc(Domain d, uint32_t stream, const Alloc& a, uint64_t by
   if (d == Domain::Heap) {
     heap_all_live_ -= b.bytes;
     m_.heap_series.add(time, heap_all_live_);
+  } else {
+    custom_all_live_ -= b.bytes;
+    m_.custom_series.add(time, custom_all_live_);
   }
   if (b.counted) dom_[static_cast<unsigned>(d)].change(b.stack, -static_cast<int64_t>(b.bytes), -1, time);
 }
@@ -479,6 +493,7 @@ uint64_t Replayer::unmap(uint64_t lo, uint64_t hi, uint64_t time) {
     const uint64_t cut_lo = std::max(start, lo), cut_hi = std::min(r.end, hi);
     const uint64_t n = cut_hi - cut_lo;
     removed += n;
+    mmap_all_live_ -= std::min(mmap_all_live_, n);
     it = ranges_.erase(it);
     if (start < cut_lo) ranges_[start] = {cut_lo, r.mapping};
     if (cut_hi < r.end) {
@@ -493,6 +508,7 @@ uint64_t Replayer::unmap(uint64_t lo, uint64_t hi, uint64_t time) {
     if (mp.counted) ds.change(mp.stack, -static_cast<int64_t>(n), gone ? -1 : 0, time);
     if (gone) mappings_.erase(mit);
   }
+  if (removed) m_.mmap_series.add(time, mmap_all_live_);
   return removed;
 }
 
@@ -507,6 +523,8 @@ void Replayer::mmap_alloc(uint32_t stream, const Alloc& a, uint64_t bytes) {
   const bool c = counted(a.time);
   const uint64_t id = next_mapping_++;
   ranges_[a.addr] = {a.addr + a.size, id};
+  mmap_all_live_ += a.size;
+  m_.mmap_series.add(a.time, mmap_all_live_);
   Mapping& mp = mappings_[id];
   mp = {a.size, a.time, kNoStack, c};
   if (!c) return;
@@ -557,46 +575,62 @@ void Replayer::mmap_free(uint32_t stream, const Free& f) {
 // [5] Finishing
 // ---------------------------------------------------------------------------------------
 
-void Replayer::finish() {
-  if (!based_) set_base(m_.have_process ? m_.process.monotonic_start_ns : 0);
-  if (opt_.at && !at_done_) snapshot_at();  // the chosen time is after the last event
-  auto leak = [](StackWork& w, uint64_t bytes, uint64_t time) {
-    if (w.m.leaked_blocks == 0 || time < w.m.first_leak_time) w.m.first_leak_time = time;
-    if (time > w.m.last_leak_time) w.m.last_leak_time = time;
-    ++w.m.leaked_blocks;
-    w.m.leaked_bytes += bytes;
+void Replayer::finish_into(Model& out) const {
+  if (!based_) apply_base(out, out.have_process ? out.process.monotonic_start_ns : 0);
+  const bool at_now = opt_.at && !at_done_;  // the chosen time is after the last event
+  auto leak = [](StackMetrics& m, uint64_t bytes, uint64_t time) {
+    if (m.leaked_blocks == 0 || time < m.first_leak_time) m.first_leak_time = time;
+    if (time > m.last_leak_time) m.last_leak_time = time;
+    ++m.leaked_blocks;
+    m.leaked_bytes += bytes;
   };
+  // Per domain, the statistics of each stack as they stand (work index order).
+  std::array<std::vector<StackMetrics>, kDomainCount> ms;
+  for (unsigned di = 0; di < kDomainCount; ++di) {
+    const DomainState& ds = dom_[di];
+    ms[di].reserve(ds.work.size());
+    for (const StackWork& w : ds.work) {
+      StackMetrics m = w.m;
+      if (w.last_change <= ds.peak_seq) {  // untouched since the latest peak
+        m.peak_bytes = w.cur_bytes;
+        m.peak_blocks = w.cur_blocks;
+      }
+      if (at_now) {
+        m.at_bytes = w.cur_bytes;
+        m.at_blocks = w.cur_blocks;
+      }
+      ms[di].push_back(m);
+    }
+  }
   for (int i = 0; i < 2; ++i) {
-    DomainState& ds = dom_[i == 0 ? 0 : static_cast<unsigned>(Domain::Custom)];
+    std::vector<StackMetrics>& v = ms[i == 0 ? 0 : static_cast<unsigned>(Domain::Custom)];
     live_[i].for_each([&](uint64_t, const LiveBlock& b) {
-      if (!b.counted) return;
-      if (b.stack != kNoStack) leak(ds.work[b.stack], b.bytes, b.time);
+      if (b.counted && b.stack != kNoStack) leak(v[b.stack], b.bytes, b.time);
     });
   }
-  DomainState& md = dom_[static_cast<unsigned>(Domain::Mmap)];
+  std::vector<StackMetrics>& mv = ms[static_cast<unsigned>(Domain::Mmap)];
   for (const auto& [id, mp] : mappings_)
-    if (mp.counted && mp.stack != kNoStack) leak(md.work[mp.stack], mp.live, mp.time);
+    if (mp.counted && mp.stack != kNoStack) leak(mv[mp.stack], mp.live, mp.time);
 
   for (unsigned di = 0; di < kDomainCount; ++di) {
-    DomainState& ds = dom_[di];
-    ds.t.leaked_bytes = ds.live_bytes;
-    ds.t.leaked_blocks = ds.live_blocks;
-    m_.totals[di] = ds.t;
-    std::vector<StackStats>& out = m_.stacks[di];
-    out.reserve(ds.work.size());
-    for (std::size_t i = 0; i < ds.work.size(); ++i) {
-      StackWork& w = ds.work[i];
-      if (w.last_change <= ds.peak_seq) {
-        w.m.peak_bytes = w.cur_bytes;
-        w.m.peak_blocks = w.cur_blocks;
-      }
-      out.push_back({StackId(ds.raw[i]), w.m});
-      if (!m_.stack_table.defined(StackId(ds.raw[i]))) ++m_.anomalies.undefined_stacks;
+    const DomainState& ds = dom_[di];
+    Totals t = ds.t;
+    t.leaked_bytes = ds.live_bytes;
+    t.leaked_blocks = ds.live_blocks;
+    if (at_now) {
+      t.at_bytes = ds.live_bytes;
+      t.at_blocks = ds.live_blocks;
     }
-    ds.work = {};
-    ds.dense = {};
+    out.totals[di] = t;
+    std::vector<StackStats>& st = out.stacks[di];
+    st.clear();
+    st.reserve(ds.work.size());
+    for (std::size_t i = 0; i < ds.work.size(); ++i) {
+      st.push_back({StackId(ds.raw[i]), ms[di][i]});
+      if (!out.stack_table.defined(StackId(ds.raw[i]))) ++out.anomalies.undefined_stacks;
+    }
   }
-  for (ThreadInfo& t : m_.threads) {
+  for (ThreadInfo& t : out.threads) {
     const uint32_t id = t.id.value;
     if (id < threads_.size()) {
       t.allocations = threads_[id].allocs;
@@ -605,24 +639,27 @@ void Replayer::finish() {
   }
   for (uint32_t id = 0; id < threads_.size(); ++id)
     if (threads_[id].allocs && !thread_index_.count(id)) {
-      ThreadInfo& t = thread(id);
+      ThreadInfo t;
+      t.id = ThreadId(id);
       t.allocations = threads_[id].allocs;
       t.frees = threads_[id].frees;
+      out.threads.push_back(std::move(t));
     }
-  std::sort(m_.threads.begin(), m_.threads.end(), [](const ThreadInfo& a, const ThreadInfo& b) { return a.id < b.id; });
-  for (auto& [id, v] : m_.embedded)
+  std::sort(out.threads.begin(), out.threads.end(),
+            [](const ThreadInfo& a, const ThreadInfo& b) { return a.id < b.id; });
+  for (auto& [id, v] : out.embedded)
     std::stable_sort(v.begin(), v.end(), [](const EmbeddedSymbol& a, const EmbeddedSymbol& b) {
       return a.offset != b.offset ? a.offset < b.offset : a.inline_depth < b.inline_depth;
     });
-  if (m_.end && m_.end->lost_events)
-    m_.warnings.push_back("the recorder lost " + std::to_string(m_.end->lost_events) +
-                          " events (see its messages): totals may be short");
-  if (m_.anomalies.undefined_stacks)
-    m_.warnings.push_back(std::to_string(m_.anomalies.undefined_stacks) +
-                          " stacks were used but never defined (shown as <unknown>)");
-  if (m_.anomalies.double_allocs)
-    m_.warnings.push_back(std::to_string(m_.anomalies.double_allocs) +
-                          " addresses were allocated twice without a free in between (a free was lost)");
+  if (out.end && out.end->lost_events)
+    out.warnings.push_back("the recorder lost " + std::to_string(out.end->lost_events) +
+                           " events (see its messages): totals may be short");
+  if (out.anomalies.undefined_stacks)
+    out.warnings.push_back(std::to_string(out.anomalies.undefined_stacks) +
+                           " stacks were used but never defined (shown as <unknown>)");
+  if (out.anomalies.double_allocs)
+    out.warnings.push_back(std::to_string(out.anomalies.double_allocs) +
+                           " addresses were allocated twice without a free in between (a free was lost)");
 }
 
 // ---------------------------------------------------------------------------------------
@@ -730,67 +767,153 @@ class BlockSource {
   bool stop_ = false;
 };
 
-AnalyzeResult run(FileReader& reader, uint64_t size, const ReplayOptions& opt, bool is_file, const std::string& path) {
-  AnalyzeResult res;
-  res.model = std::make_unique<Model>();
-  Model& m = *res.model;
-  m.file_size = size;
-  for (const std::string& w : reader.warnings()) m.warnings.push_back(w);
-  Replayer rp(m, opt);
+}  // namespace
+
+// The session's state: the reader's position, the merger's queues and the replay, kept
+// between calls. Not movable (the Replayer refers to the model and the options): held by
+// pointer.
+struct Session::Impl {
+  ReplayOptions opt;
+  FileReader reader;
+  bool is_file = false;
+  std::string path;
+  Model m;  // being built: finished into copies by snapshot()
+  Replayer rp{m, opt};
   EventMerger merger;
   uint64_t blocks = 0;
-  {
-    BlockSource source(reader);
-    for (;;) {
-      ReadItem it = source.next();
-      const ReadResult& r = it.read;
-      if (r.end_of_file()) break;
-      if (!r.ok()) {
-        if (r.status == ReadStatus::Truncated) {
-          const bool growing = is_file && is_being_written(path);
-          m.truncated = true;
-          m.warnings.push_back(growing ? "the trace is still being written: analysed up to offset " +
-                                             std::to_string(r.offset)
-                                       : r.message + ": analysed up to the cut");
-          break;
-        }
-        m.corrupt = true;
-        m.warnings.push_back(r.message);
-        if (it.last) break;
-        continue;
-      }
-      if (!it.block->result.ok()) {
-        m.corrupt = true;
-        m.warnings.push_back(it.block->result.message + " (rest of the block skipped)");
-      }
-      merger.add_events(std::move(it.block), rp);
-      while (std::unique_ptr<EventBlock> spare = merger.take_spare()) source.give(std::move(spare));
-      if (opt.progress && (++blocks & 63) == 0) opt.progress(it.offset, size);
-    }
+  ReadResult tail;  // Truncated: where the file ends inside a block (for finish())
+  bool open = false, stopped = false, finished = false, broken = false;
+
+  explicit Impl(ReplayOptions o) : opt(std::move(o)) {}
+
+  void opened() {
+    open = true;
+    m.file_size = reader.size();
+    for (const std::string& w : reader.warnings()) m.warnings.push_back(w);
   }
-  merger.finish(rp);
-  if (merger.stats().out_of_order)
-    m.warnings.push_back(std::to_string(merger.stats().out_of_order) + " events were merged out of time order");
-  rp.finish();
-  if (!m.complete && !m.truncated)
-    m.warnings.insert(m.warnings.begin(), "no end record: the process was killed or is still running; "
-                                          "analysed what was written");
-  if (opt.progress) opt.progress(size, size);
+
+  Session::Progress advance() {
+    Session::Progress pr;
+    if (!open || stopped || broken) return pr;
+    const uint64_t size = reader.size();
+    m.file_size = std::max(m.file_size, size);
+    const uint64_t start = reader.offset();
+    tail = {};
+    // The reader thread stops after the last complete block; every item it read is taken
+    // below, so the reader's offset is where the next call starts.
+    BlockSource source(reader);
+    try {
+      for (;;) {
+        ReadItem it = source.next();
+        const ReadResult& r = it.read;
+        if (r.end_of_file()) break;
+        if (!r.ok()) {
+          if (r.status == ReadStatus::Truncated) {
+            tail = r;
+            pr.waiting = true;
+            break;
+          }
+          m.corrupt = true;
+          m.warnings.push_back(r.message);
+          if (it.last) {
+            stopped = true;  // no valid block after it
+            break;
+          }
+          continue;
+        }
+        if (!it.block->result.ok()) {
+          m.corrupt = true;
+          m.warnings.push_back(it.block->result.message + " (rest of the block skipped)");
+        }
+        merger.add_events(std::move(it.block), rp);
+        while (std::unique_ptr<EventBlock> spare = merger.take_spare()) source.give(std::move(spare));
+        ++pr.blocks;
+        if (opt.progress && (++blocks & 63) == 0) opt.progress(it.offset, size);
+      }
+    } catch (...) {
+      broken = true;
+      throw;
+    }
+    pr.bytes = reader.offset() - start;
+    return pr;
+  }
+
+  void finish() {
+    if (finished || !open) return;
+    finished = stopped = true;
+    if (tail.status == ReadStatus::Truncated) {
+      const bool growing = is_file && is_being_written(path);
+      m.truncated = true;
+      m.warnings.push_back(growing ? "the trace is still being written: analysed up to offset " +
+                                         std::to_string(tail.offset)
+                                   : tail.message + ": analysed up to the cut");
+    }
+    merger.finish(rp);
+  }
+
+  std::unique_ptr<Model> snapshot() const {
+    auto out = std::make_unique<Model>(m);
+    if (merger.stats().out_of_order)
+      out->warnings.push_back(std::to_string(merger.stats().out_of_order) + " events were merged out of time order");
+    rp.finish_into(*out);
+    if (!out->complete && !out->truncated)
+      out->warnings.insert(out->warnings.begin(), "no end record: the process was killed or is still running; "
+                                                  "analysed what was written");
+    return out;
+  }
+};
+
+Session::Session(ReplayOptions options) : p_(std::make_unique<Impl>(std::move(options))) {}
+Session::~Session() = default;
+Session::Session(Session&&) noexcept = default;
+Session& Session::operator=(Session&&) noexcept = default;
+
+std::string Session::open(const std::string& path) {
+  if (OpenResult o = p_->reader.open(path); !o.ok()) return o.message.empty() ? "cannot open the file" : o.message;
+  p_->is_file = true;
+  p_->path = path;
+  p_->opened();
+  return {};
+}
+
+std::string Session::open_memory(std::span<const uint8_t> data) {
+  if (OpenResult o = p_->reader.open_memory(data); !o.ok()) return o.message.empty() ? "not a trace" : o.message;
+  p_->opened();
+  return {};
+}
+
+Session::Progress Session::advance() { return p_->advance(); }
+void Session::finish() { p_->finish(); }
+bool Session::finished() const { return p_->finished; }
+bool Session::broken() const { return p_->broken; }
+std::unique_ptr<Model> Session::snapshot() const { return p_->snapshot(); }
+uint64_t Session::offset() const { return p_->reader.offset(); }
+uint64_t Session::bytes_read() const { return p_->reader.bytes_read(); }
+
+namespace {
+
+// The whole trace: one advance to its end, then finish.
+AnalyzeResult run(Session& s, const ReplayOptions& opt) {
+  s.advance();
+  s.finish();
+  AnalyzeResult res;
+  res.model = s.snapshot();
+  if (opt.progress) opt.progress(res.model->file_size, res.model->file_size);
   return res;
 }
 
 }  // namespace
 
 AnalyzeResult analyze_file(const std::string& path, const ReplayOptions& options) {
-  FileReader reader;
-  if (OpenResult o = reader.open(path); !o.ok()) return {o.message, nullptr};
-  return run(reader, reader.size(), options, true, path);
+  Session s(options);
+  if (std::string e = s.open(path); !e.empty()) return {e, nullptr};
+  return run(s, options);
 }
 
 AnalyzeResult analyze_memory(std::span<const uint8_t> data, const ReplayOptions& options) {
-  FileReader reader;
-  if (OpenResult o = reader.open_memory(data); !o.ok()) return {o.message, nullptr};
-  return run(reader, data.size(), options, false, {});
+  Session s(options);
+  if (std::string e = s.open_memory(data); !e.empty()) return {e, nullptr};
+  return run(s, options);
 }
 
 uint64_t peak_rss_bytes() {

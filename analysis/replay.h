@@ -9,6 +9,17 @@
 //   ReplayOptions o;  o.from = 2'000'000'000;      // "allocations made after 2 s"
 //   AnalyzeResult r = analyze_file("trace.mtide", o);
 //   if (!r.ok()) { ... r.error ... }  else use r.model
+//
+// A file that a recorder is still writing is followed with a Session: each advance() replays
+// the blocks appended since the previous call, and snapshot() finishes a copy of the state into
+// a Model, so a refresh costs time in proportion to the new data (plus a pass over the live
+// blocks and the stacks for the snapshot), not to the whole file. analyze_file is a Session
+// advanced once and finished.
+//
+//   Session s;
+//   if (std::string e = s.open("w.mtide"); !e.empty()) { ... }
+//   for (;;) { s.advance(); show(s.snapshot()); if (!fmt::is_being_written(path)) break; wait(); }
+//   s.advance(); s.finish(); show(s.snapshot());
 #pragma once
 
 #include <cstdint>
@@ -41,6 +52,46 @@ struct AnalyzeResult {
 
 AnalyzeResult analyze_file(const std::string& path, const ReplayOptions& options = {});
 AnalyzeResult analyze_memory(std::span<const uint8_t> data, const ReplayOptions& options = {});
+
+// A resumable replay of one trace (see the top of this file). Not thread-safe: one thread
+// calls it at a time. An exception thrown by the progress callback ends advance() and leaves
+// the session broken() (blocks read ahead were dropped): start a new one.
+class Session {
+ public:
+  explicit Session(ReplayOptions options = {});
+  ~Session();
+  Session(Session&&) noexcept;
+  Session& operator=(Session&&) noexcept;
+
+  // Opens the trace and checks its header; the reason when it cannot be read, else empty.
+  std::string open(const std::string& path);
+  std::string open_memory(std::span<const uint8_t> data);  // the memory must outlive the session
+
+  struct Progress {
+    uint64_t blocks = 0;       // blocks replayed by this call
+    uint64_t bytes = 0;        // file bytes consumed by this call (whole blocks)
+    bool waiting = false;      // the file ends inside a block (the writer is still at it)
+  };
+  // Reads every complete block appended since the last call and replays what the streams'
+  // watermarks release (events after the latest watermark wait for the next one, or finish()).
+  Progress advance();
+  // No more blocks will be read: releases the queued events and reports a truncated tail.
+  // advance() does nothing afterwards.
+  void finish();
+  bool finished() const;
+  bool broken() const;
+
+  // A Model of everything replayed so far: totals, peak so far, leaks = counted blocks live
+  // now, series so far. The session goes on unchanged.
+  std::unique_ptr<Model> snapshot() const;
+
+  uint64_t offset() const;      // file offset of the next block to read
+  uint64_t bytes_read() const;  // bytes fetched from the file since open (FileReader::bytes_read)
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> p_;
+};
 
 // Peak memory of the calling process so far (VmHWM), for measurements.
 uint64_t peak_rss_bytes();

@@ -89,6 +89,7 @@ FileReader& FileReader::operator=(FileReader&& o) noexcept {
     info_ = o.info_;
     warnings_ = std::move(o.warnings_);
     offset_ = o.offset_;
+    bytes_read_ = o.bytes_read_;
     header_buf_ = std::move(o.header_buf_);
     stored_buf_ = std::move(o.stored_buf_);
     raw_buf_ = std::move(o.raw_buf_);
@@ -104,6 +105,7 @@ void FileReader::close() {
   warnings_.clear();
   info_ = {};
   offset_ = 0;
+  bytes_read_ = 0;
 }
 
 OpenResult FileReader::open(const std::string& path) {
@@ -172,6 +174,7 @@ const uint8_t* FileReader::read_at(uint64_t off, std::size_t n, std::vector<uint
   if (is_memory_) {
     if (off >= memory_.size()) return &kNothing;
     got = static_cast<std::size_t>(std::min<uint64_t>(n, memory_.size() - off));
+    bytes_read_ += got;
     return memory_.data() + off;
   }
   if (buf.size() < n) buf.resize(n);
@@ -184,6 +187,7 @@ const uint8_t* FileReader::read_at(uint64_t off, std::size_t n, std::vector<uint
     if (r == 0) break;
     got += static_cast<std::size_t>(r);
   }
+  bytes_read_ += got;
   return buf.data();
 }
 

@@ -152,6 +152,9 @@ class FileReader {
   uint64_t size() const;
   // Whether a recorder still holds its lock on the file (see is_being_written).
   bool writer_alive() const;
+  // Bytes fetched from the file (or the memory image) so far, headers and re-reads included:
+  // lets a follower check that it reads only what was appended.
+  uint64_t bytes_read() const { return bytes_read_; }
 
  private:
   void close();
@@ -166,6 +169,7 @@ class FileReader {
   FileInfo info_;
   std::vector<std::string> warnings_;
   uint64_t offset_ = 0;
+  mutable uint64_t bytes_read_ = 0;
   std::vector<uint8_t> header_buf_;
   std::vector<uint8_t> stored_buf_;
   std::vector<uint8_t> raw_buf_;

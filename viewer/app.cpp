@@ -41,13 +41,13 @@ const Palette& palette(bool dark) {
       IM_COL32(255, 80, 80, 255),   IM_COL32(190, 150, 255, 255), IM_COL32(255, 255, 255, 40),
       IM_COL32(255, 255, 255, 28),  IM_COL32(160, 160, 170, 255), IM_COL32(255, 120, 90, 255),
       IM_COL32(60, 220, 110, 255),  IM_COL32(110, 110, 120, 255), IM_COL32(255, 0, 200, 255),
-      IM_COL32(20, 20, 24, 150)};
+      IM_COL32(20, 20, 24, 150),    IM_COL32(70, 215, 215, 255),  IM_COL32(235, 225, 90, 255)};
   static const Palette kLight{
       IM_COL32(20, 110, 200, 255),  IM_COL32(20, 110, 200, 60),  IM_COL32(210, 110, 0, 255),
       IM_COL32(210, 30, 30, 255),   IM_COL32(120, 60, 200, 255), IM_COL32(0, 60, 160, 40),
       IM_COL32(0, 0, 0, 30),        IM_COL32(100, 100, 110, 255), IM_COL32(200, 60, 20, 255),
       IM_COL32(0, 150, 60, 255),    IM_COL32(170, 170, 175, 255), IM_COL32(220, 0, 170, 255),
-      IM_COL32(255, 255, 255, 150)};
+      IM_COL32(255, 255, 255, 150), IM_COL32(0, 135, 145, 255),   IM_COL32(150, 130, 0, 255)};
   return dark ? kDark : kLight;
 }
 
@@ -252,8 +252,8 @@ void App::status_line() {
     ImGui::SameLine(0, 0);
     ImGui::TextColored(c, paused_ ? "PAUSED" : "LIVE");
     ImGui::SameLine();
-    ImGui::TextDisabled("(%llu refreshes, last took %.2f s)", static_cast<unsigned long long>(s.refreshes),
-                        s.analysis_seconds);
+    ImGui::TextDisabled("(%llu refreshes, last took %.2f s, read %s)", static_cast<unsigned long long>(s.refreshes),
+                        s.analysis_seconds, format_bytes(s.refresh_bytes).c_str());
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("The recorder is still writing this file: the views follow it");
     ImGui::SameLine();
   }

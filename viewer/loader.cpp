@@ -35,13 +35,32 @@ std::shared_ptr<const std::vector<std::string>> problems_of(const analysis::Symb
   return v;
 }
 
+// Whether a symbolizer made for `a` resolves the addresses of `b` the same way: the same
+// modules (loaded and unloaded at the same times) and embedded symbols.
+bool same_symbols(const analysis::Model& a, const analysis::Model& b) {
+  if (a.modules.size() != b.modules.size() || a.embedded.size() != b.embedded.size()) return false;
+  for (std::size_t i = 0; i < a.modules.size(); ++i)
+    if (a.modules[i].id != b.modules[i].id || a.modules[i].unload_time != b.modules[i].unload_time) return false;
+  for (const auto& [id, v] : a.embedded) {
+    auto it = b.embedded.find(id);
+    if (it == b.embedded.end() || it->second.size() != v.size()) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 struct Loader::Work {
   std::string path;
   std::shared_ptr<const analysis::Model> base;
-  std::unique_ptr<analysis::Symbolizer> sym;  // bound to *base; reset before base changes
+  // What the symbolizer reads (modules, embedded symbols, stacks): a copy of those parts of
+  // *base, so that a live refresh can keep the symbolizer and its cache and only grow the
+  // stacks. Reset after the symbolizer.
+  std::unique_ptr<analysis::Model> sym_model;
+  std::unique_ptr<analysis::Symbolizer> sym;  // bound to *sym_model
   std::shared_ptr<const ViewData> whole;
+  std::unique_ptr<analysis::Session> live;  // the replay that a live file's refreshes resume
+  const char* live_phase = "reading";
   bool following = false;
   uint64_t last_size = 0;
   Clock::time_point next_refresh{};
@@ -54,10 +73,19 @@ struct Loader::Work {
   std::shared_ptr<const BaselineView> baseline_whole;
   std::shared_ptr<const BaselineView> baseline_window;  // the last window asked for
 
-  void set_base(std::shared_ptr<const analysis::Model> m) {
-    sym.reset();
+  // `keep_symbols`: keep the symbolizer when the modules did not change (a live refresh).
+  void set_base(std::shared_ptr<const analysis::Model> m, bool keep_symbols = false) {
     base = std::move(m);
-    sym = std::make_unique<analysis::Symbolizer>(*base);
+    if (keep_symbols && sym && same_symbols(*sym_model, *base)) {
+      sym_model->stack_table = base->stack_table;
+      return;
+    }
+    sym.reset();
+    sym_model = std::make_unique<analysis::Model>();
+    sym_model->modules = base->modules;
+    sym_model->embedded = base->embedded;
+    sym_model->stack_table = base->stack_table;
+    sym = std::make_unique<analysis::Symbolizer>(*sym_model);
   }
   void reset_baseline(const std::string& path) {
     baseline_path = path;
@@ -412,9 +440,30 @@ void Loader::run() {
         case Job::Open: {
           w.path = want.path;
           w.following = false;
+          w.live.reset();
           const auto t0 = Clock::now();
           w.last_size = file_size(w.path);
-          analysis::AnalyzeResult res = analyze(w.path, {}, "reading", check_path);
+          analysis::AnalyzeResult res;
+          if (opt_.follow && opt_.incremental && fmt::is_being_written(w.path)) {
+            // Still being written: a replay that the refreshes resume.
+            analysis::ReplayOptions o;
+            o.series_points = opt_.series_points;
+            o.progress = [this, &w, path_gen](uint64_t done, uint64_t size) {
+              set_phase(w.live_phase, size ? static_cast<float>(static_cast<double>(done) / size) : -1.f);
+              std::lock_guard lk(mu_);
+              if (quit_ || want_.path_gen != path_gen) throw Stale{};
+            };
+            auto session = std::make_unique<analysis::Session>(std::move(o));
+            res.error = session->open(w.path);
+            if (res.error.empty()) {
+              w.live_phase = "reading";
+              session->advance();
+              res.model = session->snapshot();
+              w.live = std::move(session);
+            }
+          } else {
+            res = analyze(w.path, {}, "reading", check_path);
+          }
           auto s = std::make_shared<Snapshot>();
           s->path = w.path;
           if (!res.ok()) {
@@ -549,10 +598,25 @@ void Loader::run() {
           w.next_refresh = Clock::now() + opt_.live_interval;
           if (size == w.last_size && writer) break;  // nothing new yet
           const auto t0 = Clock::now();
-          analysis::AnalyzeResult res = analyze(w.path, {}, "refreshing", check_path);
+          analysis::AnalyzeResult res;
+          uint64_t bytes = 0;
+          if (w.live && !w.live->broken()) {
+            // Only the blocks appended since the last refresh; the last one (the writer is
+            // gone) also releases the events after the last watermark.
+            const uint64_t before = w.live->bytes_read();
+            w.live_phase = "refreshing";
+            w.live->advance();
+            if (!writer) w.live->finish();
+            res.model = w.live->snapshot();
+            bytes = w.live->bytes_read() - before;
+          } else {
+            res = analyze(w.path, {}, "refreshing", check_path);
+            bytes = size;
+          }
+          if (!writer) w.live.reset();
           if (!res.ok()) break;
           w.last_size = size;
-          w.set_base(std::shared_ptr<const analysis::Model>(std::move(res.model)));
+          w.set_base(std::shared_ptr<const analysis::Model>(std::move(res.model)), opt_.incremental);
           ViewData v;
           v.model = w.base;
           v.summary = std::make_shared<SummaryData>(make_summary(*w.base, w.path));
@@ -568,6 +632,7 @@ void Loader::run() {
           s->live = writer;
           s->symbol_problems = problems_of(*w.sym);
           s->refreshes = ++w.refreshes;
+          s->refresh_bytes = bytes;
           s->analysis_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
           if (!w.baseline_path.empty()) s->compare = compare_for(view.get());
           w.following = writer;  // one last refresh after the writer is gone, then stop

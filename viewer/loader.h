@@ -9,6 +9,11 @@
 // whose input changed while it ran is abandoned at its next check (the analysis is stopped
 // from its progress callback; the replay keeps its state in RAII objects, so unwinding out of
 // analyze_file is clean).
+//
+// A file that a recorder is still writing is opened as an analysis::Session that each live
+// refresh advances over the blocks appended since the last one; its snapshot replaces the
+// whole-trace model, and the symbolizer (with its cache) is kept while the modules stay the same.
+// A selected time window is still analysed from the start of the file.
 #pragma once
 
 #include <atomic>
@@ -36,6 +41,9 @@ class Loader {
     std::size_t series_points = 4096;
     std::chrono::milliseconds live_interval{500};  // how often a live file is re-read
     bool follow = true;  // follow files whose recorder is still writing
+    // Live refreshes resume one replay (analysis::Session) and read only the appended blocks;
+    // false: every refresh analyses the whole file again (for measurements).
+    bool incremental = true;
   };
   Loader() : Loader(Options{}) {}
   explicit Loader(Options o);

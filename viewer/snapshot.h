@@ -86,6 +86,7 @@ struct Snapshot {
   bool writer_alive = false;  // at the last refresh
   uint64_t refreshes = 0;     // analyses of the whole file so far (live mode: one per refresh)
   double analysis_seconds = 0;
+  uint64_t refresh_bytes = 0;  // bytes the last live refresh read from the file
 
   std::shared_ptr<const analysis::Model> base;  // the whole trace
   std::shared_ptr<const SummaryData> summary;

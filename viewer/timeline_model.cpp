@@ -23,12 +23,17 @@ TimelineData make_timeline(const analysis::Model& m) {
   d.duration = m.duration();
   d.heap = relative(m.heap_series, base);
   d.rss = relative(m.rss_series, base);
+  d.mapped = relative(m.mmap_series, base);
+  d.custom = relative(m.custom_series, base);
   d.heap_bucket_ns = m.heap_series.bucket_ns();
+  d.mapped_bucket_ns = m.mmap_series.bucket_ns();
+  d.custom_bucket_ns = m.custom_series.bucket_ns();
   d.peak_bytes = m.heap().peak_bytes;
   d.peak_time = m.heap().peak_time > base ? m.heap().peak_time - base : 0;
   d.peak_rss = m.peak_rss;
   for (const SeriesSample& p : d.heap) d.max_value = std::max(d.max_value, p.max);
-  for (const SeriesSample& p : d.rss) d.max_value = std::max(d.max_value, p.max);
+  for (const auto* s : {&d.rss, &d.mapped, &d.custom})
+    for (const SeriesSample& p : *s) d.max_value = std::max(d.max_value, p.max);
   d.max_value = std::max(d.max_value, d.peak_bytes);
   d.markers.reserve(m.markers.size());
   for (const analysis::MarkerInfo& k : m.markers) d.markers.push_back({k.time > base ? k.time - base : 0, k.label});

@@ -1,4 +1,4 @@
-// Timeline view model: heap and RSS series of the trace mapped onto pixel columns, the view
+// Timeline view model: heap, RSS, mapped and custom-pool series of the trace mapped onto pixel columns, the view
 // range (zoom and pan), and the selected time range that the other views follow.
 // Pure data and functions; the drawing is in view_timeline.cpp.
 #pragma once
@@ -34,10 +34,12 @@ struct MarkerLabel {
 struct TimelineData {
   uint64_t duration = 0;  // relative time of the last event
   std::vector<SeriesSample> heap, rss;
-  uint64_t heap_bucket_ns = 0;
+  // Live bytes of anonymous mappings and of custom pool blocks: empty when the trace has none.
+  std::vector<SeriesSample> mapped, custom;
+  uint64_t heap_bucket_ns = 0, mapped_bucket_ns = 0, custom_bucket_ns = 0;
   uint64_t peak_bytes = 0, peak_time = 0;  // heap high-water mark (relative time)
   uint64_t peak_rss = 0;
-  uint64_t max_value = 0;  // the largest value of either series: the y axis
+  uint64_t max_value = 0;  // the largest value of any series: the y axis
   std::vector<MarkerLabel> markers;
   uint64_t serial = next_serial();
 };

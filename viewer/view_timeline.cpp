@@ -1,4 +1,4 @@
-// Timeline: live heap bytes and RSS over time, the high-water mark, memtide_mark labels.
+// Timeline: live heap bytes, RSS, mapped bytes and custom pools over time, the high-water mark, memtide_mark labels.
 // Wheel zooms around the pointer, right/middle drag pans, double-click shows everything, left
 // drag selects the time range the other views follow.
 #include <imgui.h>
@@ -17,14 +17,16 @@ void TimelineView::update_columns(const TimelineData& d, int width, int height, 
   if (k == cache_key_) return;
   cache_key_ = k;
   heap_cols_ = downsample(d.heap, d.heap_bucket_ns, v, width);
-  rss_cols_ = downsample(d.rss, 0, v, width);
+  const std::vector<SeriesSample>* lines[kLines] = {&d.rss, &d.mapped, &d.custom};
+  const uint64_t buckets[kLines] = {0, d.mapped_bucket_ns, d.custom_bucket_ns};
+  for (int i = 0; i < kLines; ++i) line_cols_[i] = downsample(*lines[i], buckets[i], v, width);
   markers_ = visible_markers(d.markers, v, width, marker_px);
 
   // What each column covers in pixel rows from the plot's top, merged into runs of columns
   // drawn alike (a few triangles per run rather than per column).
   const double ymax = static_cast<double>(std::max<uint64_t>(d.max_value, 1)) * 1.08;
   auto row = [&](uint64_t val) { return static_cast<double>(height) - static_cast<double>(val) / ymax * height; };
-  std::vector<PixelSpan> fill(static_cast<std::size_t>(width)), line(fill.size()), rss(fill.size());
+  std::vector<PixelSpan> fill(static_cast<std::size_t>(width)), line(fill.size());
   const Column* prev = nullptr;
   for (std::size_t c = 0; c < fill.size(); ++c) {
     const Column& col = heap_cols_[c];
@@ -42,14 +44,17 @@ void TimelineView::update_columns(const TimelineData& d, int width, int height, 
     line[c] = {static_cast<int>(std::floor(row(hi))) - 1, static_cast<int>(std::ceil(row(lo))) + 1, true};
     prev = &col;
   }
-  for (std::size_t c = 0; c < rss.size(); ++c)
-    if (rss_cols_[c].valid) {
-      const int y = static_cast<int>(std::lround(row(rss_cols_[c].max)));
-      rss[c] = {y, y, true};
-    }
+  for (int i = 0; i < kLines; ++i) {
+    std::vector<PixelSpan> spans(fill.size());
+    for (std::size_t c = 0; c < spans.size(); ++c)
+      if (line_cols_[i][c].valid) {
+        const int y = static_cast<int>(std::lround(row(line_cols_[i][c].max)));
+        spans[c] = {y, y, true};
+      }
+    series_runs_[i] = merge_runs(spans);
+  }
   fill_edges_ = fill_edges(fill, 0.75f);
   line_runs_ = merge_runs(line);
-  rss_runs_ = merge_runs(rss);
 }
 
 void TimelineView::draw(Frame& f, float height, bool compact) {
@@ -73,6 +78,8 @@ void TimelineView::draw(Frame& f, float height, bool compact) {
     };
     swatch(pal.heap, "heap (live bytes)");
     if (!d.rss.empty()) swatch(pal.rss, "RSS");
+    if (!d.mapped.empty()) swatch(pal.mapped, "mapped (anonymous mmap)");
+    if (!d.custom.empty()) swatch(pal.custom, "custom pools");
     swatch(pal.peak, ("peak " + format_bytes(d.peak_bytes) + " at " + format_duration(d.peak_time)).c_str());
     if (!d.markers.empty()) swatch(pal.marker, (format_count(d.markers.size()) + " marks").c_str());
     ImGui::NewLine();
@@ -145,21 +152,27 @@ void TimelineView::draw(Frame& f, float height, bool compact) {
   for (const PixelRun& r : line_runs_)
     dl->AddRectFilled(ImVec2(p0.x + static_cast<float>(r.first) - half, p0.y + static_cast<float>(r.top)),
                       ImVec2(p0.x + static_cast<float>(r.last + 1) + half, p0.y + static_cast<float>(r.bottom)), pal.heap);
-  // RSS as one line through the column maxima (a horizontal stretch per run).
-  std::vector<ImVec2>& pts = rss_points_;
-  pts.clear();
-  auto flush_rss = [&] {
-    if (pts.size() >= 2) dl->AddPolyline(pts.data(), static_cast<int>(pts.size()), pal.rss, ImDrawFlags_None, 1.5f * sc);
+  // RSS, mapped bytes and custom pools, each as one line through the column maxima (a
+  // horizontal stretch per run).
+  std::vector<ImVec2>& pts = line_points_;
+  const uint32_t line_colour[kLines] = {pal.rss, pal.mapped, pal.custom};
+  for (int k = 0; k < kLines; ++k) {
+    const std::vector<PixelRun>& runs = series_runs_[k];
     pts.clear();
-  };
-  for (std::size_t i = 0; i < rss_runs_.size(); ++i) {
-    const PixelRun& r = rss_runs_[i];
-    if (i > 0 && rss_runs_[i - 1].last + 1 != r.first) flush_rss();  // a gap without samples
-    const float y = p0.y + static_cast<float>(r.top) + 0.5f;  // the middle of the pixel row
-    pts.emplace_back(p0.x + static_cast<float>(r.first) + 0.5f, y);
-    if (r.last > r.first) pts.emplace_back(p0.x + static_cast<float>(r.last) + 0.5f, y);
+    auto flush = [&] {
+      if (pts.size() >= 2)
+        dl->AddPolyline(pts.data(), static_cast<int>(pts.size()), line_colour[k], ImDrawFlags_None, 1.5f * sc);
+      pts.clear();
+    };
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      const PixelRun& r = runs[i];
+      if (i > 0 && runs[i - 1].last + 1 != r.first) flush();  // a gap without samples
+      const float y = p0.y + static_cast<float>(r.top) + 0.5f;  // the middle of the pixel row
+      pts.emplace_back(p0.x + static_cast<float>(r.first) + 0.5f, y);
+      if (r.last > r.first) pts.emplace_back(p0.x + static_cast<float>(r.last) + 0.5f, y);
+    }
+    flush();
   }
-  flush_rss();
   // High-water mark.
   if (d.peak_bytes && d.peak_time >= view.from && d.peak_time <= view.to) {
     const float x = p0.x + x_of(view, width, d.peak_time);
@@ -211,7 +224,9 @@ void TimelineView::draw(Frame& f, float height, bool compact) {
       else
         ImGui::Text("heap %s .. %s", format_bytes(hc.min).c_str(), format_bytes(hc.max).c_str());
     }
-    if (rss_cols_[c].valid) ImGui::Text("RSS %s", format_bytes(rss_cols_[c].max).c_str());
+    if (line_cols_[0][c].valid) ImGui::Text("RSS %s", format_bytes(line_cols_[0][c].max).c_str());
+    if (line_cols_[1][c].valid) ImGui::Text("mapped %s", format_bytes(line_cols_[1][c].max).c_str());
+    if (line_cols_[2][c].valid) ImGui::Text("custom pools %s", format_bytes(line_cols_[2][c].max).c_str());
     ImGui::EndTooltip();
   }
   if (panning_) {

@@ -38,6 +38,7 @@ const char* domain_title(analysis::Domain d);  // "heap", "anonymous mappings", 
 // Colours of the current theme for what ImGui's style does not cover.
 struct Palette {
   uint32_t heap, heap_fill, rss, peak, marker, selection, grid, text_dim, warn, live, merged, search, dim_overlay;
+  uint32_t mapped, custom;  // the timeline's lines of anonymous mappings and custom pools
 };
 const Palette& palette(bool dark);
 
@@ -69,10 +70,12 @@ class TimelineView {
     float marker_px = 0;
     bool operator==(const Key&) const = default;
   } cache_key_;
-  std::vector<Column> heap_cols_, rss_cols_;
-  std::vector<PixelRun> line_runs_, rss_runs_;        // rows from the plot's top
-  std::vector<std::vector<EdgePoint>> fill_edges_;       // the heap's area, simplified
-  std::vector<ImVec2> rss_points_;                          // reused by draw()
+  // The series drawn as lines through their column maxima: RSS, mapped bytes, custom pools.
+  static constexpr int kLines = 3;
+  std::vector<Column> heap_cols_, line_cols_[kLines];
+  std::vector<PixelRun> line_runs_, series_runs_[kLines];  // rows from the plot's top
+  std::vector<std::vector<EdgePoint>> fill_edges_;          // the heap's area, simplified
+  std::vector<ImVec2> line_points_;                          // reused by draw()
   std::vector<std::size_t> markers_;
   std::optional<uint64_t> drag_from_;  // selection drag in progress (time at press)
   float plot_[4] = {};

@@ -348,6 +348,61 @@ TEST(Series, DownsamplingKeepsThePeak) {
   EXPECT_EQ(pts.back().last, 0u);
 }
 
+TEST(Series, MappedAndCustomLiveBytesOverTime) {
+  TraceBuilder b;
+  add_stacks(b);
+  b.malloc(1, 1, 0x1000, 10, 2);
+  b.alloc(1, 2, Api::Mmap, 0x10000, 0x3000, 2);
+  b.release(1, 3, Api::Munmap, 0x11000, 0x1000);  // a partial unmap: 0x2000 left
+  b.alloc(1, 4, Api::Mmap, 0x20000, 0x5000, 3);  // 0x7000: the peak
+  b.release(1, 5, Api::Munmap, 0x20000, 0x5000);
+  b.alloc(1, 6, Api::Custom, 0x900, 64, 4).release(1, 7, Api::Custom, 0x900);
+  auto m = analyze(b.end(10));
+  ASSERT_TRUE(m);
+  const auto& pts = m->mmap_series.points();
+  ASSERT_FALSE(pts.empty());
+  uint64_t mx = 0;
+  for (const auto& p : pts) mx = std::max(mx, p.max);
+  EXPECT_EQ(mx, 0x7000u);
+  EXPECT_EQ(mx, m->totals[static_cast<unsigned>(Domain::Mmap)].peak_bytes);
+  EXPECT_EQ(pts.back().last, 0x2000u);  // the rest of the first mapping
+  ASSERT_FALSE(m->custom_series.points().empty());
+  EXPECT_EQ(m->custom_series.points().back().last, 0u);
+  uint64_t cmx = 0;
+  for (const auto& p : m->custom_series.points()) cmx = std::max(cmx, p.max);
+  EXPECT_EQ(cmx, 64u);
+}
+
+TEST(Series, MappedSeriesKeepsItsPeakWhenDownsampled) {
+  TraceBuilder b;
+  add_stacks(b);
+  uint64_t t = 1;
+  for (int i = 0; i < 5000; ++i) b.alloc(1, t++, Api::Mmap, 0x100000 * (static_cast<uint64_t>(i) + 1), 0x1000, 2);
+  b.alloc(1, t, Api::Mmap, 0x9000000000, 0x100000, 3).release(1, t + 1, Api::Munmap, 0x9000000000, 0x100000);
+  t += 2;
+  for (int i = 0; i < 5000; ++i) b.release(1, t++, Api::Munmap, 0x100000 * (static_cast<uint64_t>(i) + 1), 0x1000);
+  ReplayOptions o;
+  o.series_points = 32;
+  auto m = analyze(b.end(t + 1), o);
+  ASSERT_TRUE(m);
+  const auto& pts = m->mmap_series.points();
+  EXPECT_LE(pts.size(), 32u);
+  uint64_t mx = 0;
+  for (const auto& p : pts) mx = std::max(mx, p.max);
+  EXPECT_EQ(mx, 5000u * 0x1000 + 0x100000);
+  EXPECT_EQ(pts.back().last, 0u);
+}
+
+TEST(Series, NoMappingsNoMappedSeries) {
+  TraceBuilder b;
+  add_stacks(b);
+  b.malloc(1, 1, 0x1000, 10, 2);
+  auto m = analyze(b.end(10));
+  ASSERT_TRUE(m);
+  EXPECT_TRUE(m->mmap_series.points().empty());
+  EXPECT_TRUE(m->custom_series.points().empty());
+}
+
 TEST(Counters, RssSeriesAndPeak) {
   TraceBuilder b;
   b.counters(1, 1000).counters(2, 5000).counters(3, 2000);

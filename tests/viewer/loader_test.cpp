@@ -245,7 +245,9 @@ TEST(Loader, FollowsAFileStillBeingWritten) {
   const std::string path = d.file("live.mtide");
   test::Synthetic s(path, /*lock=*/true);  // holds flock like a running recorder
   s.stack(1, 0, {0x1000});
-  s.malloc(1 * test::kMs, 0x1000, 10, 1).flush(2 * test::kMs);
+  // A live view shows what the watermarks release (docs/FORMAT.md section 8): after watermark
+  // k+1, everything timed before watermark k. Two in a row release everything before them.
+  s.malloc(1 * test::kMs, 0x1000, 10, 1).flush(2 * test::kMs).flush(2 * test::kMs);
   Loader::Options o;
   o.live_interval = 50ms;
   Loader l(o);
@@ -255,7 +257,7 @@ TEST(Loader, FollowsAFileStillBeingWritten) {
   EXPECT_EQ(l.snapshot()->base->heap().allocated_bytes, 10u);
   const uint64_t first_refreshes = l.snapshot()->refreshes;
 
-  s.malloc(3 * test::kMs, 0x2000, 20, 1).flush(4 * test::kMs);
+  s.malloc(3 * test::kMs, 0x2000, 20, 1).flush(4 * test::kMs).flush(4 * test::kMs);
   ASSERT_TRUE(wait_for([&] { return l.snapshot()->base->heap().allocated_bytes == 30u; }, 5s))
       << "a live file must be re-read within a second";
   EXPECT_GT(l.snapshot()->refreshes, first_refreshes);
@@ -272,6 +274,42 @@ TEST(Loader, FollowsAFileStillBeingWritten) {
   s.end(7 * test::kMs);  // the writer closes: one last refresh, then no longer live
   ASSERT_TRUE(wait_for([&] { return !l.snapshot()->live && l.snapshot()->base->complete; }, 5s));
   EXPECT_EQ(l.snapshot()->base->heap().allocated_bytes, 70u);
+}
+
+TEST(Loader, LiveRefreshReadsOnlyWhatWasAppended) {
+  TempDir d;
+  const std::string path = d.file("growing.mtide");
+  test::Synthetic s(path, /*lock=*/true);
+  s.stack(1, 0, {0x1000});
+  uint64_t t = 1000, total = 0;
+  for (uint64_t i = 0; i < 30000; ++i) {  // sizes and steps that LZ4 cannot squeeze to nothing
+    const uint64_t size = 1 + (i * 7919) % 997;
+    t += 1 + (i * 104729) % 89;
+    s.malloc(t, 0x100000 + 1024 * i, size, 1);
+    total += size;
+  }
+  s.flush(t + 1).flush(t + 1);
+  Loader::Options o;
+  o.live_interval = 50ms;
+  Loader l(o);
+  l.open(path);
+  ASSERT_TRUE(wait_for([&] { return l.snapshot()->loaded() && l.snapshot()->base->heap().allocated_bytes == total; }))
+      << l.snapshot()->base->heap().allocated_bytes << " of " << total << ", events " << l.snapshot()->base->events;
+  EXPECT_TRUE(l.snapshot()->live);
+  const uint64_t size = fs::file_size(path);
+
+  t += 2;
+  s.malloc(t, 0x10, 100, 1).flush(t + 1).flush(t + 1);
+  ASSERT_TRUE(wait_for([&] { return l.snapshot()->base->heap().allocated_bytes == total + 100; }, 5s));
+  EXPECT_GT(l.snapshot()->refresh_bytes, 0u);
+  EXPECT_LT(l.snapshot()->refresh_bytes, size / 20) << "a refresh reads the new blocks, not the file";
+  EXPECT_EQ(l.snapshot()->base->heap().leaked_bytes, total + 100);
+
+  s.free(t + 2, 0x10);
+  s.end(t + 3);  // the writer closes: the last refresh ends the replay
+  ASSERT_TRUE(wait_for([&] { return !l.snapshot()->live && l.snapshot()->base->complete; }, 5s));
+  EXPECT_EQ(l.snapshot()->base->heap().leaked_bytes, total);
+  EXPECT_EQ(l.snapshot()->base->heap().frees, 1u);
 }
 
 TEST(Settings, RecentListDedupesAndCaps) {

@@ -114,6 +114,35 @@ TEST(TimelineData, FromAModel) {
   EXPECT_EQ(d.heap.back().last, 150u);  // 50 + 100 still live
 }
 
+TEST(TimelineData, NoMappingsNoMappedLine) {
+  test::Synthetic s;
+  auto r = analysis::analyze_memory(test::standard_program(s).end(40 * test::kMs));
+  ASSERT_TRUE(r.ok()) << r.error;
+  const TimelineData d = make_timeline(*r.model);
+  EXPECT_TRUE(d.mapped.empty());
+  EXPECT_TRUE(d.custom.empty());
+}
+
+TEST(TimelineData, MappedBytesAreALineOfTheirOwnOnTheSameAxis) {
+  test::Synthetic s;
+  s.stack(1, 0, {0x1000});
+  s.malloc(1 * test::kMs, 0x10000, 100, 1);
+  s.alloc(2 * test::kMs, fmt::Api::Mmap, 0x7f0000000000, 1 << 20, 1);  // 1 MiB
+  s.release(6 * test::kMs, fmt::Api::Munmap, 0x7f0000000000, 1 << 19);  // half of it
+  auto r = analysis::analyze_memory(s.end(10 * test::kMs));
+  ASSERT_TRUE(r.ok()) << r.error;
+  const TimelineData d = make_timeline(*r.model);
+  ASSERT_FALSE(d.mapped.empty());
+  EXPECT_EQ(d.mapped.front().time, 2 * test::kMs);
+  EXPECT_EQ(d.mapped.back().last, uint64_t{1} << 19);
+  EXPECT_EQ(d.max_value, uint64_t{1} << 20);  // the y axis makes room for the mappings
+  // In pixel columns: nothing before the first mapping, 1 MiB, then half.
+  const std::vector<Column> cols = downsample(d.mapped, d.mapped_bucket_ns, {0, 10 * test::kMs}, 10);
+  EXPECT_FALSE(cols[1].valid);
+  EXPECT_EQ(cols[3].max, uint64_t{1} << 20);
+  EXPECT_EQ(cols[8].max, uint64_t{1} << 19);
+}
+
 TEST(PixelRuns, ColumnsCoveringTheSameRowsAreOneRun) {
   const std::vector<PixelSpan> spans = {{5, 9, true}, {5, 9, true}, {4, 9, true}, {}, {4, 9, true}, {4, 9, true}};
   const auto runs = merge_runs(spans);
