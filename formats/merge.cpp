@@ -5,6 +5,9 @@
 #include <emmintrin.h>
 #endif
 
+#define MEMTIDE_FAST_TARGET
+#include "formats/merge_fast.h"
+
 namespace memtide::fmt {
 
 // ---------------------------------------------------------------------------------------
@@ -34,41 +37,47 @@ bool queued_prefixed_tag(uint8_t tag) {
 
 void append(std::vector<uint8_t>& to, const uint8_t* from, const uint8_t* end) { to.insert(to.end(), from, end); }
 
-// The first four varints at `p` (32 readable bytes), each of at most 8 bytes: their values,
-// and in len[k] the bytes taken by varints 0..k. False when they do not fit (a longer varint:
-// the general decoder takes over). The ends of all four come from one 32-byte mask, so
-// the values are extracted independently of each other: a record's varints no longer
-// wait for each other's length. (For a Free the varints past its end are garbage, unused.)
-[[gnu::always_inline]] inline bool varints4(const uint8_t* p, uint64_t v[4], unsigned len[4]) {
+// The portable extraction of four varints (merge_fast.h): the ends of all four come from one
+// 32-byte mask, so the values are extracted independently of each other; each value is
+// squeezed out of its 8-byte load in three mask-and-shift steps.
+struct PortableVarints {
+  [[gnu::always_inline]] static inline bool get(const uint8_t* p, uint64_t v[4], unsigned len[4]) {
 #if defined(__SSE2__)
-  const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16));
-  uint32_t stops = ~(static_cast<uint32_t>(_mm_movemask_epi8(lo)) | static_cast<uint32_t>(_mm_movemask_epi8(hi)) << 16);
-  unsigned start = 0;
-  for (int k = 0; k < 4; ++k) {
-    if (stops == 0) return false;
-    const unsigned e = static_cast<unsigned>(__builtin_ctz(stops));  // last byte of varint k
-    stops &= stops - 1;
-    const unsigned n = e + 1 - start;
-    if (n > 8) return false;
-    const uint64_t keep = n == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * n)) - 1;
-    uint64_t x = wire::load_le<uint64_t>(p + start) & keep & 0x7f7f7f7f7f7f7f7full;
-    x = ((x & 0x7f007f007f007f00ull) >> 1) | (x & 0x007f007f007f007full);
-    x = ((x & 0x3fff00003fff0000ull) >> 2) | (x & 0x00003fff00003fffull);
-    x = ((x & 0x0fffffff00000000ull) >> 4) | (x & 0x000000000fffffffull);
-    v[k] = x;
-    len[k] = e + 1;
-    start = e + 1;
-  }
-  return true;
+    const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16));
+    uint32_t stops =
+        ~(static_cast<uint32_t>(_mm_movemask_epi8(lo)) | static_cast<uint32_t>(_mm_movemask_epi8(hi)) << 16);
+    unsigned start = 0;
+    for (int k = 0; k < 4; ++k) {
+      if (stops == 0) return false;
+      const unsigned e = static_cast<unsigned>(__builtin_ctz(stops));  // last byte of varint k
+      stops &= stops - 1;
+      const unsigned n = e + 1 - start;
+      if (n > 8) return false;
+      const uint64_t keep = n == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * n)) - 1;
+      uint64_t x = detail::fast_load64(p + start) & keep & 0x7f7f7f7f7f7f7f7full;
+      x = ((x & 0x7f007f007f007f00ull) >> 1) | (x & 0x007f007f007f007full);
+      x = ((x & 0x3fff00003fff0000ull) >> 2) | (x & 0x00003fff00003fffull);
+      x = ((x & 0x0fffffff00000000ull) >> 4) | (x & 0x000000000fffffffull);
+      v[k] = x;
+      len[k] = e + 1;
+      start = e + 1;
+    }
+    return true;
 #else
-  const uint8_t* q = p;
-  for (int k = 0; k < 4; ++k) {
-    if (!detail::varint_fast(q, v[k])) return false;
-    len[k] = static_cast<unsigned>(q - p);
-  }
-  return true;
+    const uint8_t* q = p;
+    for (int k = 0; k < 4; ++k) {
+      if (!detail::varint_fast(q, v[k])) return false;
+      len[k] = static_cast<unsigned>(q - p);
+    }
+    return true;
 #endif
+  }
+};
+
+const uint8_t* portable_fast_events(const uint8_t* p, const uint8_t* end, StreamRegs& r, MergedEvent* out,
+                                    std::size_t room, std::size_t& written) {
+  return detail::fast_events_run<PortableVarints>(p, end, r, out, room, written);
 }
 
 // Receives the decoded records of one block. Allocs and Frees become events; a SampleWeight
@@ -118,11 +127,24 @@ struct Collect : NullVisitor {
 
 }  // namespace
 
+EventDecoder::EventDecoder(Impl impl) : scratch_(std::make_unique<DecodeScratch>()) {
+  if (impl == Impl::Auto) impl = bmi2_available() ? Impl::Bmi2 : Impl::Portable;
+  detail::FastEventsFn bmi2 = impl == Impl::Bmi2 ? detail::bmi2_fast_events() : nullptr;
+  if (bmi2 && detail::cpu_has_fast_bmi2()) {
+    fast_ = bmi2;
+    impl_ = Impl::Bmi2;
+  } else {
+    fast_ = &portable_fast_events;
+    impl_ = Impl::Portable;
+  }
+}
+
+bool EventDecoder::bmi2_available() { return detail::bmi2_fast_events() != nullptr && detail::cpu_has_fast_bmi2(); }
+
 void EventDecoder::decode(const Block& block, EventBlock& out) {
   out.clear();
   out.stream = block.header.stream;
   out.offset = block.offset;
-  // Every timed record takes at least 3 bytes (tag, dt and one more), so this is room enough.
   // Room for the events of a typical block (about 6 raw bytes per event; every timed record
   // takes at least 3), grown when a block holds more: events are written in place, and a
   // recycled block's array is usually big enough already.
@@ -130,37 +152,25 @@ void EventDecoder::decode(const Block& block, EventBlock& out) {
   events.reserve(block.payload.size() / 5 + 16);
   Collect c(out);
   DecodeScratch& scratch = *scratch_;
+  const detail::FastEventsFn fast = fast_;
   StreamRegs r{block.header.base_time, block.header.base_addr, 0};
   const uint8_t* const begin = block.payload.data();
   const uint8_t* const end = begin + block.payload.size();
   const uint8_t* p = begin;
   while (p < end) {
+    // A run of Allocs and Frees on the fast path (merge_fast.h); anything unusual (a pending
+    // SampleWeight, a wide stack id, an invalid or long varint, the end of the block near, a
+    // full array) takes the general path below, one record at a time.
+    if (!c.has_weight) [[likely]] {
+      if (events.size() == events.capacity()) [[unlikely]]
+        events.reserve(events.capacity() * 2);
+      std::size_t written;
+      p = fast(p, end, r, events.data() + events.size(), events.capacity() - events.size(), written);
+      events.grow_unchecked(written);
+      if (p >= end) break;
+    }
     const uint8_t* rec = p;
     const uint8_t tag = *p;
-    // Fast path for Alloc and Free, without a branch on which of the two it is (they alternate
-    // unpredictably): four varints are decoded in every case, those past a Free's end are
-    // garbage and ignored. Anything unusual (a pending SampleWeight, a wide stack id, an
-    // invalid or long varint, the end of the block near) takes the general path below.
-    if (tag >= kTagAllocBase && tag < kTagFreeBase + 32 && !c.has_weight &&
-        static_cast<std::size_t>(end - p) > 4 * wire::kMaxVarint) [[likely]] {
-      uint64_t v[4];
-      unsigned len[4];
-      if (varints4(p + 1, v, len)) [[likely]] {
-        const bool is_alloc = tag < kTagFreeBase;
-        const bool munmap = tag == kTagFreeBase + static_cast<uint8_t>(Api::Munmap);
-        if (!is_alloc || v[3] <= UINT32_MAX) [[likely]] {
-          r.time += v[0];
-          r.addr += static_cast<uint64_t>(wire::unzigzag(v[1]));
-          if (events.size() == events.capacity()) [[unlikely]]
-            events.reserve(events.capacity() * 2);
-          events.data()[events.size()] = {r.time, r.addr, is_alloc || munmap ? v[2] : 0,
-                                          is_alloc ? static_cast<uint32_t>(v[3]) : 0u, tag};
-          events.grow_unchecked(1);
-          p += 1 + (is_alloc ? len[3] : munmap ? len[2] : len[1]);
-          continue;
-        }
-      }
-    }
     const uint64_t before = r.time;
     const DecodeError e = decode_record(p, end, r, out.stream, scratch, c);
     if (e != DecodeError::None) [[unlikely]] {

@@ -149,10 +149,26 @@ struct EventBlock {
   }
 };
 
+namespace detail {
+// EventDecoder's fast path (merge_fast.h): decodes Allocs and Frees at `p` into `out` (room for
+// `room` events) while they take the fast path, updating the stream registers; stops at the
+// first record that does not (another tag, a varint longer than 8 bytes, a stack id of 2^32 or
+// more, fewer than 41 bytes left). Returns the position after the last decoded record and in
+// `written` the number of events.
+using FastEventsFn = const uint8_t* (*)(const uint8_t* p, const uint8_t* end, StreamRegs& r, MergedEvent* out,
+                                        std::size_t room, std::size_t& written);
+}  // namespace detail
+
 // Decodes blocks into EventBlocks. One per thread: it holds the scratch space.
 class EventDecoder {
  public:
-  EventDecoder() : scratch_(std::make_unique<DecodeScratch>()) {}
+  // How the Allocs and Frees are decoded (merge_fast.h); the same events either way. Auto: BMI2
+  // when the CPU has it (and its pext is fast), else Portable. Bmi2 where it is not available
+  // falls back to Portable; impl() tells which one is used.
+  enum class Impl : uint8_t { Auto, Portable, Bmi2 };
+  explicit EventDecoder(Impl impl = Impl::Auto);
+  static bool bmi2_available();
+  Impl impl() const { return impl_; }
   // Decodes every record of `block` into `out` (cleared first). out.result is Ok, or Corrupt at
   // the first bad record (what decode_block would return); the records before it are kept.
   void decode(const Block& block, EventBlock& out);
@@ -160,6 +176,8 @@ class EventDecoder {
 
  private:
   std::unique_ptr<DecodeScratch> scratch_;
+  detail::FastEventsFn fast_ = nullptr;
+  Impl impl_ = Impl::Portable;
 };
 
 // ---------------------------------------------------------------------------------------

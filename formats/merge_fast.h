@@ -1,0 +1,75 @@
+// EventDecoder's fast path (internal to formats/merge*.cpp): a run of consecutive Allocs and
+// Frees decoded straight into MergedEvents, with two ways of extracting the varints.
+//
+//   - merge.cpp: the portable extraction (SSE2 masks and shifts), the reference;
+//   - merge_bmi2.cpp: the same run with BMI2 (pext, bzhi), chosen at run time when the CPU has
+//     it and executes pext fast (EventDecoder::Impl).
+//
+// Everything here is in an anonymous namespace on purpose: each including file compiles its
+// own copy with its own target (MEMTIDE_FAST_TARGET, defined before the include), and an inline
+// function with external linkage would be merged by the linker across the two, so that code
+// built for BMI2 could end up running on a CPU without it. The helpers below therefore do not
+// call the inline functions of wire.h either.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "formats/decoder.h"
+#include "formats/merge.h"
+
+#ifndef MEMTIDE_FAST_TARGET
+#error "define MEMTIDE_FAST_TARGET (the target attribute of the fast path, or nothing) before the include"
+#endif
+
+namespace memtide::fmt::detail {
+
+// merge_bmi2.cpp: the BMI2 run, or nullptr when this build has none (not x86-64).
+FastEventsFn bmi2_fast_events();
+// Whether the CPU has BMI1 and BMI2 and its pext is not microcoded (AMD before Zen 3 takes
+// hundreds of cycles for one: the portable path is faster there).
+bool cpu_has_fast_bmi2();
+
+namespace {
+
+[[gnu::always_inline]] MEMTIDE_FAST_TARGET inline uint64_t fast_load64(const uint8_t* p) {
+  uint64_t v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// `Varints::get(p, v, len)`: the first four varints at `p` (32 readable bytes), each of at most
+// 8 bytes: v[k] their values, len[k] the bytes taken by varints 0..k; false when they do not
+// fit. (For a Free the varints past its end are garbage, unused.)
+// The FastEventsFn of merge.h with the varint extraction `Varints`.
+template <class Varints>
+[[gnu::always_inline]] MEMTIDE_FAST_TARGET inline const uint8_t* fast_events_run(const uint8_t* p, const uint8_t* end,
+                                                                                 StreamRegs& r, MergedEvent* out,
+                                                                                 std::size_t room, std::size_t& written) {
+  uint64_t time = r.time, addr = r.addr;
+  std::size_t n = 0;
+  // Without a branch on Alloc or Free (they alternate unpredictably): four varints are decoded
+  // in every case.
+  while (n < room && static_cast<std::size_t>(end - p) > 4 * wire::kMaxVarint) {
+    const uint8_t tag = *p;
+    if (tag < kTagAllocBase || tag >= kTagFreeBase + 32) break;
+    uint64_t v[4];
+    unsigned len[4];
+    if (!Varints::get(p + 1, v, len)) break;
+    const bool is_alloc = tag < kTagFreeBase;
+    const bool munmap = tag == kTagFreeBase + static_cast<uint8_t>(Api::Munmap);
+    if (is_alloc && v[3] > UINT32_MAX) break;
+    time += v[0];
+    addr += (v[1] >> 1) ^ (uint64_t{0} - (v[1] & 1));  // unzigzag
+    out[n++] = {time, addr, is_alloc || munmap ? v[2] : 0, is_alloc ? static_cast<uint32_t>(v[3]) : 0u, tag};
+    p += 1 + (is_alloc ? len[3] : munmap ? len[2] : len[1]);
+  }
+  r.time = time;
+  r.addr = addr;
+  written = n;
+  return p;
+}
+
+}  // namespace
+}  // namespace memtide::fmt::detail
