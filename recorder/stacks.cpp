@@ -10,6 +10,8 @@
 //      nodes, append one StackDef record for them to the calling thread's stream.
 // The full-stack hash is 64-bit XXH3 over the return addresses; two different stacks with
 // the same hash (odds ~n^2 / 2^65) would share an id.
+// Inlined from the library's header (its XXH_INLINE_ALL mode): one hash per allocation.
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include <cstring>
