@@ -1,5 +1,6 @@
 #include "formats/merge.h"
 
+#include <bit>
 #include <cstring>
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -149,7 +150,7 @@ void EventDecoder::decode(const Block& block, EventBlock& out) {
   // takes at least 3), grown when a block holds more: events are written in place, and a
   // recycled block's array is usually big enough already.
   PodArray<MergedEvent>& events = out.events;
-  events.reserve(block.payload.size() / 5 + 16);
+  events.reserve(std::bit_ceil(block.payload.size() / 5 + 16));
   Collect c(out);
   DecodeScratch& scratch = *scratch_;
   const detail::FastEventsFn fast = fast_;

@@ -255,6 +255,9 @@ class EventMerger {
   template <class Cmp>
   void sift_down(const Cmp& later);
 
+  // How far ahead run() prefetches the events it delivers (16: 512 bytes, 8 cache lines).
+  static constexpr std::size_t kPrefetchEvents = 16;
+
   MergeOptions opt_;
   EventDecoder decoder_;
   std::deque<Queue> queues_;  // (a deque: Queue is not nothrow-movable)
@@ -356,6 +359,9 @@ bool EventMerger::run(Queue& q, uint64_t bound_time, uint64_t bound_seq, uint64_
     // buffered_ is brought down by the run's events at its end (deliver_rare takes off the
     // side storage it consumes as it goes).
     for (; i < n; ++i) {
+      // The events were written by the reader thread long ago (up to a window of them ahead):
+      // they come from memory, and the hardware prefetcher stops at every page boundary.
+      __builtin_prefetch(events + i + kPrefetchEvents);
       const MergedEvent& e = events[i];
       if (e.time > last) break;
       if (target != 0 && buffered_ - (i - first) * sizeof(MergedEvent) <= target) [[unlikely]]
