@@ -95,6 +95,10 @@ struct Stream {
   uint64_t last_addr = 0;
   uint64_t next_seq = 0;
   uint64_t allocs = 0, frees = 0;
+  // A record timed at this value is being prepared and not yet committed (a realloc: its free
+  // is timed before the real call, which may take long); 1: a time is about to be read; 0:
+  // none. The writer's watermarks do not pass it.
+  uint64_t pending_time = 0;  // __atomic builtins (the struct is reset by assignment)
   // Writer side.
   uint64_t w_time = 0, w_addr = 0;
   uint64_t w_next_seq = 0;

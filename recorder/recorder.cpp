@@ -340,25 +340,43 @@ void on_free(fmt::Api api, void* p) {
 ReallocTicket on_realloc_begin(void* old_ptr) {
   ReallocTicket r;
   if (old_ptr && !in_pool(old_ptr)) {
-    r.free_time = now_ns();
+    if (ThreadState* ts = tls_thread; ts && !tls_busy) {
+      // Announce the pending record before reading the clock (a locked exchange, then lfence
+      // so that the clock is read after it is visible): a writer pass that does not see it
+      // took its watermark's time before this one's.
+      __atomic_exchange_n(&ts->stream.pending_time, 1, __ATOMIC_SEQ_CST);
+      __builtin_ia32_lfence();
+      r.free_time = now_ns();
+      __atomic_store_n(&ts->stream.pending_time, r.free_time, __ATOMIC_RELEASE);
+      r.pending = &ts->stream;
+    } else {
+      r.free_time = now_ns();
+    }
     r.armed = true;
   }
   return r;
 }
 
+namespace {
+inline void clear_pending(const ReallocTicket& r) {
+  if (r.pending) __atomic_store_n(&static_cast<Stream*>(r.pending)->pending_time, 0, __ATOMIC_RELEASE);
+}
+}  // namespace
+
 void on_realloc_end(const ReallocTicket& r, fmt::Api api, void* old_ptr, void* new_ptr, size_t size,
                     const void* frame) {
   // realloc(p, n) failing leaves p untouched; realloc(p, 0) releasing p returns null.
-  if (!new_ptr && size != 0) return;
+  if (!new_ptr && size != 0) return clear_pending(r);
   Target t;
   // As for free: the release of the old block is recorded even while paused.
-  if (!acquire(t) && !acquire_slow(t, /*even_paused=*/true)) return;
+  if (!acquire(t) && !acquire_slow(t, /*even_paused=*/true)) return clear_pending(r);
   tls_busy++;
   if (r.armed) write_free(t.s, api, r.free_time, reinterpret_cast<uint64_t>(old_ptr), 0);
   if (new_ptr && !g.paused.load(std::memory_order_relaxed)) {
     const uint32_t stack = capture_stack(t, frame);
     write_alloc(t.s, api, now_ns(), reinterpret_cast<uint64_t>(new_ptr), size, stack);
   }
+  clear_pending(r);  // after the records are committed
   tls_busy--;
   release(t);
 }

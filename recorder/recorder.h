@@ -34,6 +34,7 @@ void on_free(fmt::Api api, void* p);
 struct ReallocTicket {
   uint64_t free_time = 0;
   bool armed = false;
+  void* pending = nullptr;  // the stream whose pending time holds free_time until the end
 };
 ReallocTicket on_realloc_begin(void* old_ptr);
 void on_realloc_end(const ReallocTicket& t, fmt::Api api, void* old_ptr, void* new_ptr, size_t size,

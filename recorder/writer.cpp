@@ -194,16 +194,25 @@ void flush_all() {
   pthread_mutex_unlock(&g.registry_mutex);
 }
 
-void append_watermark(uint64_t w) {
+// Returns false when no watermark could be written: stream 0 already holds a later record
+// (a counter, or an event of a thread without its own stream), and a watermark there must not
+// go back in time; a later one cannot be written either, as it would vouch for more than w.
+bool append_watermark(uint64_t w) {
   uint8_t rec[24];
   Stream* s = &g.shared;
+  bool written = false;
   pthread_mutex_lock(&g.shared_mutex);
-  const uint64_t t = stream_time(s, w);
-  fmt::RecordBuilder b(rec, sizeof rec, fmt::RecordType::Watermark);
-  b.varint(t - s->last_time);
-  const size_t n = b.finish();
-  if (n && append_record(s, rec, n)) s->last_time = t;
+  if (w >= s->last_time) {
+    fmt::RecordBuilder b(rec, sizeof rec, fmt::RecordType::Watermark);
+    b.varint(w - s->last_time);
+    const size_t n = b.finish();
+    if (n && append_record(s, rec, n)) {
+      s->last_time = w;
+      written = true;
+    }
+  }
   pthread_mutex_unlock(&g.shared_mutex);
+  return written;
 }
 
 void append_end(fmt::EndReason reason, uint64_t status) {
@@ -225,13 +234,31 @@ void append_end(fmt::EndReason reason, uint64_t status) {
   pthread_mutex_unlock(&g.shared_mutex);
 }
 
+uint64_t g_last_watermark = 0;
+
+// The time a watermark taken now may vouch for: now, or less where a thread has a record
+// timed earlier that it has not committed yet (Stream::pending_time).
+uint64_t vouchable_time() {
+  uint64_t w = now_ns();
+  __builtin_ia32_lfence();  // the pending times are read after the clock
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  pthread_mutex_lock(&g.registry_mutex);
+  for (Stream* s = g.registry; s; s = s->reg_next) {
+    const uint64_t p = __atomic_load_n(&s->pending_time, __ATOMIC_ACQUIRE);
+    if (p == 1) w = g_last_watermark;  // its time is being read: it may be earlier than w
+    else if (p && p < w) w = p;
+  }
+  pthread_mutex_unlock(&g.registry_mutex);
+  return w < g_last_watermark ? g_last_watermark : w;
+}
+
 // One full pass: sealed chunks, then every stream's current bytes, then a watermark that
-// vouches for everything timed before the pass started.
+// vouches for everything timed before the pass started (and before any record still pending).
 void flush_pass() {
-  const uint64_t w = now_ns();
+  const uint64_t w = vouchable_time();
   drain_queue();
   flush_all();
-  append_watermark(w);
+  if (append_watermark(w)) g_last_watermark = w;
   flush_current(&g.shared);
 }
 
@@ -370,6 +397,7 @@ bool open_trace_file(bool child) {
   remember_identity();
   g_write_failed = false;
   g_finished = false;
+  g_last_watermark = 0;
 
   uint8_t header[fmt::kFileHeaderSize];
   fmt::encode_file_header(header, 0);
@@ -458,6 +486,7 @@ void writer_reset_after_fork() {
   g_out = nullptr;
   g_out_cap = 0;
   g_finished = false;
+  g_last_watermark = 0;
   pthread_mutex_init(&g_done_mutex, nullptr);
   pthread_cond_init(&g_done_cond, nullptr);
   if (g.fd >= 0) close(g.fd);

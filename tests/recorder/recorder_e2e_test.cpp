@@ -509,6 +509,21 @@ TEST(Stacks, CoroutinesAndSignalStacksUnwindSafely) {
   }
 }
 
+// A realloc that copies for many flush periods (its free is timed before the copy) while
+// another thread keeps allocating: the watermarks written meanwhile must not vouch for the
+// realloc's time, so that the merged trace never goes back in time.
+TEST(Ordering, SlowReallocIsNotOvertakenByWatermarks) {
+  TempDir dir;
+  RunResult r;
+  auto traces = traced({MT_LIFECYCLE, "slow-realloc"}, dir.path(), &r, {{"MEMTIDE_FLUSH_INTERVAL_MS", "40"}});
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_NE(r.out.find("realloc moved"), std::string::npos) << "the block was not copied: " << r.out;
+  ASSERT_EQ(traces.size(), 1u);
+  const Replay t = replay_trace(traces[0]);
+  ASSERT_TRUE(t.read_ok) << t.error;
+  expect_consistent(t);
+}
+
 TEST(Api, PauseSkipsAllocationsButNotFrees) {
   TempDir dir;
   RunResult r;

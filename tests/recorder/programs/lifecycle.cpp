@@ -16,6 +16,8 @@
 //   lifecycle stacks        allocates on other stacks than the thread's own: in ucontext
 //                           coroutines (switching back and forth, at several depths) and in a
 //                           signal handler on a sigaltstack; frees everything, prints "stacks ok"
+//   lifecycle slow-realloc  one thread reallocs a 256 MiB heap block (a copy of many flush
+//                           periods) a few times while another thread keeps allocating
 //   lifecycle usable        malloc_usable_size of malloc/calloc/realloc/memalign blocks is at
 //                           least what was asked (prints "usable ok")
 #include <dlfcn.h>
@@ -25,6 +27,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -163,6 +167,37 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (!std::strcmp(mode, "stacks")) return other_stacks();
+  if (!std::strcmp(mode, "slow-realloc")) {
+    mallopt(M_MMAP_MAX, 0);  // heap blocks only: a realloc that cannot grow in place copies
+    std::atomic<bool> stop{false};
+    std::thread churn([&] {
+      while (!stop.load()) {
+        void* p = malloc(64);
+        sink = p;
+        free(p);
+      }
+    });
+    size_t n = 256u << 20;
+    char* big = static_cast<char*>(malloc(n));
+    std::memset(big, 1, n);
+    for (int i = 0; i < 3; ++i) {
+      void* fence = malloc(4u << 20);  // at the top, after the block: it cannot grow in place
+      sink = fence;
+      n += 1u << 20;
+      char* before = big;
+      const auto t0 = std::chrono::steady_clock::now();
+      big = static_cast<char*>(realloc(big, n));
+      const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+      std::printf("realloc %s in %lld ms\n", big == before ? "in place" : "moved", static_cast<long long>(ms));
+      std::memset(big, 2, n);
+      free(fence);
+    }
+    free(big);
+    stop.store(true);
+    churn.join();
+    std::printf("slow realloc ok\n");
+    return 0;
+  }
   if (!std::strcmp(mode, "spin")) {
     leak(3333, 1000);
     for (;;) {
