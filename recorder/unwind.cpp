@@ -354,6 +354,9 @@ MT_NOINLINE int fast_backtrace(void** out, int cap, UnwindMemo* m, const UnwindS
   const uint64_t gen = g_gen.load(std::memory_order_acquire);
   // Cursor into the memo, from its leaf toward its outermost frame (sp grows that way).
   if (m && (sp < m->stack_lo || sp >= m->stack_hi)) m = nullptr;  // not on the thread's own stack
+  // On the thread's own stack every slot read lies between sp and the stack's top: a CFA
+  // beyond it means a rule does not fit this code, and libunwind takes the stack.
+  const uint64_t top = m ? m->stack_hi : ~0ull;
   int r = (m && m->gen == gen) ? m->n - 1 : -1;
   uint64_t pc = exact_leaf ? ip : ip - 1;
   int n = 0;
@@ -403,7 +406,7 @@ MT_NOINLINE int fast_backtrace(void** out, int cap, UnwindMemo* m, const UnwindS
       return n + 1;
     }
     const uint64_t cfa = ((rule & kCfaRbp) ? bp : sp) + static_cast<uint64_t>(cfa_off(rule));
-    if (MT_UNLIKELY(cfa <= sp)) return -1;  // the stack only grows toward the callers
+    if (MT_UNLIKELY(cfa <= sp || cfa > top)) return -1;  // the stack only grows toward the callers
     if (m && n < kMemoFrames) m->walk[n] = UnwindFrame{ip, sp, bp, rule};
     ++n;
     const uint64_t ra = *slot(cfa, ra_off(rule));
