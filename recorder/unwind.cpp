@@ -13,6 +13,11 @@
 // Lookups of new addresses run under `unwind_mutex`, with the calling thread busy (libdw's
 // own allocations are not recorded). Nothing on that path takes the dynamic loader's lock:
 // modules are found with _dl_find_object, which is lock-free.
+//
+// Most stacks share their outer frames with the thread's previous one: a per-thread memo of
+// that stack (UnwindMemo, internal.h) lets a walk that reaches one of its frames in the same
+// state check the remaining frames' saved slots instead of stepping them. The walk usually
+// starts at the caller of the allocation shim, from the shim's frame pointer.
 #include <dlfcn.h>
 #include <dwarf.h>
 #include <elf.h>
