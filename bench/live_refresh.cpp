@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
   auto s = l.snapshot();
   std::printf("open: %.2f s (%s)\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
               s->live ? "live" : "not being written");
+  std::fflush(stdout);
   uint64_t seen = s->refreshes;
   for (int n = 0; n < refreshes && s->live;) {
     std::this_thread::sleep_for(5ms);
