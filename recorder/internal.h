@@ -164,11 +164,21 @@ struct UnwindMemo {
                                    // previous one: its rules are reused at equal ips)
 };
 
+// The trie path (node id per depth, root first) of the last stack this thread added to the
+// stack table: the next new stack starts its walk below the part they share (stacks.cpp).
+inline constexpr int kTriePathMax = 128;
+struct TriePath {
+  int n = 0;
+  uint32_t node[kTriePathMax];
+  uint64_t ip[kTriePathMax];
+};
+
 struct ThreadState {
   Stream stream;
   pid_t tid = 0;
   StackCacheEntry cache[kStackCacheSize];
   UnwindMemo memo;
+  TriePath path;
 };
 
 enum State : int { kUninit = 0, kStarting, kActive, kStopped };

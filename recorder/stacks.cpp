@@ -148,13 +148,29 @@ bool trie_add(uint32_t parent, uint64_t ip, uint32_t id) {
 }
 
 // First sight of a stack (under stacks_mutex): create its missing nodes and define them.
-uint32_t insert_stack(Stream* s, void* const* ips, int n, uint64_t hash) {
+// `path`: the calling thread's last path (may be null), used and updated.
+uint32_t insert_stack(Stream* s, void* const* ips, int n, uint64_t hash, TriePath* path) {
   uint32_t node = 0;
   int i = n - 1;  // ips are leaf first; the trie goes root first
+  if (path && n > kTriePathMax) path->n = 0;
+  if (path && path->n) {
+    // The outer frames this stack shares with the thread's last new stack have their nodes.
+    int common = 0;
+    const int limit = n < path->n ? n : path->n;
+    while (common < limit && path->ip[common] == reinterpret_cast<uint64_t>(ips[n - 1 - common])) ++common;
+    if (common) {
+      node = path->node[common - 1];
+      i = n - 1 - common;
+    }
+  }
   for (; i >= 0; --i) {
     const uint32_t child = trie_find(node, reinterpret_cast<uint64_t>(ips[i]));
     if (!child) break;
     node = child;
+    if (path && n <= kTriePathMax) {
+      path->node[n - 1 - i] = node;
+      path->ip[n - 1 - i] = reinterpret_cast<uint64_t>(ips[i]);
+    }
   }
   if (i >= 0) {
     const uint32_t parent = node;
@@ -167,14 +183,25 @@ uint32_t insert_stack(Stream* s, void* const* ips, int n, uint64_t hash) {
     uint64_t prev = 0;
     for (; i >= 0; --i) {
       const uint64_t ip = reinterpret_cast<uint64_t>(ips[i]);
-      if (!trie_add(node, ip, g_next_id)) return 0;
+      if (!trie_add(node, ip, g_next_id)) {
+        if (path) path->n = 0;
+        return 0;
+      }
       node = g_next_id++;
+      if (path && n <= kTriePathMax) {
+        path->node[n - 1 - i] = node;
+        path->ip[n - 1 - i] = ip;
+      }
       b.svarint(static_cast<int64_t>(ip - prev));
       prev = ip;
     }
     const size_t len = b.finish();
-    if (!len || !append_record(s, buf, len)) return 0;
+    if (!len || !append_record(s, buf, len)) {
+      if (path) path->n = 0;
+      return 0;
+    }
   }
+  if (path) path->n = n <= kTriePathMax ? n : 0;
   index_insert(hash, node);
   return node;
 }
@@ -202,7 +229,7 @@ uint32_t stack_id(ThreadState* ts, Stream* s, void* const* ips, int n) {
   if (!id) {
     pthread_mutex_lock(&stacks_mutex);
     id = index_find(hash);
-    if (!id) id = insert_stack(s, ips, n, hash);
+    if (!id) id = insert_stack(s, ips, n, hash, ts ? &ts->path : nullptr);
     pthread_mutex_unlock(&stacks_mutex);
   }
   if (ce && id) *ce = StackCacheEntry{hash, id};
