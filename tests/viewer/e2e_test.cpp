@@ -249,6 +249,19 @@ TEST_F(ViewerE2E, FlamegraphOfAnonymousMappings) {
   EXPECT_EQ(pixels_near(heap, {255, 0, 200}, 10), 0);
 }
 
+TEST_F(ViewerE2E, TimelineLegendNamesMappedBytes) {
+  // exact_workload makes anonymous mappings: the timeline has a mapped line (cyan) and its
+  // legend entry. Its few pages stay at the bottom of a 64 MiB axis, under the heap's line,
+  // so the legend's swatch is what shows here (the line is tested on the timeline model).
+  const std::string trace = (*dir_ / "exact-timeline.mtide").string();
+  ASSERT_EQ(run(std::string(MT_WRAPPER) + " run -o " + trace + " -- " + MT_EXACT + " > " + trace + ".log 2>&1"), 0);
+  const Image img = shoot("timeline", "", 1100, 720, trace);
+  if (img.px.empty()) return;
+  expect_picture(img, 1100, 720);
+  const int swatch = pixels_near(img, {70, 215, 215}, 12) - pixels_near(img, {70, 215, 215}, 12, img.h / 5);
+  EXPECT_GT(swatch, 40) << "mapped legend entry";
+}
+
 TEST_F(ViewerE2E, LeaksView) {
   const Image img = shoot("leaks");
   if (img.px.empty()) return;
