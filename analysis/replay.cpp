@@ -6,8 +6,8 @@
 //   [2] Replayer: record handlers
 //   [3] Heap-like domains (heap, custom): alloc / free
 //   [4] Mmap domain: ranges, partial munmap, mremap
-//   [5] Finishing: leaks, peaks, model
-//   [6] Driver: the reader thread, errors, progress
+//   [5] Finishing: leaks, peaks, model (into a copy: the replay can go on)
+//   [6] Driver: the reader thread, errors, progress; Session (resumable), analyze_file
 //
 // Peak by stack without a second pass: each stack remembers the sequence number of its last
 // change. When a stack is about to change and its last change is not after the latest peak,
