@@ -286,10 +286,15 @@ inline uint32_t capture_stack(const Target& t, const void* frame) {
   return stack_id(t.ts, t.s, ips + skip, n);
 }
 
+// `time` kNow: the clock is read once the record has its room. Getting room may wait (a new
+// chunk, or the writer's backpressure); a record timed before that wait could reach the file
+// after a watermark that vouched for its time.
+constexpr uint64_t kNow = 0;
+
 inline void write_alloc(Stream* s, fmt::Api api, uint64_t time, uint64_t addr, uint64_t size, uint32_t stack) {
   uint8_t* w = reserve(s, fmt::kMaxAllocRecord);
   if (MT_UNLIKELY(!w)) return;
-  const uint64_t t = stream_time(s, time);
+  const uint64_t t = stream_time(s, time == kNow ? now_ns() : time);
   w = fmt::encode_alloc(w, api, t - s->last_time, static_cast<int64_t>(addr - s->last_addr), size, stack);
   s->last_time = t;
   s->last_addr = addr;
@@ -300,7 +305,7 @@ inline void write_alloc(Stream* s, fmt::Api api, uint64_t time, uint64_t addr, u
 inline void write_free(Stream* s, fmt::Api api, uint64_t time, uint64_t addr, uint64_t length) {
   uint8_t* w = reserve(s, fmt::kMaxFreeRecord);
   if (MT_UNLIKELY(!w)) return;
-  const uint64_t t = stream_time(s, time);
+  const uint64_t t = stream_time(s, time == kNow ? now_ns() : time);
   w = fmt::encode_free(w, api, t - s->last_time, static_cast<int64_t>(addr - s->last_addr), length);
   s->last_time = t;
   s->last_addr = addr;
@@ -316,7 +321,7 @@ void on_alloc(fmt::Api api, void* p, size_t size, const void* frame) {
   if (!acquire(t)) return;
   tls_busy++;
   const uint32_t stack = capture_stack(t, frame);
-  write_alloc(t.s, api, now_ns(), reinterpret_cast<uint64_t>(p), size, stack);
+  write_alloc(t.s, api, kNow, reinterpret_cast<uint64_t>(p), size, stack);
   tls_busy--;
   release(t);
 }
@@ -332,7 +337,7 @@ void on_free(fmt::Api api, void* p) {
     return;
   }
   tls_busy++;
-  write_free(t.s, api, now_ns(), reinterpret_cast<uint64_t>(p), 0);
+  write_free(t.s, api, kNow, reinterpret_cast<uint64_t>(p), 0);
   tls_busy--;
   release(t);
 }
@@ -374,7 +379,7 @@ void on_realloc_end(const ReallocTicket& r, fmt::Api api, void* old_ptr, void* n
   if (r.armed) write_free(t.s, api, r.free_time, reinterpret_cast<uint64_t>(old_ptr), 0);
   if (new_ptr && !g.paused.load(std::memory_order_relaxed)) {
     const uint32_t stack = capture_stack(t, frame);
-    write_alloc(t.s, api, now_ns(), reinterpret_cast<uint64_t>(new_ptr), size, stack);
+    write_alloc(t.s, api, kNow, reinterpret_cast<uint64_t>(new_ptr), size, stack);
   }
   clear_pending(r);  // after the records are committed
   tls_busy--;
@@ -435,7 +440,7 @@ void on_mmap(void* p, size_t length, int flags, int fd, const void* frame) {
   maps_add(lo, lo + length);
   pthread_mutex_unlock(&g_maps_mutex);
   const uint32_t stack = capture_stack(t, frame);
-  write_alloc(t.s, fmt::Api::Mmap, now_ns(), lo, length, stack);
+  write_alloc(t.s, fmt::Api::Mmap, kNow, lo, length, stack);
   tls_busy--;
   release(t);
 }
@@ -450,7 +455,7 @@ void on_munmap_begin(void* p, size_t length) {
   Target t;
   if (!acquire_slow(t)) return;
   tls_busy++;
-  write_free(t.s, fmt::Api::Munmap, now_ns(), lo, length);
+  write_free(t.s, fmt::Api::Munmap, kNow, lo, length);
   tls_busy--;
   release(t);
 }
@@ -466,10 +471,9 @@ void on_mremap(void* old_p, size_t old_len, void* new_p, size_t new_len, const v
   Target t;
   if (!acquire_slow(t)) return;
   tls_busy++;
-  const uint64_t now = now_ns();
-  write_free(t.s, fmt::Api::Mremap, now, lo, 0);
   const uint32_t stack = capture_stack(t, frame);
-  write_alloc(t.s, fmt::Api::Mremap, now, reinterpret_cast<uint64_t>(new_p), new_len, stack);
+  write_free(t.s, fmt::Api::Mremap, kNow, lo, 0);
+  write_alloc(t.s, fmt::Api::Mremap, kNow, reinterpret_cast<uint64_t>(new_p), new_len, stack);
   tls_busy--;
   release(t);
 }
