@@ -200,33 +200,6 @@ TEST(RealPrograms, GxxCompile) {
   ADD_FAILURE() << "no cc1plus trace among " << t.traces.size();
 }
 
-namespace {
-
-struct VerifyCounts {
-  int processes = 0;
-  uint64_t stacks = 0, fast = 0, differ = 0;
-};
-
-// Sums the "unwind verify: ..." lines that MEMTIDE_UNWIND=verify prints, one per process.
-VerifyCounts verify_counts(const std::string& err) {
-  VerifyCounts c;
-  std::istringstream lines(err);
-  for (std::string line; std::getline(lines, line);) {
-    unsigned long long n = 0, f = 0, l = 0, d = 0;
-    const size_t at = line.find("unwind verify: ");
-    if (at == std::string::npos) continue;
-    if (std::sscanf(line.c_str() + at, "unwind verify: %llu stacks, %llu unwound by cached rules, %llu by libunwind only, %llu differ",
-                    &n, &f, &l, &d) != 4)
-      continue;
-    ++c.processes;
-    c.stacks += n;
-    c.fast += f;
-    c.differ += d;
-  }
-  return c;
-}
-
-}  // namespace
 
 // The cached-rule unwinder and libunwind, both run on every stack of real programs (the
 // trace keeps libunwind's): the same return addresses everywhere, and nearly every stack
@@ -263,7 +236,7 @@ TEST(RealPrograms, FastUnwinderAgreesWithLibunwind) {
     const Traced t = traced("MEMTIDE_UNWIND=verify " + c.cmd, dir.path(), c.in);
     EXPECT_EQ(t.run.status, plain.status) << c.cmd << ": " << t.run.err;
     EXPECT_EQ(t.run.out, plain.out) << c.cmd;
-    const VerifyCounts v = verify_counts(t.run.err);
+    const memtide::test::VerifyCounts v = memtide::test::verify_counts(t.run.err);
     std::printf("%s: %d processes, %llu stacks, %llu by cached rules, %llu differ\n", c.tool, v.processes,
                 static_cast<unsigned long long>(v.stacks), static_cast<unsigned long long>(v.fast),
                 static_cast<unsigned long long>(v.differ));

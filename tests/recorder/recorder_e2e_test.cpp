@@ -29,6 +29,8 @@ using memtide::fmt::Api;
 using memtide::test::manifest_traces;
 using memtide::test::slurp;
 using memtide::test::TempDir;
+using memtide::test::verify_counts;
+using memtide::test::VerifyCounts;
 using memtide::test::Replay;
 using memtide::test::replay_trace;
 
@@ -454,19 +456,6 @@ TEST(Stacks, MaxDepthIsHonoured) {
   EXPECT_EQ(t.max_stack_depth, 3u);
 }
 
-namespace {
-unsigned long long verify_differ(const std::string& err, unsigned long long* stacks, unsigned long long* fast) {
-  unsigned long long n = 0, f = 0, slow = 0, differ = ~0ull;
-  const size_t at = err.find("unwind verify: ");
-  if (at == std::string::npos ||
-      std::sscanf(err.c_str() + at, "unwind verify: %llu stacks, %llu unwound by cached rules, %llu by libunwind only, %llu differ",
-                  &n, &f, &slow, &differ) != 4)
-    return ~0ull;
-  *stacks = n;
-  *fast = f;
-  return differ;
-}
-}  // namespace
 
 // Every stack of the 8-thread workload unwound by both unwinders (MEMTIDE_UNWIND=verify):
 // the cached-rule unwinder and libunwind agree, and libunwind is almost never needed.
@@ -478,10 +467,11 @@ TEST(Stacks, FastUnwinderAgreesWithLibunwindOnEveryThread) {
   ASSERT_EQ(traces.size(), 1u);
   const Replay t = replay_trace(traces[0]);
   ASSERT_TRUE(t.read_ok) << t.error;
-  unsigned long long n = 0, fast = 0;
-  EXPECT_EQ(verify_differ(r.err, &n, &fast), 0u) << r.err;
-  EXPECT_GT(n, 10000u);
-  EXPECT_GE(static_cast<double>(fast), 0.99 * static_cast<double>(n));
+  const VerifyCounts v = verify_counts(r.err);
+  ASSERT_EQ(v.processes, 1) << r.err;
+  EXPECT_EQ(v.differ, 0u) << r.err;
+  EXPECT_GT(v.stacks, 10000u);
+  EXPECT_GE(static_cast<double>(v.fast), 0.99 * static_cast<double>(v.stacks));
 }
 
 // Allocations on stacks other than the thread's own (ucontext coroutines switching back and
@@ -498,10 +488,11 @@ TEST(Stacks, CoroutinesAndSignalStacksUnwindSafely) {
     ASSERT_EQ(r.status, 0) << mode << ": " << r.err;
     EXPECT_NE(r.out.find("stacks ok"), std::string::npos) << r.out;
     if (std::string(mode) == "verify") {
-      unsigned long long n = 0, fast = 0;
-      EXPECT_EQ(verify_differ(r.err, &n, &fast), 0u) << r.err;
-      EXPECT_GT(n, 2800u);
-      EXPECT_GT(fast, 500u) << "the thread's own stack is unwound without libunwind: " << r.err;
+      const VerifyCounts v = verify_counts(r.err);
+      ASSERT_EQ(v.processes, 1) << r.err;
+      EXPECT_EQ(v.differ, 0u) << r.err;
+      EXPECT_GT(v.stacks, 2800u);
+      EXPECT_GT(v.fast, 500u) << "the thread's own stack is unwound without libunwind: " << r.err;
     }
     const Replay t = replay_trace(out.string());
     ASSERT_TRUE(t.read_ok) << t.error;

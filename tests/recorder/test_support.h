@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -46,5 +47,29 @@ class TempDir {
  private:
   fs::path path_;
 };
+
+// The sums of the "unwind verify: ..." lines MEMTIDE_UNWIND=verify prints, one per process
+// (processes 0: no line found).
+struct VerifyCounts {
+  int processes = 0;
+  unsigned long long stacks = 0, fast = 0, differ = 0;
+};
+inline VerifyCounts verify_counts(const std::string& err) {
+  VerifyCounts c;
+  std::istringstream lines(err);
+  for (std::string line; std::getline(lines, line);) {
+    unsigned long long n = 0, f = 0, l = 0, d = 0;
+    const size_t at = line.find("unwind verify: ");
+    if (at == std::string::npos) continue;
+    if (std::sscanf(line.c_str() + at, "unwind verify: %llu stacks, %llu unwound by cached rules, %llu by libunwind only, %llu differ",
+                    &n, &f, &l, &d) != 4)
+      continue;
+    ++c.processes;
+    c.stacks += n;
+    c.fast += f;
+    c.differ += d;
+  }
+  return c;
+}
 
 }  // namespace memtide::test
