@@ -117,6 +117,7 @@ namespace {
 
 void append_thread_record(Stream* s, fmt::RecordType type, uint64_t a, uint64_t b, const char* name) {
   uint8_t buf[64 + 64];
+  if (!reserve(s, sizeof buf)) return;  // room first, then the clock (see write_alloc)
   const uint64_t t = stream_time(s, now_ns());
   fmt::RecordBuilder rb(buf, sizeof buf, type);
   rb.varint(t - s->last_time).varint(s->index);
@@ -505,6 +506,11 @@ void mark(const char* label) {
   if (!acquire_slow(t)) return;
   tls_busy++;
   uint8_t buf[1100];
+  if (!reserve(t.s, sizeof buf)) {  // room first, then the clock (see write_alloc)
+    tls_busy--;
+    release(t);
+    return;
+  }
   const uint64_t now = stream_time(t.s, now_ns());
   fmt::RecordBuilder b(buf, sizeof buf, fmt::RecordType::Marker);
   b.varint(now - t.s->last_time).bytes(label, strnlen(label, 1024));
