@@ -6,6 +6,8 @@
 #include <functional>
 #include <vector>
 
+#include "analysis/xml.h"
+
 namespace memtide::analysis {
 namespace {
 
@@ -13,23 +15,7 @@ namespace {
 // [1] Helpers
 // ---------------------------------------------------------------------------------------
 
-std::string xml(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) out += ' ';
-        else out += c;
-    }
-  }
-  return out;
-}
+std::string xml(std::string_view s) { return xml_escape(s); }
 
 std::string amount(uint64_t v, bool bytes, const std::string& unit) {
   char buf[64];

@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "analysis/suppressions.h"
+#include "analysis/xml.h"
 #include "cli/analysis_cli.h"
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -204,23 +205,9 @@ json check_json(const Model& m, Symbolizer& sym, const SuppressionList& supp, co
 // [4] JUnit
 // ---------------------------------------------------------------------------------------
 
-std::string xml_escape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default:
-        // XML 1.0 forbids most control characters even escaped.
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') out += '?';
-        else out += c;
-    }
-  }
-  return out;
-}
+// JUnit readers keep newlines and tabs in failure bodies; other control characters cannot be
+// written at all.
+std::string junit_escape(std::string_view s) { return xml_escape(s, '?', true); }
 
 bool write_junit(const std::string& path, const Model& m, Symbolizer& sym, const Evaluation& e, const CheckOptions& o) {
   std::ostringstream x;
@@ -230,13 +217,13 @@ bool write_junit(const std::string& path, const Model& m, Symbolizer& sym, const
   const std::string suite = "memtide check " + (m.process.exe.empty() ? o.file : m.process.exe);
   x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   x << "<testsuites name=\"memtide\" tests=\"" << tests << "\" failures=\"" << failures << "\" errors=\"0\">\n";
-  x << "  <testsuite name=\"" << xml_escape(suite) << "\" tests=\"" << tests << "\" failures=\"" << failures
+  x << "  <testsuite name=\"" << junit_escape(suite) << "\" tests=\"" << tests << "\" failures=\"" << failures
     << "\" errors=\"0\" skipped=\"0\" time=\"" << static_cast<double>(m.duration()) / 1e9 << "\">\n";
-  x << "    <properties>\n      <property name=\"trace\" value=\"" << xml_escape(o.file) << "\"/>\n"
+  x << "    <properties>\n      <property name=\"trace\" value=\"" << junit_escape(o.file) << "\"/>\n"
     << "      <property name=\"suppressed_bytes\" value=\"" << e.suppressed_bytes << "\"/>\n    </properties>\n";
   for (const Limit& l : e.limits) {
     if (!l.set) continue;
-    x << "    <testcase classname=\"memtide.check\" name=\"" << xml_escape(l.name) << "\" time=\"0\">\n";
+    x << "    <testcase classname=\"memtide.check\" name=\"" << junit_escape(l.name) << "\" time=\"0\">\n";
     if (l.broken()) {
       std::string body = l.what + ": " + l.value(l.actual) + " (limit " + l.value(l.limit) + ")\n";
       if (l.name != "max-peak-bytes") {
@@ -248,7 +235,7 @@ bool write_junit(const std::string& path, const Model& m, Symbolizer& sym, const
         }
       }
       x << "      <failure type=\"memtide.leak\" message=\""
-        << xml_escape(l.what + " " + l.value(l.actual) + " > " + l.value(l.limit)) << "\">" << xml_escape(body)
+        << junit_escape(l.what + " " + l.value(l.actual) + " > " + l.value(l.limit)) << "\">" << junit_escape(body)
         << "</failure>\n";
     }
     x << "    </testcase>\n";
