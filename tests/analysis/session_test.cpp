@@ -12,98 +12,50 @@
 #include "formats/reader.h"
 #include "formats/writer.h"
 #include "model_equal.h"
+#include "trace_builder.h"
 
 namespace memtide::test {
 namespace {
 
 using analysis::Session;
 
-constexpr uint64_t kStart = 1'000'000;
-
 // Three threads churning the heap, a custom pool and a few mappings, flushed and watermarked
 // like the recorder does (a watermark after every flush of all streams), in small blocks.
 std::vector<uint8_t> churn_trace(bool with_end) {
-  std::vector<uint8_t> bytes;
-  fmt::TraceWriter w;
-  fmt::TraceWriter::Options o;
-  o.lock = false;
-  o.block_bytes = 1024;
-  w.open_memory(bytes, o);
-  fmt::ProcessInfo p;
-  p.pid = 7;
-  p.monotonic_start_ns = kStart;
-  p.exe = "/churn";
-  w.append(0, p, {});
-  for (uint64_t s = 1; s <= 8; ++s) {
-    const uint64_t ip = 0x1000 * s;
-    fmt::StackDef d;
-    d.first_id = s;
-    d.parent_id = 0;
-    d.count = 1;
-    d.ips = &ip;
-    w.append(0, d);
-  }
+  TraceBuilder b(1024);
+  for (uint64_t s = 1; s <= 8; ++s) b.stack(0, s, 0, {0x1000 * s});
   std::mt19937_64 rng(12345);
   std::vector<uint64_t> live[4];  // per stream (1..3: heap, 0: custom and mappings)
-  uint64_t t = kStart + 100, next_addr = 0x10000;
+  uint64_t t = 100, next_addr = 0x10000;  // t: since the start of the trace
   for (int i = 0; i < 60000; ++i) {
     t += 1 + rng() % 50;
     const uint32_t stream = 1 + static_cast<uint32_t>(rng() % 3);
     const unsigned kind = static_cast<unsigned>(rng() % 100);
     std::vector<uint64_t>& l = live[stream];
     if (kind < 3) {  // a mapping, sometimes unmapped in part
-      fmt::Alloc a{};
-      a.time = t;
-      a.api = fmt::Api::Mmap;
-      a.addr = (next_addr += 0x100000);
-      a.size = 0x20000;
-      a.stack = 1 + rng() % 8;
-      w.append(stream, a);
-      live[0].push_back(a.addr);
+      const uint64_t addr = (next_addr += 0x100000);
+      b.alloc(stream, t, fmt::Api::Mmap, addr, 0x20000, 1 + rng() % 8);
+      live[0].push_back(addr);
     } else if (kind < 5 && !live[0].empty()) {
-      fmt::Free f{};
-      f.time = t;
-      f.api = fmt::Api::Munmap;
-      f.addr = live[0].back();
-      f.length = rng() % 2 ? 0x20000 : 0x10000;
-      w.append(stream, f);
+      b.release(stream, t, fmt::Api::Munmap, live[0].back(), rng() % 2 ? 0x20000 : 0x10000);
       live[0].pop_back();
     } else if (kind < 55 || l.empty()) {
-      fmt::Alloc a{};
-      a.time = t;
-      a.api = kind % 7 == 0 ? fmt::Api::Custom : fmt::Api::Malloc;
-      a.addr = (next_addr += 64);
-      a.size = 1 + rng() % 4000;
-      a.stack = 1 + rng() % 8;
-      w.append(stream, a);
-      l.push_back(a.addr | (a.api == fmt::Api::Custom ? 1 : 0));
+      const fmt::Api api = kind % 7 == 0 ? fmt::Api::Custom : fmt::Api::Malloc;
+      const uint64_t addr = (next_addr += 64);
+      const uint64_t size = 1 + rng() % 4000;
+      const uint64_t stack = 1 + rng() % 8;
+      b.alloc(stream, t, api, addr, size, stack);
+      l.push_back(addr | (api == fmt::Api::Custom ? 1 : 0));
     } else {
       const std::size_t k = rng() % l.size();
       const uint64_t v = l[k];
       l[k] = l.back();
       l.pop_back();
-      fmt::Free f{};
-      f.time = t;
-      f.api = v & 1 ? fmt::Api::Custom : fmt::Api::Free;
-      f.addr = v & ~uint64_t{1};
-      w.append(stream, f);
+      b.release(stream, t, v & 1 ? fmt::Api::Custom : fmt::Api::Free, v & ~uint64_t{1});
     }
-    if (i % 500 == 499) {
-      fmt::Counters c{};
-      c.time = t;
-      c.rss_bytes = 1000000 + (rng() % 1000) * 4096;
-      w.append(0, c);
-      w.flush_all();
-      w.watermark(t);
-    }
+    if (i % 500 == 499) b.counters(t, 1000000 + (rng() % 1000) * 4096).flush().watermark(t);
   }
-  if (with_end) {
-    fmt::End e{};
-    e.time = t + 10;
-    w.end(e);
-  }
-  w.close();
-  return bytes;
+  return with_end ? b.end(t + 10) : b.close();
 }
 
 std::string temp_path(const char* name) {

@@ -15,9 +15,11 @@ class TraceBuilder {
  public:
   static constexpr uint64_t kStart = 1'000'000;  // monotonic start of the synthetic process
 
-  TraceBuilder() {
+  // `block_bytes`: the raw payload size at which a block is flushed (small: many blocks).
+  explicit TraceBuilder(std::size_t block_bytes = fmt::TraceWriter::Options{}.block_bytes) {
     fmt::TraceWriter::Options o;
     o.lock = false;
+    o.block_bytes = block_bytes;
     w_.open_memory(bytes_, o);
     fmt::ProcessInfo p;
     p.pid = 42;
