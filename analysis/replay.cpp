@@ -715,7 +715,7 @@ class BlockSource {
   }
 
  private:
-  static constexpr std::size_t kAheadBytes = std::size_t{128} << 20, kPool = 4096;
+  static constexpr std::size_t kAheadBytes = std::size_t{32} << 20, kPool = 4096;
 
   std::unique_ptr<EventBlock> take() {
     std::lock_guard<std::mutex> l(mu_);

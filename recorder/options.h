@@ -38,7 +38,7 @@ struct Options {
   AllocatorKind allocator = AllocatorKind::System;
   UnwindKind unwind = UnwindKind::Fast;
   uint32_t counter_interval_ms = 10;
-  uint32_t flush_interval_ms = 200;
+  uint32_t flush_interval_ms = 20;
   int compression = 0;
   bool quiet = false;
 };
