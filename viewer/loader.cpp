@@ -1,7 +1,13 @@
 // Sections: [1] thread and requests  [2] building views  [3] jobs: open, window, baseline, refresh
 #include "viewer/loader.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
 
 #include "analysis/replay.h"
 #include "analysis/symbols.h"
@@ -21,6 +27,39 @@ struct Stale {};
 uint64_t file_size(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+}
+
+// Which recording a path holds: the file (device, inode) and its first bytes (the file header
+// and the first block's header, whose checksum covers the process record). A new recording to
+// the same path (`memtide run -o` removes the old file first) or a file rewritten in place
+// differs in one of them.
+struct FileIdentity {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  std::array<uint8_t, fmt::kFileHeaderSize + fmt::kBlockHeaderSize> head{};
+  std::size_t head_len = 0;  // 0: the file could not be read
+};
+
+FileIdentity identity_of(const std::string& path) {
+  FileIdentity id;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return id;
+  struct stat st {};
+  if (::fstat(fd, &st) == 0) {
+    id.dev = st.st_dev;
+    id.ino = st.st_ino;
+    const ssize_t n = ::pread(fd, id.head.data(), id.head.size(), 0);
+    id.head_len = n > 0 ? static_cast<std::size_t>(n) : 0;
+  }
+  ::close(fd);
+  return id;
+}
+
+// The same recording, perhaps further along: the same file, and the bytes both have read at
+// its start agree (a recording that had only its header at the first look has more later).
+bool same_recording(const FileIdentity& was, const FileIdentity& now) {
+  const std::size_t n = std::min(was.head_len, now.head_len);
+  return was.dev == now.dev && was.ino == now.ino && std::memcmp(was.head.data(), now.head.data(), n) == 0;
 }
 
 // The order metrics are built in: what is looked at first comes first.
@@ -63,6 +102,8 @@ struct Loader::Work {
   const char* live_phase = "reading";
   bool following = false;
   uint64_t last_size = 0;
+  FileIdentity identity;  // of the recording being followed
+  bool reopen = false;    // the path now holds another recording: read it from the start
   Clock::time_point next_refresh{};
   uint64_t refreshes = 0;
 
@@ -337,7 +378,7 @@ void Loader::run() {
         }
         if (quit_) return;
         const bool loaded = w.base != nullptr;
-        if (want_.path_gen != have_.path_gen)
+        if (want_.path_gen != have_.path_gen || w.reopen)
           job = Job::Open;
         else if (loaded && want_.window_gen != have_.window_gen)
           job = Job::Window;
@@ -438,10 +479,13 @@ void Loader::run() {
     try {
       switch (job) {
         case Job::Open: {
+          const bool replaced = w.reopen && w.path == want.path;
           w.path = want.path;
           w.following = false;
+          w.reopen = false;
           w.live.reset();
           const auto t0 = Clock::now();
+          w.identity = identity_of(w.path);
           w.last_size = file_size(w.path);
           analysis::AnalyzeResult res;
           if (opt_.follow && opt_.incremental && fmt::is_being_written(w.path)) {
@@ -478,6 +522,9 @@ void Loader::run() {
             have_.window_gen = window_gen;
             break;
           }
+          if (replaced)
+            res.model->warnings.insert(res.model->warnings.begin(),
+                                       "the file was replaced by another recording while it was followed: read again");
           w.set_base(std::shared_ptr<const analysis::Model>(std::move(res.model)));
           w.following = opt_.follow && fmt::is_being_written(w.path);
           w.next_refresh = Clock::now() + opt_.live_interval;
@@ -596,6 +643,15 @@ void Loader::run() {
           const uint64_t size = file_size(w.path);
           const bool writer = fmt::is_being_written(w.path);
           w.next_refresh = Clock::now() + opt_.live_interval;
+          const FileIdentity id = identity_of(w.path);
+          if (id.head_len == 0) break;  // gone for now (a new recording about to take the path?)
+          if (size < w.last_size || !same_recording(w.identity, id)) {
+            // Another recording now has this path, or the file was cut short: what was read
+            // so far is not in it. The next job reads it from the start.
+            w.reopen = true;
+            break;
+          }
+          if (id.head_len > w.identity.head_len) w.identity = id;
           if (size == w.last_size && writer) break;  // nothing new yet
           const auto t0 = Clock::now();
           analysis::AnalyzeResult res;

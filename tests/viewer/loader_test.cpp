@@ -312,6 +312,46 @@ TEST(Loader, LiveRefreshReadsOnlyWhatWasAppended) {
   EXPECT_EQ(l.snapshot()->base->heap().frees, 1u);
 }
 
+TEST(Loader, ReadsAgainAFileReplacedOrCutShortWhileFollowed) {
+  TempDir d;
+  const std::string path = d.file("live.mtide");
+  test::Synthetic first(path, /*lock=*/true);
+  first.stack(1, 0, {0x1000});
+  first.malloc(1 * test::kMs, 0x1000, 10, 1).flush(2 * test::kMs).flush(2 * test::kMs);
+  Loader::Options o;
+  o.live_interval = 50ms;
+  Loader l(o);
+  l.open(path);
+  ASSERT_TRUE(wait_for([&] { return l.snapshot()->loaded() && l.snapshot()->base->heap().allocated_bytes == 10u; }));
+  EXPECT_TRUE(l.snapshot()->live);
+  auto replaced_warning = [&] {
+    for (const std::string& w : l.snapshot()->base->warnings)
+      if (w.find("replaced") != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_FALSE(replaced_warning());
+
+  // A new recording takes the path (as `memtide run -o` does: the old file is removed first).
+  const std::string next = d.file("next.mtide");
+  test::Synthetic second(next, /*lock=*/true);
+  second.stack(1, 0, {0x2000});
+  second.malloc(1 * test::kMs, 0x5000, 77, 1).flush(2 * test::kMs).flush(2 * test::kMs);
+  fs::rename(next, path);
+  ASSERT_TRUE(wait_for([&] { return l.snapshot()->loaded() && l.snapshot()->base->heap().allocated_bytes == 77u; }, 5s))
+      << "still showing " << l.snapshot()->base->heap().allocated_bytes << " bytes of the replaced recording";
+  EXPECT_TRUE(replaced_warning());
+  EXPECT_TRUE(l.snapshot()->live);
+
+  // The new recording goes on and is followed from where the second read stopped.
+  second.malloc(3 * test::kMs, 0x6000, 23, 1).flush(4 * test::kMs).flush(4 * test::kMs);
+  ASSERT_TRUE(wait_for([&] { return l.snapshot()->base->heap().allocated_bytes == 100u; }, 5s));
+
+  // Cut short: only the file header is left. Nothing that was read is in the file any more.
+  fs::resize_file(path, 32);
+  ASSERT_TRUE(wait_for([&] { return l.snapshot()->loaded() && l.snapshot()->base->heap().allocations == 0u; }, 5s))
+      << l.snapshot()->base->heap().allocations << " allocations still shown";
+}
+
 TEST(Settings, RecentListDedupesAndCaps) {
   std::vector<std::string> r;
   add_recent(r, "/a/x.mtide");
