@@ -150,6 +150,35 @@ struct UnwindFrame {
   uint64_t ip, sp, bp;        // the frame's state before it is stepped
   uint64_t rule;              // the cached rule it was stepped with
 };
+
+// A whole stack seen before, found again by the state (ip, sp, rbp) its walk started from:
+// if every slot its walk read still holds what it held (independent loads), the walk would
+// step the same frames, and the stack is this one again, with the same id. Each frame k >= 1
+// was read at `ra_at` (its return address) and, when frame k - 1 saved rbp, at `bp_at` (its
+// rbp, where it matters), both as offsets from the start sp; frames leaf first.
+inline constexpr int kSeenWays = 2;
+inline constexpr int kSeenStacks = 64;  // per thread, in sets of kSeenWays by start state
+inline constexpr int kSeenFrames = 48;  // deeper stacks are not kept
+inline constexpr uint32_t kNoSlot = ~0u;
+struct SeenFrame {
+  uint64_t ip, bp;
+  uint32_t ra_at, bp_at;  // no rbp to check: bp_at = ra_at, bp = ip
+};
+struct SeenStack {
+  uint64_t ip, sp, bp;    // the start state
+  uint64_t gen;           // rule generation; 0: empty
+  uint32_t used;          // when last found or kept (UnwindMemo::seen_clock)
+  int n;                  // frames
+  bool bp_used;           // whether the start rbp matters (else any rbp gives the same stack)
+  uint32_t zero_ra_at;    // the walk ended on a null return address read there (else kNoSlot)
+  // The id stack_id gave it, once known, with the frames it was given (after skipping the
+  // recorder's own frames and the depth limit), which must be the same again.
+  bool has_id;
+  uint32_t id;
+  int id_skip, id_n;
+  SeenFrame f[kSeenFrames];
+};
+
 struct UnwindMemo {
   // The thread's own stack. The memo is used only for walks that start and end inside it,
   // so that every slot it re-reads is mapped (a program may run on other stacks: coroutines,
@@ -162,6 +191,17 @@ struct UnwindMemo {
   UnwindFrame f[kMemoFrames];      // outermost first
   UnwindFrame walk[kMemoFrames];   // the current walk, leaf first (until overwritten, the
                                    // previous one: its rules are reused at equal ips)
+  SeenStack seen[kSeenStacks];
+  uint32_t seen_clock = 0;
+  uint32_t seen_walks = 0, seen_hits = 0, seen_rest = 0;  // unwind.cpp, seen_wanted()
+  // What the last fast_backtrace left for stack_id: the SeenStack of the return addresses it
+  // stored at `out` (a stack found again whose id is known: `carry_hit`; else a stack just
+  // kept or found before its id was, the id still to be set). stack_id uses it only for return addresses taken from that array
+  // (so not after libunwind replaced them, nor in the verify mode) and clears it.
+  SeenStack* carry = nullptr;
+  bool carry_hit = false;
+  void* const* carry_out = nullptr;
+  int carry_n = 0;
 };
 
 // The trie path (node id per depth, root first) of the last stack this thread added to the

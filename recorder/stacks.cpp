@@ -217,13 +217,40 @@ void stacks_reset() {
 }
 
 uint32_t stack_id(ThreadState* ts, Stream* s, void* const* ips, int n) {
-  if (n <= 0) return 0;
+  // The stack fast_backtrace just stored, if these are its return addresses: a stack found
+  // again (the same frames from the same start) has the id it was given last time.
+  SeenStack* seen = nullptr;
+  if (ts && ts->memo.carry) {
+    UnwindMemo& m = ts->memo;
+    if (ips >= m.carry_out && ips <= m.carry_out + m.carry_n) {
+      seen = m.carry;
+      const int skip = static_cast<int>(ips - m.carry_out);
+      if (m.carry_hit && seen->id_skip == skip && seen->id_n == n) {
+        m.carry = nullptr;
+        return seen->id;
+      }
+      seen->has_id = false;
+      seen->id_skip = skip;
+      seen->id_n = n;
+    }
+    m.carry = nullptr;
+  }
+  if (n <= 0) {
+    if (seen) seen->has_id = true, seen->id = 0;
+    return 0;
+  }
   uint64_t hash = XXH3_64bits(ips, static_cast<size_t>(n) * sizeof(void*));
   if (hash == 0) hash = 1;
   StackCacheEntry* ce = nullptr;
   if (ts) {
     ce = &ts->cache[hash % kStackCacheSize];
-    if (ce->hash == hash) return ce->id;
+    if (ce->hash == hash) {
+      if (seen) {
+        seen->id = ce->id;
+        seen->has_id = true;
+      }
+      return ce->id;
+    }
   }
   uint32_t id = index_find(hash);
   if (!id) {
@@ -233,6 +260,10 @@ uint32_t stack_id(ThreadState* ts, Stream* s, void* const* ips, int n) {
     pthread_mutex_unlock(&stacks_mutex);
   }
   if (ce && id) *ce = StackCacheEntry{hash, id};
+  if (seen && id) {
+    seen->id = id;
+    seen->has_id = true;
+  }
   return id;
 }
 

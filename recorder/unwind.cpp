@@ -324,6 +324,100 @@ inline int memo_first_break(const UnwindMemo* m, int r) {
   return -1;
 }
 
+// The set of kSeenWays entries a start state may be kept in.
+inline SeenStack* seen_set(UnwindMemo* m, uint64_t ip, uint64_t sp) {
+  const uint64_t h = (ip ^ (sp * 0x9E3779B97F4A7C15ull)) * 0xBF58476D1CE4E5B9ull;
+  return &m->seen[(h >> 59) * kSeenWays];
+}
+static_assert(kSeenStacks == 32 * kSeenWays, "seen_set takes 5 bits");
+
+// Whether the stack kept in `e` is the one on the stack again (its start state is the
+// current one): every slot its walk read holds the same value. Stores its return addresses.
+MT_NOINLINE bool seen_holds(const SeenStack* __restrict e, void** __restrict out) {
+  const uint64_t base = e->sp;
+  const SeenFrame* f = e->f + 1;
+  const SeenFrame* const end = e->f + e->n;
+  // The loads are independent of each other: a group of four frames without branches.
+  while (f < end) {
+    const SeenFrame* const stop = end - f > 4 ? f + 4 : end;
+    uint64_t diff = 0;
+    for (; f < stop; ++f) diff |= (*slot(base, f->ra_at) ^ f->ip) | (*slot(base, f->bp_at) ^ f->bp);
+    if (diff) return false;
+  }
+  if (e->zero_ra_at != kNoSlot && *slot(base, e->zero_ra_at) != 0) return false;
+  out[0] = reinterpret_cast<void*>(e->ip);
+  for (int k = 1; k < e->n; ++k) out[k] = reinterpret_cast<void*>(e->f[k].ip);
+  return true;
+}
+
+inline bool slot_at(uint64_t addr, uint64_t base, uint32_t& at) {
+  const uint64_t d = addr - base;
+  if (addr < base || d >= kNoSlot) return false;
+  at = static_cast<uint32_t>(d);
+  return true;
+}
+
+// Whether to look for and keep whole stacks: not while few are found again (then the cost of
+// keeping them exceeds what the hits save). Decided per 256 walks; after a poor round the set
+// rests for 4096 walks.
+constexpr uint32_t kSeenRound = 256, kSeenRest = 4096;
+inline bool seen_wanted(UnwindMemo* m) {
+  if (MT_UNLIKELY(m->seen_rest)) {
+    --m->seen_rest;
+    return false;
+  }
+  if (MT_UNLIKELY(++m->seen_walks == kSeenRound)) {
+    if (m->seen_hits * 2 < kSeenRound) m->seen_rest = kSeenRest;
+    m->seen_walks = 0;
+    m->seen_hits = 0;
+  }
+  return true;
+}
+
+// The walk just done left the whole stack (n frames) in the memo: keep it in `e`, the slot
+// of its start state, and tell stack_id to give it its id.
+inline void seen_keep(UnwindMemo* m, SeenStack* e, void** out, int n, uint64_t gen) {
+  if (!e || m->n != n || m->gen != gen || n > kSeenFrames) return;
+  e->gen = 0;
+  const UnwindFrame* leaf = &m->f[n - 1];
+  const uint64_t base = leaf->sp;
+  // A frame's rbp matters only if a CFA is computed from it: by its own rule, or by an outer
+  // frame's while no rule in between restores rbp (in code without frame pointers rbp holds
+  // data, which may differ while the stack is the same). From the outermost frame in.
+  const uint64_t outer = m->f[0].rule;
+  bool bp_used = !(outer & kEnd) && (outer & kCfaRbp);
+  for (int k = n - 1; k >= 1; --k) {
+    const UnwindFrame& fr = m->f[n - 1 - k];
+    const uint64_t rule = m->f[n - k].rule;  // of the frame it was stepped from
+    SeenFrame& f = e->f[k];
+    f.ip = fr.ip;
+    f.bp = fr.bp;
+    if (!slot_at(fr.sp + static_cast<uint64_t>(ra_off(rule)), base, f.ra_at)) return;
+    if ((rule & kRbpSaved) && bp_used) {
+      if (!slot_at(fr.sp + static_cast<uint64_t>(rbp_off(rule)), base, f.bp_at)) return;
+    } else {
+      f.bp_at = f.ra_at;  // no rbp to check: the return address again
+      f.bp = f.ip;
+    }
+    bp_used = (rule & kCfaRbp) || (!(rule & kRbpSaved) && bp_used);  // the rbp of frame k - 1
+  }
+  e->bp_used = bp_used;
+  e->zero_ra_at = kNoSlot;
+  if (m->ends_with_zero_ra &&
+      !slot_at(m->end_cfa + static_cast<uint64_t>(ra_off(m->f[0].rule)), base, e->zero_ra_at))
+    return;
+  e->ip = leaf->ip;
+  e->sp = leaf->sp;
+  e->bp = leaf->bp;
+  e->n = n;
+  e->has_id = false;
+  e->gen = gen;
+  m->carry = e;
+  m->carry_hit = false;
+  m->carry_out = out;
+  m->carry_n = n;
+}
+
 // The walk ended on its own (outermost frame reached): it becomes the memo.
 inline void memo_store(UnwindMemo* m, int n, bool zero_ra, uint64_t end_cfa, uint64_t gen) {
   if (!m) return;
@@ -343,6 +437,7 @@ inline void memo_store(UnwindMemo* m, int n, bool zero_ra, uint64_t end_cfa, uin
 // Returns the number of return addresses stored (the first is inside this function), or -1
 // when a frame is not one this unwinder steps (the caller then asks libunwind).
 MT_NOINLINE int fast_backtrace(void** out, int cap, UnwindMemo* m, const UnwindStart* from) {
+  if (m) m->carry = nullptr;
   if (MT_UNLIKELY(g_full.load(std::memory_order_relaxed))) return -1;
   uint64_t ip, sp, bp;
   if (from) {
@@ -362,6 +457,30 @@ MT_NOINLINE int fast_backtrace(void** out, int cap, UnwindMemo* m, const UnwindS
   // On the thread's own stack every slot read lies between sp and the stack's top: a CFA
   // beyond it means a rule does not fit this code, and libunwind takes the stack.
   const uint64_t top = m ? m->stack_hi : ~0ull;
+  // A stack seen before from this very state (only for walks that start at a return address:
+  // the exact leaf inside this function is looked up differently). Several stacks may start
+  // from one state (one function called from different places at the same depth): each way
+  // of the set holds one; a walk that finds none replaces the least recently used.
+  SeenStack* seen = nullptr;
+  if (m && !exact_leaf && seen_wanted(m)) {
+    SeenStack* set = seen_set(m, ip, sp);
+    const uint32_t now = ++m->seen_clock;
+    for (int w = 0; w < kSeenWays; ++w) {
+      SeenStack* e = set + w;
+      if (e->gen == gen && e->ip == ip && e->sp == sp && (e->bp == bp || !e->bp_used) && e->n <= cap &&
+          seen_holds(e, out)) {
+        e->used = now;
+        ++m->seen_hits;
+        m->carry = e;
+        m->carry_hit = e->has_id;
+        m->carry_out = out;
+        m->carry_n = e->n;
+        return e->n;
+      }
+      if (!seen || e->used < seen->used) seen = e;
+    }
+    seen->used = now;
+  }
   int r = (m && m->gen == gen) ? m->n - 1 : -1;
   uint64_t pc = exact_leaf ? ip : ip - 1;
   int n = 0;
@@ -381,6 +500,7 @@ MT_NOINLINE int fast_backtrace(void** out, int cap, UnwindMemo* m, const UnwindS
           } else {
             m->n = 0;
           }
+          seen_keep(m, seen, out, n, gen);
           return n;
         }
         // Frames r..q are unchanged: take them from the memo; q's caller is stepped for real.
@@ -408,6 +528,7 @@ MT_NOINLINE int fast_backtrace(void** out, int cap, UnwindMemo* m, const UnwindS
     if (rule & kEnd) {
       if (m && n < kMemoFrames) m->walk[n] = UnwindFrame{ip, sp, bp, rule};
       memo_store(m, n + 1, false, 0, gen);
+      seen_keep(m, seen, out, n + 1, gen);
       return n + 1;
     }
     const uint64_t cfa = ((rule & kCfaRbp) ? bp : sp) + static_cast<uint64_t>(cfa_off(rule));
@@ -419,6 +540,7 @@ MT_NOINLINE int fast_backtrace(void** out, int cap, UnwindMemo* m, const UnwindS
     sp = cfa;
     if (ra == 0) {
       memo_store(m, n, true, cfa, gen);
+      seen_keep(m, seen, out, n, gen);
       return n;
     }
     ip = ra;

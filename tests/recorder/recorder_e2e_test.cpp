@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
@@ -442,6 +443,52 @@ TEST(Stacks, LeafFrameIsTheAllocatingFunction) {
   for (uint64_t ip : leaves) {
     EXPECT_GT(ip, bias + start);
     EXPECT_LE(ip, bias + start + size) << "leaf frame is not in leak_small";
+  }
+}
+
+// One function allocating under two callers in an irregular order, from the same state of
+// the stack below the callers: every allocation is recorded with its own caller (a stack
+// found again by its start state must be the one on the stack, with its own id).
+TEST(Stacks, AlternatingCallersKeepTheirOwnStacks) {
+  TempDir dir;
+  RunResult nm = run({"nm", "-S", "--defined-only", MT_LIFECYCLE}, {}, dir.path());
+  ASSERT_EQ(nm.status, 0);
+  std::map<std::string, std::pair<uint64_t, uint64_t>> syms;  // name -> (start, size)
+  std::istringstream lines(nm.out);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream f(line);
+    std::string a, s, t, name;
+    if (!(f >> a >> s >> t >> name)) continue;
+    if (name == "alloc_here" || name == "via_a" || name == "via_b")
+      syms[name] = {std::stoull(a, nullptr, 16), std::stoull(s, nullptr, 16)};
+  }
+  ASSERT_EQ(syms.size(), 3u) << nm.out;
+  const fs::path out = dir.path() / "callers.mtide";
+  RunResult r = run({MT_LIFECYCLE, "callers", "200000"}, {{"LD_PRELOAD", MT_PRELOAD}, {"MEMTIDE_OUTPUT", out.string()}},
+                    dir.path(), 120);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("callers ok"), std::string::npos) << r.out;
+  const Replay t = replay_trace(out.string());
+  ASSERT_TRUE(t.read_ok) << t.error;
+  expect_consistent(t);
+  uint64_t bias = ~0ull;
+  const std::string exe = fs::canonical(MT_LIFECYCLE).string();
+  for (const auto& m : t.modules_loaded)
+    if (m.path == exe) bias = m.bias;
+  ASSERT_NE(bias, ~0ull) << "no module record for the executable";
+  const auto in = [&](uint64_t ip, const char* name) {
+    const auto [start, size] = syms[name];
+    return ip > bias + start && ip <= bias + start + size;
+  };
+  for (const auto& [size, caller] : {std::pair<uint64_t, const char*>{3001, "via_a"}, {3002, "via_b"}}) {
+    const auto& leaves = t.leaf_ips.at(size);
+    const auto& callers = t.caller_ips.at(size);
+    EXPECT_GT(leaves.size(), 90000u);
+    EXPECT_LT(leaves.size(), 110000u);
+    size_t wrong = 0;
+    for (size_t i = 0; i < leaves.size(); ++i)
+      if (!in(leaves[i], "alloc_here") || !in(callers[i], caller)) ++wrong;
+    EXPECT_EQ(wrong, 0u) << size << "-byte blocks not recorded as allocated by alloc_here under " << caller;
   }
 }
 

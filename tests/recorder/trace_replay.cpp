@@ -138,6 +138,8 @@ Replay replay_trace(const std::string& path) {
   for (const auto& [size, id] : v.sized_stacks) {
     auto it = v.nodes.find(id);
     r.leaf_ips[size].push_back(it == v.nodes.end() ? 0 : it->second.second);
+    auto up = it == v.nodes.end() ? v.nodes.end() : v.nodes.find(it->second.first);
+    r.caller_ips[size].push_back(up == v.nodes.end() ? 0 : up->second.second);
   }
   r.out_of_order += merger.stats().out_of_order;
   return r;

@@ -43,6 +43,7 @@ struct Replay {
   uint64_t first_time = 0, last_time = 0;
   uint64_t max_stack_depth = 0;                        // frames of the deepest stack used
   std::map<uint64_t, std::vector<uint64_t>> leaf_ips;  // size -> the leaf frame of each allocation
+  std::map<uint64_t, std::vector<uint64_t>> caller_ips;  // size -> the frame above the leaf (0: none)
   struct Module {
     std::string path;
     uint64_t bias;

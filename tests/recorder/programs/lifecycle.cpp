@@ -18,6 +18,10 @@
 //                           signal handler on a sigaltstack; frees everything, prints "stacks ok"
 //   lifecycle slow-realloc  one thread reallocs a 256 MiB heap block (a copy of many flush
 //                           periods) a few times while another thread keeps allocating
+//   lifecycle callers N     N allocations by one function (alloc_here), called in an irregular
+//                           order by via_a (3001 bytes) and via_b (3002 bytes), both from one
+//                           call site: the same start of the walk, two stacks above it that
+//                           differ in one frame; each block freed at once (prints "callers ok")
 //   lifecycle usable        malloc_usable_size of malloc/calloc/realloc/memalign blocks is at
 //                           least what was asked (prints "usable ok")
 #include <dlfcn.h>
@@ -29,6 +33,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -102,6 +107,37 @@ static int other_stacks() {
   return 0;
 }
 
+extern "C" __attribute__((noinline)) void* alloc_here(size_t size) {
+  void* p = malloc(size);
+  asm volatile("" : : "r"(p) : "memory");
+  return p;
+}
+extern "C" __attribute__((noinline)) void* via_a(size_t size) {
+  void* p = alloc_here(size);
+  asm volatile("" : : "r"(p) : "memory");
+  static_cast<char*>(p)[0] = 'a';
+  return p;
+}
+extern "C" __attribute__((noinline)) void* via_b(size_t size) {
+  void* p = alloc_here(size);
+  asm volatile("" : : "r"(p) : "memory");
+  static_cast<char*>(p)[1] = 'b';
+  return p;
+}
+
+static int callers(long n) {
+  uint32_t x = 12345;
+  for (long i = 0; i < n; ++i) {
+    x = x * 1103515245u + 12345u;
+    const bool a = (x >> 16) & 1;
+    void* (*volatile fn)(size_t) = a ? via_a : via_b;  // one call site: the stacks differ in one frame
+    void* p = fn(a ? 3001 : 3002);
+    free(p);
+  }
+  std::printf("callers ok\n");
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) return 2;
   const char* mode = argv[1];
@@ -167,6 +203,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (!std::strcmp(mode, "stacks")) return other_stacks();
+  if (!std::strcmp(mode, "callers") && argc > 2) return callers(std::atol(argv[2]));
   if (!std::strcmp(mode, "slow-realloc")) {
     mallopt(M_MMAP_MAX, 0);  // heap blocks only: a realloc that cannot grow in place copies
     std::atomic<bool> stop{false};
