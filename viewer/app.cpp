@@ -71,7 +71,7 @@ bool domain_combo(Frame& f) {
   if (f.domain == analysis::Domain::Heap && !present(analysis::Domain::Mmap) && !present(analysis::Domain::Custom))
     return false;  // a heap-only trace: nothing to choose
   bool changed = false;
-  ImGui::SetNextItemWidth(150 * f.scale);
+  ImGui::SetNextItemWidth(ImGui::CalcTextSize("anonymous mappings").x + ImGui::GetFrameHeight() + 12 * f.scale);
   if (ImGui::BeginCombo("##domain", domain_title(f.domain))) {
     for (unsigned i = 0; i < analysis::kDomainCount; ++i) {
       const auto d = static_cast<analysis::Domain>(i);

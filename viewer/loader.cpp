@@ -275,19 +275,23 @@ bool has_all(const ViewData& v, const Needs& n) {
   return !n.tables || (v.tables[0] && v.tables[1]);
 }
 
-// Leaks and the flamegraphs of every metric of a domain other than the heap.
+// Leaks, the flamegraphs of every metric and the tree tables of a domain other than the heap.
 template <class Check>
 std::shared_ptr<const DomainData> build_domain(const analysis::Model& m, analysis::Symbolizer& sym, analysis::Domain dom,
                                                Check&& check) {
   auto x = std::make_shared<DomainData>();
   x->leaks = std::make_shared<LeaksData>(make_leaks(m, sym, dom));
-  for (unsigned k = 0; k < kMetricCount; ++k)
-    for (unsigned d = 0; d < 2; ++d) {
+  for (unsigned d = 0; d < 2; ++d) {
+    std::array<std::shared_ptr<const analysis::CallTree>, kMetricCount> trees;
+    for (unsigned k = 0; k < kMetricCount; ++k) {
       auto tree = std::make_shared<analysis::CallTree>();
       tree->build(m, sym, dom, static_cast<Metric>(k), d == 1);
+      trees[k] = tree;
       x->flames[k][d] = std::make_shared<FlameTree>(make_flame_tree(std::move(tree)));
       check();
     }
+    x->tables[d] = std::make_shared<TreeTable>(make_tree_table(trees));
+  }
   return x;
 }
 

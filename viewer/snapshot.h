@@ -22,11 +22,12 @@ namespace memtide::viewer {
 
 enum class Direction : uint8_t { TopDown, BottomUp };
 
-// The leaks and flamegraphs of anonymous mappings or of custom-pool blocks: built together,
-// every metric at once, when a view first selects the domain (their stacks are few).
+// The leaks, flamegraphs and tree tables of anonymous mappings or of custom-pool blocks: built
+// together, every metric at once, when a view first selects the domain (their stacks are few).
 struct DomainData {
   std::shared_ptr<const LeaksData> leaks;
   std::array<std::array<std::shared_ptr<const FlameTree>, 2>, kMetricCount> flames{};  // [metric][direction]
+  std::array<std::shared_ptr<const TreeTable>, 2> tables{};                            // [direction]
 };
 
 // The analysis of one time window (or of the whole trace). The heap's parts are built per
@@ -51,6 +52,11 @@ struct ViewData {
     if (dom == analysis::Domain::Heap) return flame(m, d);
     const DomainData* x = domains[static_cast<unsigned>(dom)].get();
     return x ? x->flames[static_cast<unsigned>(m)][static_cast<unsigned>(d)].get() : nullptr;
+  }
+  const TreeTable* table(analysis::Domain dom, Direction d) const {
+    if (dom == analysis::Domain::Heap) return tables[static_cast<unsigned>(d)].get();
+    const DomainData* x = domains[static_cast<unsigned>(dom)].get();
+    return x ? x->tables[static_cast<unsigned>(d)].get() : nullptr;
   }
   const LeaksData* leaks_of(analysis::Domain dom) const {
     if (dom == analysis::Domain::Heap) return leaks.get();

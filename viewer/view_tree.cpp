@@ -1,6 +1,6 @@
 // Trees: the call tree top-down or bottom-up with self and total of every metric (columns
 // sortable; hide or show them from the header's context menu), and the callers and callees
-// of the selected function.
+// of the selected function; of the heap, the anonymous mappings or the custom pools.
 #include <imgui.h>
 
 #include <algorithm>
@@ -46,6 +46,7 @@ void TreeView::rebuild_rows() {
 void TreeView::draw(Frame& f) {
   const Snapshot& s = f.snap;
   const float sc = f.scale;
+  domain_combo(f);
   int dir = static_cast<int>(direction);
   ImGui::RadioButton("top-down", &dir, 0);
   ImGui::SameLine();
@@ -53,7 +54,7 @@ void TreeView::draw(Frame& f) {
   direction = static_cast<Direction>(dir);
   ImGui::SameLine(0, 16 * sc);
   ImGui::TextDisabled("right-click a header to show more columns");
-  const TreeTable* table = s.view ? s.view->tables[static_cast<unsigned>(direction)].get() : nullptr;
+  const TreeTable* table = s.view ? s.view->table(f.domain, direction) : nullptr;
   if (!table) {
     ImGui::TextDisabled("building the call trees...");
     return;
@@ -168,7 +169,8 @@ void TreeView::draw(Frame& f) {
   if (selected_label_.empty()) return;
   // Callers and callees, from the top-down table; recomputed when the function, the metric
   // or the data change.
-  const TreeTable* top = s.view->tables[0].get();
+  const TreeTable* top = s.view->table(f.domain, Direction::TopDown);
+  if (!top) return;
   if (!relatives_ || relatives_->function != selected_label_ || relatives_serial_ != top->serial) {
     relatives_ = function_relatives(*top, selected_label_, relatives_metric);
     relatives_serial_ = top->serial;

@@ -130,6 +130,17 @@ TEST(Loader, BuildsTheOtherDomainsWhenAsked) {
   EXPECT_EQ(s->view->flame(Domain::Custom, analysis::Metric::Leaked, Direction::TopDown)->total(), 256u);
   EXPECT_EQ(s->view->flame(Domain::Heap, analysis::Metric::Allocated, Direction::TopDown)->total(), 1350u)
       << "mappings and pool blocks are not heap";
+  // The Trees view's tables of each domain: the root's totals are the domain's.
+  const auto A = static_cast<unsigned>(analysis::Metric::Allocated), L = static_cast<unsigned>(analysis::Metric::Leaked);
+  for (Direction dir : {Direction::TopDown, Direction::BottomUp}) {
+    const TreeTable* mt = s->view->table(Domain::Mmap, dir);
+    ASSERT_TRUE(mt);
+    EXPECT_EQ(mt->nodes[0].total[A], 65536u + 4096u);
+    EXPECT_EQ(mt->nodes[0].total[L], 65536u);
+    const TreeTable* ct = s->view->table(Domain::Custom, dir);
+    ASSERT_TRUE(ct);
+    EXPECT_EQ(ct->nodes[0].total[L], 256u);
+  }
 
   const TimeRange w{34 * test::kMs, 38 * test::kMs};  // the domains follow the selection too
   l.set_window(w);
