@@ -61,6 +61,11 @@ const char* domain_title(analysis::Domain d) {
   return "?";
 }
 
+void toolbar_next(float width, float spacing) {
+  const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
+  if (ImGui::GetItemRectMax().x + spacing + width <= right) ImGui::SameLine(0, spacing);
+}
+
 bool domain_combo(Frame& f) {
   const analysis::Model* m = f.snap.base.get();
   if (!m) return false;

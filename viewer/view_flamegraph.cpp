@@ -215,16 +215,18 @@ void FlamegraphView::draw(Frame& f) {
   ImGui::InputTextWithHint("##search", "search function, file, module", &widget.search);
   const FlameTree* tree = s.view ? s.view->flame(f.domain, metric, direction) : nullptr;
   if (!widget.search.empty() && tree && widget.search_result().query == widget.search) {
-    ImGui::SameLine();
     const FlameSearch& r = widget.search_result();
-    ImGui::Text("%u frames match, %s of the total", r.matches, format_share(r.matched_value, tree->total()).c_str());
+    const std::string text = std::to_string(r.matches) + (r.matches == 1 ? " frame matches, " : " frames match, ") +
+                             format_share(r.matched_value, tree->total()) + " of the total";
+    toolbar_next(ImGui::CalcTextSize(text.c_str()).x, ImGui::GetStyle().ItemSpacing.x);
+    ImGui::TextUnformatted(text.c_str());
   }
-  ImGui::SameLine(0, 16 * sc);
+  toolbar_next(ImGui::CalcTextSize("reset zoom").x + 2 * ImGui::GetStyle().FramePadding.x, 16 * sc);
   if (ImGui::SmallButton("reset zoom")) widget.reset_zoom();
   if (tree) {
-    ImGui::SameLine(0, 16 * sc);
-    ImGui::TextDisabled("total %s", metric_is_bytes(metric) ? format_bytes(tree->total()).c_str()
-                                                           : format_count(tree->total()).c_str());
+    const std::string total = "total " + (metric_is_bytes(metric) ? format_bytes(tree->total()) : format_count(tree->total()));
+    toolbar_next(ImGui::CalcTextSize(total.c_str()).x, 16 * sc);
+    ImGui::TextDisabled("%s", total.c_str());
   }
   widget.draw(f, tree, metric_is_bytes(metric), "flame");
 }

@@ -182,18 +182,38 @@ void TimelineView::draw(Frame& f, float height, bool compact) {
       const std::string t = "peak " + format_bytes(d.peak_bytes);
       const ImVec2 ts = ImGui::CalcTextSize(t.c_str());
       const float tx = x + 6 * sc + ts.x > p1.x ? x - 6 * sc - ts.x : x + 6 * sc;
-      dl->AddText(ImVec2(tx, y_of(d.peak_bytes) - ts.y), pal.peak, t.c_str());
+      // Below the row of mark labels at the top, when there are marks in view.
+      const float ty = std::max(y_of(d.peak_bytes) - ts.y, p0.y + (markers_.empty() ? 0.f : ts.y + 4 * sc));
+      dl->AddText(ImVec2(tx, ty), pal.peak, t.c_str());
     }
   }
-  // Marks: a tick at the top, a label when there is room.
-  float label_end = -1e9f;
+  // Marks: a tick at the top each, then the labels where there is room, over the ticks. A
+  // label whose text covers the ticks of later marks says how many it covers ("+2"); their
+  // own labels are left out (hovering shows them all).
   for (std::size_t i : markers_) {
     const float x = p0.x + x_of(view, width, d.markers[i].time);
     dl->AddLine(ImVec2(x, p0.y), ImVec2(x, p0.y + (compact ? 6 : 12) * sc), pal.marker, 2.0f);
-    if (!compact && x > label_end) {
-      const ImVec2 ts = ImGui::CalcTextSize(d.markers[i].label.c_str());
-      dl->AddText(ImVec2(x + 3 * sc, p0.y + 2 * sc), pal.marker, d.markers[i].label.c_str());
-      label_end = x + ts.x + 12 * sc;
+  }
+  if (!compact) {
+    float label_end = -1e9f;
+    for (std::size_t k = 0; k < markers_.size(); ++k) {
+      const std::size_t i = markers_[k];
+      const float x = p0.x + x_of(view, width, d.markers[i].time);
+      if (x <= label_end) continue;
+      std::string text = d.markers[i].label;
+      float end = x + 3 * sc + ImGui::CalcTextSize(text.c_str()).x;
+      std::size_t covered = 0;
+      while (k + covered + 1 < markers_.size() && p0.x + x_of(view, width, d.markers[markers_[k + covered + 1]].time) <= end) {
+        ++covered;
+        text = d.markers[i].label + " +" + std::to_string(covered);
+        end = x + 3 * sc + ImGui::CalcTextSize(text.c_str()).x;
+      }
+      const ImVec2 at(x + 3 * sc, p0.y + 2 * sc);
+      const ImVec2 ts = ImGui::CalcTextSize(text.c_str());
+      dl->AddRectFilled(ImVec2(at.x - 1 * sc, at.y), ImVec2(at.x + ts.x + 1 * sc, at.y + ts.y),
+                        ImGui::GetColorU32(ImGuiCol_WindowBg));
+      dl->AddText(at, pal.marker, text.c_str());
+      label_end = end + 12 * sc;
     }
   }
   dl->PopClipRect();

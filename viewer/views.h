@@ -33,6 +33,9 @@ struct Frame {
 // The domain selector of the flamegraph and leaks toolbars, drawn only when the trace has
 // anonymous mappings or custom-pool blocks (then followed by SameLine). True when changed.
 bool domain_combo(Frame& f);
+// Puts the next toolbar item, `width` pixels wide, on the same line after `spacing` when it
+// fits in the window, else starts a new line: a toolbar never runs off the window's edge.
+void toolbar_next(float width, float spacing);
 const char* domain_title(analysis::Domain d);  // "heap", "anonymous mappings", "custom pools"
 
 // Colours of the current theme for what ImGui's style does not cover.
