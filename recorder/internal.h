@@ -156,8 +156,9 @@ struct UnwindFrame {
 // step the same frames, and the stack is this one again, with the same id. Each frame k >= 1
 // was read at `ra_at` (its return address) and, when frame k - 1 saved rbp, at `bp_at` (its
 // rbp, where it matters), both as offsets from the start sp; frames leaf first.
-inline constexpr int kSeenWays = 2;
-inline constexpr int kSeenStacks = 64;  // per thread, in sets of kSeenWays by start state
+inline constexpr int kSeenWays = 4;
+inline constexpr int kSeenSetBits = 5;
+inline constexpr int kSeenStacks = kSeenWays << kSeenSetBits;  // per thread, in sets by start state
 inline constexpr int kSeenFrames = 48;  // deeper stacks are not kept
 inline constexpr uint32_t kNoSlot = ~0u;
 struct SeenFrame {

@@ -327,9 +327,8 @@ inline int memo_first_break(const UnwindMemo* m, int r) {
 // The set of kSeenWays entries a start state may be kept in.
 inline SeenStack* seen_set(UnwindMemo* m, uint64_t ip, uint64_t sp) {
   const uint64_t h = (ip ^ (sp * 0x9E3779B97F4A7C15ull)) * 0xBF58476D1CE4E5B9ull;
-  return &m->seen[(h >> 59) * kSeenWays];
+  return &m->seen[(h >> (64 - kSeenSetBits)) * kSeenWays];
 }
-static_assert(kSeenStacks == 32 * kSeenWays, "seen_set takes 5 bits");
 
 // Whether the stack kept in `e` is the one on the stack again (its start state is the
 // current one): every slot its walk read holds the same value. Stores its return addresses.
