@@ -1,4 +1,4 @@
-// Small synthetic traces for the viewer tests, written with formats/writer.h (no recorder).
+// Small synthetic traces for the viewer tests (tests/trace_builder.h underneath).
 #pragma once
 
 #include <cstdint>
@@ -7,109 +7,69 @@
 #include <vector>
 
 #include "formats/writer.h"
+#include "tests/trace_builder.h"
 
 namespace memtide::viewer::test {
 
 inline constexpr uint64_t kStart = 1'000'000'000;  // monotonic start of the synthetic process
 inline constexpr uint64_t kMs = 1'000'000;
 
+// One process, one stream (0): the viewer tests' shorthand over test::TraceBuilder.
 class Synthetic {
  public:
   // To memory (path empty) or to a file; `lock` holds the writer's flock like a recorder.
-  explicit Synthetic(const std::string& path = {}, bool lock = false) {
-    fmt::TraceWriter::Options o;
-    o.lock = lock;
-    if (path.empty())
-      w_.open_memory(bytes_, o);
-    else
-      w_.open(path, o);
-    fmt::ProcessInfo p;
-    p.pid = 4242;
-    p.ppid = 1;
-    p.monotonic_start_ns = kStart;
-    p.exe = "/usr/bin/synthetic";
-    const std::string_view argv[] = {"synthetic", "--work"};
-    w_.append(0, p, argv);
-  }
+  explicit Synthetic(const std::string& path = {}, bool lock = false) : b_(options(path, lock)) {}
+
   // A chain of stack nodes first..first+n-1 under `parent`, outermost caller first.
   Synthetic& stack(uint64_t first, uint64_t parent, std::initializer_list<uint64_t> ips) {
-    std::vector<uint64_t> v(ips);
-    fmt::StackDef d;
-    d.first_id = first;
-    d.parent_id = parent;
-    d.count = static_cast<uint32_t>(v.size());
-    d.ips = v.data();
-    w_.append(0, d);
+    b_.stack(0, first, parent, ips);
     return *this;
   }
   Synthetic& malloc(uint64_t t, uint64_t addr, uint64_t size, uint64_t stack) {
-    fmt::Alloc a;
-    a.time = kStart + t;
-    a.api = fmt::Api::Malloc;
-    a.addr = addr;
-    a.size = size;
-    a.stack = stack;
-    w_.append(0, a);
+    b_.malloc(0, t, addr, size, stack);
     return *this;
   }
   // Any API: anonymous mmap (Api::Mmap), a custom pool's block (Api::Custom), ...
   Synthetic& alloc(uint64_t t, fmt::Api api, uint64_t addr, uint64_t size, uint64_t stack) {
-    fmt::Alloc a;
-    a.time = kStart + t;
-    a.api = api;
-    a.addr = addr;
-    a.size = size;
-    a.stack = stack;
-    w_.append(0, a);
+    b_.alloc(0, t, api, addr, size, stack);
     return *this;
   }
   Synthetic& release(uint64_t t, fmt::Api api, uint64_t addr, uint64_t length = 0) {
-    fmt::Free f;
-    f.time = kStart + t;
-    f.api = api;
-    f.addr = addr;
-    f.length = length;
-    w_.append(0, f);
+    b_.release(0, t, api, addr, length);
     return *this;
   }
   Synthetic& free(uint64_t t, uint64_t addr) {
-    fmt::Free f;
-    f.time = kStart + t;
-    f.api = fmt::Api::Free;
-    f.addr = addr;
-    w_.append(0, f);
+    b_.free(0, t, addr);
     return *this;
   }
   Synthetic& rss(uint64_t t, uint64_t bytes) {
-    fmt::Counters c;
-    c.time = kStart + t;
-    c.rss_bytes = bytes;
-    w_.append(0, c);
+    b_.counters(t, bytes);
     return *this;
   }
   Synthetic& mark(uint64_t t, std::string_view label) {
-    fmt::Marker m;
-    m.time = kStart + t;
-    m.label = label;
-    w_.append(0, m);
+    b_.marker(t, label);
     return *this;
   }
+  // A watermark: what a live view may show so far (docs/FORMAT.md section 8).
   Synthetic& flush(uint64_t t) {
-    w_.watermark(kStart + t);
+    b_.watermark(t);
     return *this;
   }
-  const std::vector<uint8_t>& end(uint64_t t) {
-    fmt::End e;
-    e.time = kStart + t;
-    w_.end(e);
-    w_.close();
-    return bytes_;
-  }
-  void close() { w_.close(); }
+  const std::vector<uint8_t>& end(uint64_t t) { return b_.end(t); }
+  void close() { b_.close(); }
 
  private:
-  std::vector<uint8_t> bytes_;
-  fmt::TraceWriter w_;
+  static memtide::test::TraceBuilder::Options options(const std::string& path, bool lock) {
+    memtide::test::TraceBuilder::Options o;
+    o.path = path;
+    o.lock = lock;
+    o.start = kStart;
+    o.pid = 4242;
+    o.exe = "/usr/bin/synthetic";
+    o.argv = {"synthetic", "--work"};
+    return o;
+  }
+  memtide::test::TraceBuilder b_;
 };
 
 // The standard test program: main (0x1000) calls work (0x2000) which calls leaf_a (0x3000,
