@@ -153,20 +153,16 @@ struct UnwindFrame {
 
 // A whole stack seen before, found again by the state (ip, sp, rbp) its walk started from:
 // if every slot its walk read still holds what it held (independent loads), the walk would
-// step the same frames, and the stack is this one again, with the same id. Each frame k >= 1
-// was read at `ra_at` (its return address) and, when frame k - 1 saved rbp, at `bp_at` (its
-// rbp, where it matters), both as offsets from the start sp; frames leaf first.
+// step the same frames, and the stack is this one again, with the same id. The return address
+// of each frame k >= 1 was read at `ra_at[k]`, and the rbp of some frames (saved by their
+// callee, where it matters) at `bp_at`, all as offsets from the start sp; frames leaf first.
 inline constexpr int kSeenWays = 4;
 inline constexpr int kSeenSetBits = 5;
 inline constexpr int kSeenStacks = kSeenWays << kSeenSetBits;  // per thread, in sets by start state
 inline constexpr int kSeenFrames = 48;  // deeper stacks are not kept
 inline constexpr uint32_t kNoSlot = ~0u;
-struct SeenFrame {
-  uint64_t ip, bp;
-  uint32_t ra_at, bp_at;  // no rbp to check: bp_at = ra_at, bp = ip
-};
 struct SeenStack {
-  uint64_t ip, sp, bp;    // the start state
+  uint64_t sp, bp;        // the start state, with ip[0]
   uint64_t gen;           // rule generation; 0: empty
   uint32_t used;          // when last found or kept (UnwindMemo::seen_clock)
   int n;                  // frames
@@ -177,7 +173,11 @@ struct SeenStack {
   bool has_id;
   uint32_t id;
   int id_skip, id_n;
-  SeenFrame f[kSeenFrames];
+  int nbp;                       // rbp slots to check
+  uint64_t ip[kSeenFrames];      // the return addresses (ip[0]: the start ip)
+  uint32_t ra_at[kSeenFrames];
+  uint32_t bp_at[kSeenFrames];
+  uint64_t bp_val[kSeenFrames];  // what was read at bp_at
 };
 
 struct UnwindMemo {

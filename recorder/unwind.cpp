@@ -334,18 +334,18 @@ inline SeenStack* seen_set(UnwindMemo* m, uint64_t ip, uint64_t sp) {
 // current one): every slot its walk read holds the same value. Stores its return addresses.
 MT_NOINLINE bool seen_holds(const SeenStack* __restrict e, void** __restrict out) {
   const uint64_t base = e->sp;
-  const SeenFrame* f = e->f + 1;
-  const SeenFrame* const end = e->f + e->n;
-  // The loads are independent of each other: a group of four frames without branches.
-  while (f < end) {
-    const SeenFrame* const stop = end - f > 4 ? f + 4 : end;
+  const int n = e->n;
+  // The loads are independent of each other: groups of eight without branches.
+  for (int k = 1; k < n;) {
+    const int stop = n - k > 8 ? k + 8 : n;
     uint64_t diff = 0;
-    for (; f < stop; ++f) diff |= (*slot(base, f->ra_at) ^ f->ip) | (*slot(base, f->bp_at) ^ f->bp);
+    for (; k < stop; ++k) diff |= *slot(base, e->ra_at[k]) ^ e->ip[k];
     if (diff) return false;
   }
-  if (e->zero_ra_at != kNoSlot && *slot(base, e->zero_ra_at) != 0) return false;
-  out[0] = reinterpret_cast<void*>(e->ip);
-  for (int k = 1; k < e->n; ++k) out[k] = reinterpret_cast<void*>(e->f[k].ip);
+  uint64_t diff = 0;
+  for (int j = 0; j < e->nbp; ++j) diff |= *slot(base, e->bp_at[j]) ^ e->bp_val[j];
+  if (diff || (e->zero_ra_at != kNoSlot && *slot(base, e->zero_ra_at) != 0)) return false;
+  std::memcpy(out, e->ip, static_cast<size_t>(n) * sizeof(uint64_t));
   return true;
 }
 
@@ -385,27 +385,25 @@ inline void seen_keep(UnwindMemo* m, SeenStack* e, void** out, int n, uint64_t g
   // data, which may differ while the stack is the same). From the outermost frame in.
   const uint64_t outer = m->f[0].rule;
   bool bp_used = !(outer & kEnd) && (outer & kCfaRbp);
+  int nbp = 0;
   for (int k = n - 1; k >= 1; --k) {
     const UnwindFrame& fr = m->f[n - 1 - k];
     const uint64_t rule = m->f[n - k].rule;  // of the frame it was stepped from
-    SeenFrame& f = e->f[k];
-    f.ip = fr.ip;
-    f.bp = fr.bp;
-    if (!slot_at(fr.sp + static_cast<uint64_t>(ra_off(rule)), base, f.ra_at)) return;
+    e->ip[k] = fr.ip;
+    if (!slot_at(fr.sp + static_cast<uint64_t>(ra_off(rule)), base, e->ra_at[k])) return;
     if ((rule & kRbpSaved) && bp_used) {
-      if (!slot_at(fr.sp + static_cast<uint64_t>(rbp_off(rule)), base, f.bp_at)) return;
-    } else {
-      f.bp_at = f.ra_at;  // no rbp to check: the return address again
-      f.bp = f.ip;
+      if (!slot_at(fr.sp + static_cast<uint64_t>(rbp_off(rule)), base, e->bp_at[nbp])) return;
+      e->bp_val[nbp++] = fr.bp;
     }
     bp_used = (rule & kCfaRbp) || (!(rule & kRbpSaved) && bp_used);  // the rbp of frame k - 1
   }
+  e->nbp = nbp;
+  e->ip[0] = leaf->ip;
   e->bp_used = bp_used;
   e->zero_ra_at = kNoSlot;
   if (m->ends_with_zero_ra &&
       !slot_at(m->end_cfa + static_cast<uint64_t>(ra_off(m->f[0].rule)), base, e->zero_ra_at))
     return;
-  e->ip = leaf->ip;
   e->sp = leaf->sp;
   e->bp = leaf->bp;
   e->n = n;
@@ -466,7 +464,7 @@ MT_NOINLINE int fast_backtrace(void** out, int cap, UnwindMemo* m, const UnwindS
     const uint32_t now = ++m->seen_clock;
     for (int w = 0; w < kSeenWays; ++w) {
       SeenStack* e = set + w;
-      if (e->gen == gen && e->ip == ip && e->sp == sp && (e->bp == bp || !e->bp_used) && e->n <= cap &&
+      if (e->gen == gen && e->ip[0] == ip && e->sp == sp && (e->bp == bp || !e->bp_used) && e->n <= cap &&
           seen_holds(e, out)) {
         e->used = now;
         ++m->seen_hits;
