@@ -20,18 +20,20 @@ namespace memtide::viewer {
 struct BaselineView {
   TimeRange window;
   std::shared_ptr<const analysis::Model> model;
-  // [metric][direction], every metric (the baseline is small next to its call trees).
-  std::array<std::array<std::shared_ptr<const analysis::CallTree>, 2>, kMetricCount> trees{};
+  // [domain][metric][direction], every metric of every domain (the baseline is small next to
+  // its call trees, and a domain the trace does not use has empty ones).
+  std::array<std::array<std::array<std::shared_ptr<const analysis::CallTree>, 2>, kMetricCount>, analysis::kDomainCount>
+      trees{};
 };
 
-// Builds the call trees of every metric in both directions for `model` (a replay of the
-// baseline restricted to `window`); `check` runs between trees (it may throw to abandon).
+// Builds the call trees of every domain and metric in both directions for `model` (a replay of
+// the baseline restricted to `window`); `check` runs between trees (it may throw to abandon).
 BaselineView make_baseline_view(std::shared_ptr<const analysis::Model> model, analysis::Symbolizer& sym,
                                 TimeRange window, const std::function<void()>& check = {});
 
 // The differences of `after` (the main trace's view: the whole trace or the selected window)
-// to `before` (the baseline analysed for the same window). Metrics whose trees `after` has
-// not built yet are left out.
+// to `before` (the baseline analysed for the same window). Metrics and domains whose trees
+// `after` has not built yet are left out.
 CompareData make_compare(const std::string& path, const BaselineView& before, const ViewData& after);
 
 }  // namespace memtide::viewer

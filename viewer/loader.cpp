@@ -287,6 +287,7 @@ std::shared_ptr<const DomainData> build_domain(const analysis::Model& m, analysi
       auto tree = std::make_shared<analysis::CallTree>();
       tree->build(m, sym, dom, static_cast<Metric>(k), d == 1);
       trees[k] = tree;
+      x->trees[k][d] = tree;
       x->flames[k][d] = std::make_shared<FlameTree>(make_flame_tree(std::move(tree)));
       check();
     }

@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
   cli.add_option("--metric", metric,
                  "Flamegraph metric: allocated, allocations, temporary, leaked, peak, live")
       ->check(CLI::IsMember({"allocated", "allocations", "temporary", "leaked", "peak", "live"}));
-  cli.add_option("--domain", domain, "Flamegraph, leaks and trees: heap, mmap (anonymous mappings) or custom (memtide_alloc pools)")
+  cli.add_option("--domain", domain, "Flamegraph, leaks, trees and compare: heap, mmap (anonymous mappings) or custom (memtide_alloc pools)")
       ->check(CLI::IsMember({"heap", "mmap", "custom"}));
   cli.add_option("--direction", direction, "Flamegraph and tree direction")->check(CLI::IsMember({"top-down", "bottom-up"}));
   cli.add_option("--select", select, "Select a time range FROM:TO (e.g. 2s:5.5s) as if dragged on the timeline");

@@ -26,6 +26,7 @@ enum class Direction : uint8_t { TopDown, BottomUp };
 // together, every metric at once, when a view first selects the domain (their stacks are few).
 struct DomainData {
   std::shared_ptr<const LeaksData> leaks;
+  std::array<std::array<std::shared_ptr<const analysis::CallTree>, 2>, kMetricCount> trees{};  // [metric][direction]
   std::array<std::array<std::shared_ptr<const FlameTree>, 2>, kMetricCount> flames{};  // [metric][direction]
   std::array<std::shared_ptr<const TreeTable>, 2> tables{};                            // [direction]
 };
@@ -53,6 +54,13 @@ struct ViewData {
     const DomainData* x = domains[static_cast<unsigned>(dom)].get();
     return x ? x->flames[static_cast<unsigned>(m)][static_cast<unsigned>(d)].get() : nullptr;
   }
+  // The call tree of any domain; null until built.
+  std::shared_ptr<const analysis::CallTree> tree(analysis::Domain dom, analysis::Metric m, Direction d) const {
+    const auto mi = static_cast<unsigned>(m), di = static_cast<unsigned>(d);
+    if (dom == analysis::Domain::Heap) return trees[mi][di];
+    const DomainData* x = domains[static_cast<unsigned>(dom)].get();
+    return x ? x->trees[mi][di] : nullptr;
+  }
   const TreeTable* table(analysis::Domain dom, Direction d) const {
     if (dom == analysis::Domain::Heap) return tables[static_cast<unsigned>(d)].get();
     const DomainData* x = domains[static_cast<unsigned>(dom)].get();
@@ -74,9 +82,10 @@ struct CompareData {
   TimeRange window;   // relative; empty: the whole traces
   std::shared_ptr<const analysis::Model> model;  // the baseline's, for `window`
   std::shared_ptr<const analysis::Model> after;  // this trace's, for `window`
-  // [metric][0: shaped by the newer (second) trace, 1: by the older (first) trace]
-  std::array<std::array<std::shared_ptr<const FlameTree>, 2>, kMetricCount> flames{};
-  std::array<std::shared_ptr<const std::vector<DiffRow>>, kMetricCount> sites{};
+  // [domain][metric][0: shaped by the newer (second) trace, 1: by the older (first) trace];
+  // a domain other than the heap once the main trace's view has built it (a view selected it).
+  std::array<std::array<std::array<std::shared_ptr<const FlameTree>, 2>, kMetricCount>, analysis::kDomainCount> flames{};
+  std::array<std::array<std::shared_ptr<const std::vector<DiffRow>>, kMetricCount>, analysis::kDomainCount> sites{};
   bool complete = false;
   // The baseline is open but its analysis for `window` is still to be made (the selection
   // changed): the loader makes it next.

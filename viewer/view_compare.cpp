@@ -47,6 +47,10 @@ void CompareView::draw(Frame& f) {
   const analysis::Model& a = *c->model;
   const analysis::Model& b = *c->after;
   const bool windowed = !c->window.empty();
+  domain_combo(f);
+  const auto dom = static_cast<unsigned>(f.domain);
+  const analysis::Totals& ta = a.totals[dom];
+  const analysis::Totals& tb = b.totals[dom];
   ImGui::Text("baseline %s", c->path.c_str());
   ImGui::SameLine();
   if (ImGui::SmallButton("change...")) want_browse = true;
@@ -80,11 +84,11 @@ void CompareView::draw(Frame& f) {
       ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(d > 0 ? pal.warn : d < 0 ? pal.heap : pal.text_dim), "%s",
                          delta(d, bytes).c_str());
     };
-    row("allocations", a.heap().allocations, b.heap().allocations, false);
-    row("allocated", a.heap().allocated_bytes, b.heap().allocated_bytes, true);
-    row("peak heap", a.heap().peak_bytes, b.heap().peak_bytes, true);
-    row("not freed", a.heap().leaked_bytes, b.heap().leaked_bytes, true);
-    if (windowed) row("live at end of selection", a.heap().at_bytes, b.heap().at_bytes, true);
+    row(f.domain == analysis::Domain::Mmap ? "mappings" : "allocations", ta.allocations, tb.allocations, false);
+    row(f.domain == analysis::Domain::Mmap ? "mapped" : "allocated", ta.allocated_bytes, tb.allocated_bytes, true);
+    row(f.domain == analysis::Domain::Heap ? "peak heap" : "peak", ta.peak_bytes, tb.peak_bytes, true);
+    row(f.domain == analysis::Domain::Mmap ? "still mapped" : "not freed", ta.leaked_bytes, tb.leaked_bytes, true);
+    if (windowed) row("live at end of selection", ta.at_bytes, tb.at_bytes, true);
     row("peak RSS (whole trace)", a.peak_rss, b.peak_rss, true);
     ImGui::EndTable();
   }
@@ -109,12 +113,15 @@ void CompareView::draw(Frame& f) {
 
   const float avail = ImGui::GetContentRegionAvail().y;
   ImGui::BeginChild("cflame", ImVec2(0, avail * 0.55f), false);
-  widget.draw(f, c->flames[mi][shape_of_before ? 1 : 0].get(), bytes, "diffflame");
+  const FlameTree* flame = c->flames[dom][mi][shape_of_before ? 1 : 0].get();
+  if (!flame && f.domain != analysis::Domain::Heap)
+    ImGui::TextDisabled("comparing the %s...", domain_title(f.domain));
+  widget.draw(f, flame, bytes, "diffflame");
   ImGui::EndChild();
 
-  const std::vector<DiffRow>* rows = c->sites[mi].get();
+  const std::vector<DiffRow>* rows = c->sites[dom][mi].get();
   if (!rows) return;
-  const uint64_t key = c->serial * kMetricCount + mi;
+  const uint64_t key = (c->serial * analysis::kDomainCount + dom) * kMetricCount + mi;
   if (key != rows_key_) {
     rows_key_ = key;
     dirty_ = true;

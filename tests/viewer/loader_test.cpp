@@ -18,6 +18,8 @@
 namespace memtide::viewer {
 namespace {
 
+constexpr unsigned kHeap = static_cast<unsigned>(analysis::Domain::Heap);
+
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
@@ -200,12 +202,12 @@ TEST(Loader, BaselineComparison) {
   ASSERT_TRUE(wait_for([&] { return l.idle() && l.snapshot()->compare && l.snapshot()->compare->complete; }));
   auto c = l.snapshot()->compare;
   const unsigned A = static_cast<unsigned>(analysis::Metric::Allocated);
-  ASSERT_TRUE(c->flames[A][0]);
-  const FlameTree& t = *c->flames[A][0];
+  ASSERT_TRUE(c->flames[kHeap][A][0]);
+  const FlameTree& t = *c->flames[kHeap][A][0];
   EXPECT_EQ(t.before(t.nodes[0]), 50u);
   EXPECT_EQ(t.after(t.nodes[0]), 1350u);
-  ASSERT_TRUE(c->sites[A]);
-  EXPECT_EQ(c->sites[A]->size(), 3u);
+  ASSERT_TRUE(c->sites[kHeap][A]);
+  EXPECT_EQ(c->sites[kHeap][A]->size(), 3u);
   l.close_baseline();
   ASSERT_TRUE(wait_for([&] { return l.idle() && !l.snapshot()->compare; }));
 }
@@ -225,7 +227,7 @@ TEST(Loader, BaselineComparisonFollowsTheSelection) {
   l.open_baseline(b);
   ASSERT_TRUE(wait_for([&] { return l.idle() && l.snapshot()->compare && l.snapshot()->compare->complete; }));
   const unsigned A = static_cast<unsigned>(analysis::Metric::Allocated);
-  EXPECT_EQ(l.snapshot()->compare->flames[A][0]->before(l.snapshot()->compare->flames[A][0]->nodes[0]), 250u);
+  EXPECT_EQ(l.snapshot()->compare->flames[kHeap][A][0]->before(l.snapshot()->compare->flames[kHeap][A][0]->nodes[0]), 250u);
 
   const TimeRange w{5 * test::kMs, 15 * test::kMs};
   l.set_window(w);
@@ -234,8 +236,8 @@ TEST(Loader, BaselineComparisonFollowsTheSelection) {
     return l.idle() && s->view->window == w && s->compare && s->compare->complete && s->compare->window == w;
   }));
   auto c = l.snapshot()->compare;
-  ASSERT_TRUE(c->flames[A][0]);
-  const FlameTree& t = *c->flames[A][0];
+  ASSERT_TRUE(c->flames[kHeap][A][0]);
+  const FlameTree& t = *c->flames[kHeap][A][0];
   EXPECT_EQ(t.before(t.nodes[0]), 100u) << "the baseline's allocations in 5 ms .. 15 ms";
   EXPECT_EQ(t.after(t.nodes[0]), 300u) << "this trace's allocations in 5 ms .. 15 ms";
   EXPECT_EQ(c->model->heap().allocated_bytes, 100u);
@@ -246,9 +248,44 @@ TEST(Loader, BaselineComparisonFollowsTheSelection) {
     auto s = l.snapshot();
     return l.idle() && s->view->window.empty() && s->compare && s->compare->complete && s->compare->window.empty();
   }));
-  const FlameTree& whole = *l.snapshot()->compare->flames[A][0];
+  const FlameTree& whole = *l.snapshot()->compare->flames[kHeap][A][0];
   EXPECT_EQ(whole.before(whole.nodes[0]), 250u);
   EXPECT_EQ(whole.after(whole.nodes[0]), 1350u);
+}
+
+TEST(Loader, BaselineComparisonOfTheOtherDomains) {
+  TempDir d;
+  const std::string a = d.file("a.mtide"), b = d.file("b.mtide");
+  {
+    test::Synthetic s(a);
+    test::program_with_domains(s).end(40 * test::kMs);  // maps 64 KiB + 4 KiB from stack 6
+  }
+  {
+    test::Synthetic s(b);
+    test::standard_program(s);
+    s.stack(6, 1, {0x6000}).alloc(33 * test::kMs, fmt::Api::Mmap, 0x7f0000000000, 8192, 6);
+    s.end(40 * test::kMs);
+  }
+  Loader l;
+  l.open(a);
+  l.open_baseline(b);
+  ASSERT_TRUE(wait_for([&] { return l.idle() && l.snapshot()->compare && l.snapshot()->compare->complete; }));
+  const unsigned A = static_cast<unsigned>(analysis::Metric::Allocated);
+  const unsigned M = static_cast<unsigned>(analysis::Domain::Mmap);
+  EXPECT_FALSE(l.snapshot()->compare->flames[M][A][0]) << "the mappings are compared once a view selects them";
+  l.want_domain(analysis::Domain::Mmap);
+  ASSERT_TRUE(wait_for([&] {
+    auto s = l.snapshot();
+    return l.idle() && s->compare && s->compare->complete && s->compare->flames[M][A][0];
+  }));
+  auto c = l.snapshot()->compare;
+  const FlameTree& t = *c->flames[M][A][0];
+  EXPECT_EQ(t.before(t.nodes[0]), 8192u);
+  EXPECT_EQ(t.after(t.nodes[0]), 65536u + 4096u);
+  ASSERT_TRUE(c->sites[M][A]);
+  ASSERT_EQ(c->sites[M][A]->size(), 1u) << "one mapping site: map_arena";
+  EXPECT_EQ((*c->sites[M][A])[0].delta(), 65536 + 4096 - 8192);
+  EXPECT_EQ(c->flames[kHeap][A][0]->after(c->flames[kHeap][A][0]->nodes[0]), 1350u) << "the heap's stays the heap's";
 }
 
 TEST(Loader, FollowsAFileStillBeingWritten) {

@@ -17,6 +17,8 @@
 namespace memtide::viewer {
 namespace {
 
+constexpr unsigned kHeap = static_cast<unsigned>(analysis::Domain::Heap);
+
 using analysis::Metric;
 
 std::string label(uint64_t ip) {
@@ -290,9 +292,9 @@ TEST(Compare, WholeTracesWithoutASelection) {
   ASSERT_TRUE(c.complete);
   EXPECT_TRUE(c.window.empty());
   const unsigned A = static_cast<unsigned>(Metric::Allocated);
-  ASSERT_TRUE(c.flames[A][0] && c.sites[A]);
-  EXPECT_EQ(c.flames[A][0]->before(c.flames[A][0]->nodes[0]), 250u);
-  EXPECT_EQ(c.flames[A][0]->after(c.flames[A][0]->nodes[0]), 1350u);
+  ASSERT_TRUE(c.flames[kHeap][A][0] && c.sites[kHeap][A]);
+  EXPECT_EQ(c.flames[kHeap][A][0]->before(c.flames[kHeap][A][0]->nodes[0]), 250u);
+  EXPECT_EQ(c.flames[kHeap][A][0]->after(c.flames[kHeap][A][0]->nodes[0]), 1350u);
   EXPECT_EQ(c.model->heap().allocated_bytes, 250u);
   EXPECT_EQ(c.after->heap().allocated_bytes, 1350u);
 }
@@ -312,18 +314,18 @@ TEST(Compare, FollowsTheSelectionInBothTraces) {
   EXPECT_EQ(c.after->heap().allocated_bytes, 300u);
   for (Metric m : {Metric::Allocated, Metric::LiveAt}) {
     const unsigned mi = static_cast<unsigned>(m);
-    ASSERT_TRUE(c.flames[mi][0] && c.flames[mi][1] && c.sites[mi]) << metric_name(m);
-    const FlameTree& t = *c.flames[mi][0];
+    ASSERT_TRUE(c.flames[kHeap][mi][0] && c.flames[kHeap][mi][1] && c.sites[kHeap][mi]) << metric_name(m);
+    const FlameTree& t = *c.flames[kHeap][mi][0];
     EXPECT_EQ(t.before(t.nodes[0]), 100u) << metric_name(m);
     EXPECT_EQ(t.after(t.nodes[0]), 300u) << metric_name(m);
-    ASSERT_EQ(c.sites[mi]->size(), 1u) << "only leaf_a allocated in the range";
-    EXPECT_EQ((*c.sites[mi])[0].label, label(0x3000));
-    EXPECT_EQ((*c.sites[mi])[0].delta(), 200);
+    ASSERT_EQ(c.sites[kHeap][mi]->size(), 1u) << "only leaf_a allocated in the range";
+    EXPECT_EQ((*c.sites[kHeap][mi])[0].label, label(0x3000));
+    EXPECT_EQ((*c.sites[kHeap][mi])[0].delta(), 200);
   }
   const unsigned L = static_cast<unsigned>(Metric::Leaked);
-  ASSERT_TRUE(c.flames[L][0]);
-  EXPECT_EQ(c.flames[L][0]->before(c.flames[L][0]->nodes[0]), 100u);  // the baseline never frees
-  EXPECT_EQ(c.flames[L][0]->after(c.flames[L][0]->nodes[0]), 100u);   // two of the three are freed
+  ASSERT_TRUE(c.flames[kHeap][L][0]);
+  EXPECT_EQ(c.flames[kHeap][L][0]->before(c.flames[kHeap][L][0]->nodes[0]), 100u);  // the baseline never frees
+  EXPECT_EQ(c.flames[kHeap][L][0]->after(c.flames[kHeap][L][0]->nodes[0]), 100u);   // two of the three are freed
 }
 
 TEST(Compare, MetricsNotBuiltInTheViewAreLeftOut) {
@@ -334,9 +336,9 @@ TEST(Compare, MetricsNotBuiltInTheViewAreLeftOut) {
   const unsigned P = static_cast<unsigned>(Metric::Peak);
   v.trees[P] = {};
   const CompareData c = make_compare("base.mtide", b, v);
-  EXPECT_FALSE(c.flames[P][0]);
-  EXPECT_FALSE(c.sites[P]);
-  EXPECT_TRUE(c.sites[static_cast<unsigned>(Metric::Allocated)]);
+  EXPECT_FALSE(c.flames[kHeap][P][0]);
+  EXPECT_FALSE(c.sites[kHeap][P]);
+  EXPECT_TRUE(c.sites[kHeap][static_cast<unsigned>(Metric::Allocated)]);
 }
 
 TEST(Summary, ProcessTotalsAndLeaks) {
