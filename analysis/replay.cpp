@@ -203,6 +203,7 @@ class Replayer : public NullVisitor {
     mi.lo = hi ? lo : 0;
     mi.hi = hi;
     m_.modules.push_back(std::move(mi));
+    if (opt_.on_module) opt_.on_module(m_.modules.back());
   }
   void on_module_unload(uint32_t, const ModuleUnload& x) {
     note_time(x.time);

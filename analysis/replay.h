@@ -42,6 +42,8 @@ struct ReplayOptions {
   std::size_t series_points = 2048;
   // Called now and then with (bytes read, file size).
   std::function<void(uint64_t, uint64_t)> progress;
+  // Called with each module as its load is replayed (a SymbolPreload's add, say).
+  std::function<void(const ModuleInfo&)> on_module;
 };
 
 struct AnalyzeResult {

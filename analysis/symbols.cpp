@@ -1,5 +1,5 @@
 // Sections: [1] names and formatting  [2] module sessions (libdw)  [3] DWARF lookup
-//           [4] Symbolizer
+//           [4] Symbolizer  [5] SymbolPreload
 #include "analysis/symbols.h"
 
 #include <cxxabi.h>
@@ -11,6 +11,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -84,7 +89,7 @@ const char* module_state_name(ModuleState s) {
 // [2] Module sessions
 // ---------------------------------------------------------------------------------------
 
-struct Symbolizer::ModuleSession {
+struct detail::ModuleSession {
   ModuleState state = ModuleState::Missing;
   std::string detail;
   Dwfl* dwfl = nullptr;
@@ -193,42 +198,26 @@ void dwarf_frames(Dwfl_Module* mod, Dwarf_Addr addr, bool inlines, std::vector<R
     out.push_back({symname ? demangle(symname) : std::string(), file ? file : "", line > 0 ? static_cast<uint32_t>(line) : 0});
 }
 
-}  // namespace
-
-// ---------------------------------------------------------------------------------------
-// [4] Symbolizer
-// ---------------------------------------------------------------------------------------
-
-Symbolizer::Symbolizer(const Model& model, Options options) : model_(model), opt_(options) {}
-Symbolizer::~Symbolizer() = default;
-
-std::string_view Symbolizer::intern(std::string_view s) {
-  if (s.empty()) return {};
-  return *strings_.emplace(s).first;
-}
-
-Symbolizer::ModuleSession& Symbolizer::session(const ModuleInfo& m) {
-  const uint64_t key = static_cast<uint64_t>(&m - model_.modules.data());
-  auto& slot = sessions_[key];
-  if (slot) return *slot;
-  slot = std::make_unique<ModuleSession>();
-  ModuleSession& s = *slot;
+// Opens the module's file and its debug information; the session says what it found.
+std::unique_ptr<detail::ModuleSession> open_session(const ModuleInfo& m) {
+  auto slot = std::make_unique<detail::ModuleSession>();
+  detail::ModuleSession& s = *slot;
   if (m.path.empty() || m.path[0] != '/') {
     s.state = ModuleState::NoFile;
     s.detail = "not a file";
-    return s;
+    return slot;
   }
   const int fd = ::open(m.path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     s.state = ModuleState::Missing;
     s.detail = std::string("cannot open: ") + std::strerror(errno);
-    return s;
+    return slot;
   }
   s.dwfl = dwfl_begin(&kCallbacks);
   if (!s.dwfl) {
     ::close(fd);
     s.detail = dwfl_errmsg(-1);
-    return s;
+    return slot;
   }
   // Placed at 0: lookups use module offsets, valid for any load address (ET_EXEC ignores it
   // and has a load bias of 0 anyway).
@@ -237,7 +226,7 @@ Symbolizer::ModuleSession& Symbolizer::session(const ModuleInfo& m) {
   if (!s.mod) {
     s.state = ModuleState::Missing;
     s.detail = std::string("not a readable ELF file: ") + dwfl_errmsg(-1);
-    return s;
+    return slot;
   }
   GElf_Addr bias = 0;
   dwfl_module_getelf(s.mod, &bias);
@@ -249,11 +238,35 @@ Symbolizer::ModuleSession& Symbolizer::session(const ModuleInfo& m) {
     s.state = ModuleState::Mismatch;
     s.detail = "the file changed since recording (build-id " + (disk.empty() ? std::string("none") : hex_bytes(disk)) +
                " on disk, " + hex_bytes(m.build_id) + " recorded)";
-    return s;
+    return slot;
   }
   Dwarf_Addr dbias = 0;
   s.state = dwfl_module_getdwarf(s.mod, &dbias) ? ModuleState::Ok : ModuleState::NoDebugInfo;
-  return s;
+  return slot;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// [4] Symbolizer
+// ---------------------------------------------------------------------------------------
+
+Symbolizer::Symbolizer(const Model& model, Options options, SymbolPreload* preload)
+    : model_(model), opt_(options), preload_(preload) {}
+Symbolizer::~Symbolizer() = default;
+
+std::string_view Symbolizer::intern(std::string_view s) {
+  if (s.empty()) return {};
+  return *strings_.emplace(s).first;
+}
+
+Symbolizer::ModuleSession& Symbolizer::session(const ModuleInfo& m) {
+  const uint64_t key = static_cast<uint64_t>(&m - model_.modules.data());
+  auto& slot = sessions_[key];
+  if (slot) return *slot;
+  if (preload_) slot = preload_->take(m);
+  if (!slot) slot = open_session(m);
+  return *slot;
 }
 
 ModuleState Symbolizer::file_state(const ModuleInfo& m) {
@@ -335,6 +348,80 @@ std::vector<ModuleProblem> Symbolizer::problems() const {
   }
   std::sort(out.begin(), out.end(), [](const ModuleProblem& a, const ModuleProblem& b) { return a.path < b.path; });
   return out;
+}
+
+// ---------------------------------------------------------------------------------------
+// [5] SymbolPreload
+// ---------------------------------------------------------------------------------------
+
+struct SymbolPreload::Impl {
+  using Key = std::pair<std::string, std::string>;  // path, build-id
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<ModuleInfo> queue;
+  std::map<Key, std::unique_ptr<detail::ModuleSession>> opened;  // by the preload thread
+  std::map<Key, bool> seen;
+  std::size_t done = 0;
+  bool stop = false;
+  std::thread thread;
+
+  void run() {
+    std::unique_lock<std::mutex> l(mu);
+    for (;;) {
+      cv.wait(l, [this] { return stop || !queue.empty(); });
+      if (queue.empty()) return;  // stopped
+      const ModuleInfo m = std::move(queue.front());
+      queue.pop_front();
+      l.unlock();
+      std::unique_ptr<detail::ModuleSession> s = open_session(m);
+      l.lock();
+      opened[{m.path, m.build_id}] = std::move(s);
+      ++done;
+      cv.notify_all();
+    }
+  }
+};
+
+SymbolPreload::SymbolPreload() : p_(std::make_unique<Impl>()) {
+  try {
+    p_->thread = std::thread([this] { p_->run(); });
+  } catch (const std::system_error&) {
+    // No thread: add() does nothing, and the Symbolizer opens the files itself.
+  }
+}
+
+SymbolPreload::~SymbolPreload() {
+  {
+    std::lock_guard<std::mutex> l(p_->mu);
+    p_->stop = true;
+    p_->queue.clear();
+  }
+  p_->cv.notify_all();
+  if (p_->thread.joinable()) p_->thread.join();
+}
+
+void SymbolPreload::add(const ModuleInfo& m) {
+  if (m.path.empty() || m.path[0] != '/' || !p_->thread.joinable()) return;
+  std::lock_guard<std::mutex> l(p_->mu);
+  if (p_->stop || !p_->seen.emplace(Impl::Key{m.path, m.build_id}, true).second) return;
+  p_->queue.push_back(m);
+  p_->cv.notify_all();
+}
+
+std::size_t SymbolPreload::opened() const {
+  std::lock_guard<std::mutex> l(p_->mu);
+  return p_->done;
+}
+
+std::unique_ptr<detail::ModuleSession> SymbolPreload::take(const ModuleInfo& m) {
+  std::unique_lock<std::mutex> l(p_->mu);
+  const Impl::Key key{m.path, m.build_id};
+  if (!p_->seen.count(key)) return nullptr;  // never queued: the Symbolizer opens it
+  p_->cv.wait(l, [&] { return p_->opened.count(key) != 0; });
+  std::unique_ptr<detail::ModuleSession> s = std::move(p_->opened[key]);
+  p_->opened.erase(key);
+  p_->seen.erase(key);  // a second module with this file opens its own
+  return s;
 }
 
 }  // namespace memtide::analysis

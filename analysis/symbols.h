@@ -48,6 +48,34 @@ struct ModuleProblem {
   std::string detail;  // one line
 };
 
+namespace detail {
+struct ModuleSession;  // one module's file and debug information, opened with libdw
+}
+
+// Opens modules' files and debug information on a thread of its own, ahead of the Symbolizer
+// that will need them: reading and decompressing DWARF (libc's, say) is a good part of a
+// report's time, and it can run while the trace is replayed. Feed it the modules as the replay
+// meets them (ReplayOptions::on_module); a Symbolizer made with it takes what it opened.
+class SymbolPreload {
+ public:
+  SymbolPreload();
+  ~SymbolPreload();
+  SymbolPreload(const SymbolPreload&) = delete;
+  SymbolPreload& operator=(const SymbolPreload&) = delete;
+
+  // Queues the module's file (a path; the same file and build-id once). Any thread.
+  void add(const ModuleInfo& m);
+  // Files opened so far.
+  std::size_t opened() const;
+
+ private:
+  friend class Symbolizer;
+  // Waits for the queued files, then hands over the one opened for `m` (null: none).
+  std::unique_ptr<detail::ModuleSession> take(const ModuleInfo& m);
+  struct Impl;
+  std::unique_ptr<Impl> p_;
+};
+
 class Symbolizer {
  public:
   struct Options {
@@ -57,7 +85,8 @@ class Symbolizer {
   };
 
   explicit Symbolizer(const Model& model) : Symbolizer(model, Options{}) {}
-  Symbolizer(const Model& model, Options options);
+  // `preload` (optional, outliving this) may hold the modules' files opened already.
+  Symbolizer(const Model& model, Options options, SymbolPreload* preload = nullptr);
   ~Symbolizer();
   Symbolizer(const Symbolizer&) = delete;
   Symbolizer& operator=(const Symbolizer&) = delete;
@@ -77,13 +106,14 @@ class Symbolizer {
   std::vector<ModuleProblem> problems() const;
 
  private:
-  struct ModuleSession;
+  using ModuleSession = detail::ModuleSession;
   ModuleSession& session(const ModuleInfo& m);
   std::string_view intern(std::string_view s);
   void resolve_uncached(uint64_t ip, std::vector<Frame>& out);
 
   const Model& model_;
   Options opt_;
+  SymbolPreload* preload_ = nullptr;
   std::unordered_set<std::string> strings_;
   std::unordered_map<uint64_t, std::unique_ptr<ModuleSession>> sessions_;  // by module index
   std::unordered_map<uint64_t, std::pair<uint32_t, uint32_t>> cache_;     // ip -> [begin, end) in frames_

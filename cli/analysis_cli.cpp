@@ -124,9 +124,11 @@ struct Progress {
 
 }  // namespace
 
-std::unique_ptr<Model> load_model(const std::string& path, ReplayOptions options, bool quiet_warnings) {
+std::unique_ptr<Model> load_model(const std::string& path, ReplayOptions options, bool quiet_warnings,
+                                  SymbolPreload* preload) {
   auto progress = std::make_shared<Progress>();
   if (progress->on) options.progress = [progress](uint64_t d, uint64_t t) { (*progress)(d, t); };
+  if (preload) options.on_module = [preload](const ModuleInfo& m) { preload->add(m); };
   AnalyzeResult r = analyze_file(path, options);
   if (!r.ok()) {
     print_error(path, r.error);

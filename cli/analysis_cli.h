@@ -41,9 +41,11 @@ struct WindowOptions {
 
 // Loads `path`. On failure prints "memtide: FILE: message" and returns nullptr (exit 2).
 // Warnings (truncated, no end record, ...) are printed as "memtide: FILE: warning: ...".
-// A progress bar is drawn on stderr when it is a terminal.
+// A progress bar is drawn on stderr when it is a terminal. With `preload`, the modules' files
+// and debug information are opened on another thread while the trace is replayed (make the
+// Symbolizer with it).
 std::unique_ptr<analysis::Model> load_model(const std::string& path, analysis::ReplayOptions options,
-                                            bool quiet_warnings = false);
+                                            bool quiet_warnings = false, analysis::SymbolPreload* preload = nullptr);
 
 // Prints the symbolizer's module problems as warnings (once per module).
 void print_symbol_problems(const std::string& path, const analysis::Symbolizer& s);

@@ -265,13 +265,14 @@ int run_check(const CheckOptions& o) {
   if (!o.no_builtin) supp.add_builtin();
   for (const std::string& n : notes) std::cerr << "memtide: note: " << printable(n) << '\n';
 
-  auto model = load_model(o.file, ReplayOptions{});
+  SymbolPreload preload;
+  auto model = load_model(o.file, ReplayOptions{}, false, &preload);
   if (!model) return kExitError;
   if (model->corrupt) {
     print_error(o.file, "the trace is corrupt: leaks cannot be trusted");
     return kExitError;
   }
-  Symbolizer sym(*model);
+  Symbolizer sym(*model, {}, &preload);
   const Evaluation e = evaluate(*model, sym, supp, o);
   if (o.json)
     std::cout << check_json(*model, sym, supp, e, o).dump(2, ' ', false, json::error_handler_t::replace) << '\n';

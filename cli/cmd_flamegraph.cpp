@@ -49,9 +49,10 @@ int run_flamegraph(const FlameOptions& o) {
   }
   ReplayOptions ro;
   o.window.apply(ro);
-  auto model = load_model(o.file, ro);
+  SymbolPreload preload;
+  auto model = load_model(o.file, ro, false, &preload);
   if (!model) return kExitError;
-  Symbolizer sym(*model);
+  Symbolizer sym(*model, {}, &preload);
   CallTree tree;
   tree.build(*model, sym, Domain::Heap, o.metric, o.bottom_up);
 

@@ -290,9 +290,10 @@ void report_text(const Model& m, Symbolizer& sym, const ReportOptions& o) {
 int run_report(const ReportOptions& o) {
   ReplayOptions ro;
   o.window.apply(ro);
-  auto model = load_model(o.file, ro);
+  SymbolPreload preload;
+  auto model = load_model(o.file, ro, false, &preload);
   if (!model) return kExitError;
-  Symbolizer sym(*model);
+  Symbolizer sym(*model, {}, &preload);
   if (o.json)
     std::cout << report_json(*model, sym, o).dump(2, ' ', false, json::error_handler_t::replace) << '\n';
   else

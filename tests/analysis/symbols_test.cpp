@@ -65,6 +65,36 @@ TEST(Symbols, FunctionFileAndLineFromTheModuleFile) {
   EXPECT_TRUE(s.problems().empty());
 }
 
+TEST(Symbols, FilesOpenedAheadResolveAlike) {
+  Model model;
+  model.modules.push_back(self_module(""));
+  model.modules.push_back(self_module(std::string("\x01\x02\x03\x04", 4)));  // the same file, changed
+  model.modules[1].id = ModuleId(2);
+  model.modules[1].lo = model.modules[1].hi = 0;  // maps nothing: lookups of addresses go to the first
+  SymbolPreload preload;
+  for (const ModuleInfo& m : model.modules) preload.add(m);
+  preload.add(model.modules[0]);  // queued once
+  for (int i = 0; i < 2000 && preload.opened() < 2; ++i) usleep(5000);
+  ASSERT_EQ(preload.opened(), 2u) << "both opened on the preload thread";
+
+  Symbolizer s(model, {}, &preload);
+  auto frames = s.resolve(marker_ip());
+  ASSERT_FALSE(frames.empty());
+  EXPECT_EQ(frames[0].function, "memtide_test_marker_fn");
+  EXPECT_NE(frames[0].file.find("symbols_test.cpp"), std::string_view::npos);
+  EXPECT_EQ(s.file_state(model.modules[1]), ModuleState::Mismatch) << "a changed file stays refused";
+  EXPECT_TRUE(s.resolve_in_file(model.modules[1], marker_ip() - model.modules[1].load_bias).empty());
+
+  // The replay hands every module it meets to ReplayOptions::on_module.
+  TraceBuilder b;
+  b.module(1, 7, "/usr/lib/libexample.so", 0x7f0000000000, 0x1000, 0x2000, "\xaa\xbb");
+  std::vector<std::string> met;
+  ReplayOptions o;
+  o.on_module = [&](const ModuleInfo& m) { met.push_back(m.path); };
+  ASSERT_TRUE(analyze(b.end(2), o));
+  EXPECT_EQ(met, std::vector<std::string>{"/usr/lib/libexample.so"});
+}
+
 TEST(Symbols, BuildIdMismatchIsReportedAndNotResolved) {
   Model model;
   model.modules.push_back(self_module(std::string("\x01\x02\x03\x04", 4)));
