@@ -12,13 +12,14 @@
 #include <algorithm>
 #include <cerrno>
 #include <condition_variable>
-#include <deque>
-#include <map>
-#include <mutex>
-#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <system_error>
+#include <thread>
 
 namespace memtide::analysis {
 
