@@ -529,7 +529,7 @@ void Loader::run() {
           }
           if (replaced)
             res.model->warnings.insert(res.model->warnings.begin(),
-                                       "the file was replaced by another recording while it was followed: read again");
+                                       "the file was replaced (another recording) or cut short while it was followed: read again from its start");
           w.set_base(std::shared_ptr<const analysis::Model>(std::move(res.model)));
           w.following = opt_.follow && fmt::is_being_written(w.path);
           w.next_refresh = Clock::now() + opt_.live_interval;
