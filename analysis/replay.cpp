@@ -363,7 +363,7 @@ class Replayer : public NullVisitor {
 // [3] Heap-like domains
 // ---------------------------------------------------------------------------------------
 
-void Replayer::heap_alloc(Domain d, uint32_t stream, const Alloc& a, uint64_t bytes) {
+[[gnu::always_inline]] inline void Replayer::heap_alloc(Domain d, uint32_t stream, const Alloc& a, uint64_t bytes) {
   DomainState& ds = dom_[static_cast<unsigned>(d)];
   LiveMap<LiveBlock>& live = live_[d == Domain::Heap ? 0 : 1];
   auto [blk, fresh] = live.insert(a.addr);
@@ -418,7 +418,7 @@ void Replayer::heap_alloc(Domain d, uint32_t stream, const Alloc& a, uint64_t by
   if (b.counted) dom_[static_cast<unsigned>(d)].change(b.stack, -static_cast<int64_t>(b.bytes), -1, time);
 }
 
-void Replayer::heap_free(Domain d, uint32_t stream, const Free& f) {
+[[gnu::always_inline]] inline void Replayer::heap_free(Domain d, uint32_t stream, const Free& f) {
   DomainState& ds = dom_[static_cast<unsigned>(d)];
   LiveMap<LiveBlock>& live = live_[d == Domain::Heap ? 0 : 1];
   ThreadWork* tw = thread_work(stream);
