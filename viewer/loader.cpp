@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <functional>
 
 #include "analysis/replay.h"
 #include "analysis/symbols.h"
@@ -103,6 +104,12 @@ struct Loader::Work {
   bool following = false;
   uint64_t last_size = 0;
   FileIdentity identity;  // of the recording being followed
+  // Following with a range selected: the replay of that range, resumed at each refresh like
+  // `live`, and what the job running it checks for staleness while it reads.
+  std::unique_ptr<analysis::Session> live_window;
+  TimeRange live_window_range;
+  std::function<void()> window_check;
+  uint64_t window_bytes = 0;  // read by the last advance of live_window
   bool reopen = false;    // the path now holds another recording: read it from the start
   Clock::time_point next_refresh{};
   uint64_t refreshes = 0;
@@ -432,12 +439,47 @@ void Loader::run() {
       return analysis::analyze_file(path, o);
     };
     auto window_view = [&](TimeRange r, auto& check) -> std::shared_ptr<const ViewData> {
+      w.window_bytes = 0;
       if (r.empty()) return w.whole;
       analysis::ReplayOptions o;
       o.from = r.from;
       o.to = r.to;
       o.at = r.to;
-      analysis::AnalyzeResult res = analyze(w.path, o, "reading the window", check);
+      analysis::AnalyzeResult res;
+      if (w.following && opt_.incremental) {
+        // A file still being written: one replay of the range, advanced over what each refresh
+        // appends, as for the whole trace (a new range starts a new one).
+        const bool writer = fmt::is_being_written(w.path);
+        if (!w.live_window || w.live_window->broken() || w.live_window_range != r) {
+          w.live_window.reset();
+          o.series_points = opt_.series_points;
+          o.progress = [this, &w](uint64_t done, uint64_t size) {
+            set_phase("reading the window", size ? static_cast<float>(static_cast<double>(done) / size) : -1.f);
+            if (w.window_check) w.window_check();
+          };
+          auto session = std::make_unique<analysis::Session>(std::move(o));
+          res.error = session->open(w.path);
+          if (!res.error.empty()) return w.whole;
+          w.live_window = std::move(session);
+          w.live_window_range = r;
+        }
+        w.window_check = [&] { check(); };
+        const uint64_t before = w.live_window->bytes_read();
+        try {
+          w.live_window->advance();
+        } catch (...) {
+          w.window_check = nullptr;
+          throw;
+        }
+        w.window_check = nullptr;
+        if (!writer) w.live_window->finish();
+        res.model = w.live_window->snapshot();
+        w.window_bytes = w.live_window->bytes_read() - before;
+        if (!writer) w.live_window.reset();
+      } else {
+        res = analyze(w.path, o, "reading the window", check);
+        w.window_bytes = file_size(w.path);
+      }
       if (!res.ok()) return w.whole;
       ViewData v;
       v.window = r;
@@ -489,6 +531,7 @@ void Loader::run() {
           w.following = false;
           w.reopen = false;
           w.live.reset();
+          w.live_window.reset();
           const auto t0 = Clock::now();
           w.identity = identity_of(w.path);
           w.last_size = file_size(w.path);
@@ -693,7 +736,7 @@ void Loader::run() {
           s->live = writer;
           s->symbol_problems = problems_of(*w.sym);
           s->refreshes = ++w.refreshes;
-          s->refresh_bytes = bytes;
+          s->refresh_bytes = bytes + w.window_bytes;
           s->analysis_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
           if (!w.baseline_path.empty()) s->compare = compare_for(view.get());
           w.following = writer;  // one last refresh after the writer is gone, then stop

@@ -44,8 +44,14 @@ bool have_xvfb_run() { return run("command -v xvfb-run >/dev/null 2>&1") == 0; }
 
 // `xvfb-run -a` looks for a free display from :99 up; two runs starting at once (other test
 // suites, other users of the machine) can pick the same one and one fails. Starting the
-// search from a number of our own makes that unlikely.
-std::string xvfb_run() { return "xvfb-run -a -n " + std::to_string(100 + ::getpid() % 800) + " "; }
+// search from a number of our own makes that unlikely. The X authority file is ours too:
+// without -f, xvfb-run removes a temporary directory of its own at exit and, when that fails
+// (the program exited while the server was still starting), exits 5 instead of with the
+// program's status.
+std::string xvfb_run() {
+  const fs::path auth = fs::temp_directory_path() / ("memtide-view-e2e-xauth-" + std::to_string(::getpid()));
+  return "xvfb-run -a -n " + std::to_string(100 + ::getpid() % 800) + " -f " + auth.string() + " ";
+}
 
 class ViewerE2E : public ::testing::Test {
  protected:
@@ -60,6 +66,7 @@ class ViewerE2E : public ::testing::Test {
   static void TearDownTestSuite() {
     std::error_code ec;
     fs::remove_all(*dir_, ec);
+    fs::remove(fs::temp_directory_path() / ("memtide-view-e2e-xauth-" + std::to_string(::getpid())), ec);
     delete dir_;
     delete trace_;
   }

@@ -400,6 +400,47 @@ TEST(Loader, ReadsAgainAFileReplacedOrCutShortWhileFollowed) {
       << l.snapshot()->base->heap().allocations << " allocations still shown";
 }
 
+TEST(Loader, LiveRefreshWithASelectionReadsOnlyWhatWasAppended) {
+  TempDir d;
+  const std::string path = d.file("growing.mtide");
+  test::Synthetic s(path, /*lock=*/true);
+  s.stack(1, 0, {0x1000});
+  uint64_t t = 1000, in_range = 0;
+  const uint64_t from = 500000;  // the selection: from here to well past the end
+  for (uint64_t i = 0; i < 30000; ++i) {
+    const uint64_t size = 1 + (i * 7919) % 997;
+    t += 1 + (i * 104729) % 89;
+    s.malloc(t, 0x100000 + 1024 * i, size, 1);
+    if (t >= from) in_range += size;
+  }
+  s.flush(t + 1).flush(t + 1);
+  Loader::Options o;
+  o.live_interval = 50ms;
+  Loader l(o);
+  l.open(path);
+  ASSERT_TRUE(wait_for([&] { return l.snapshot()->loaded() && l.snapshot()->live; }));
+  const TimeRange w{from, 10 * test::kMs};
+  l.set_window(w);
+  auto window_bytes = [&] {
+    auto v = l.snapshot()->view;
+    return v && v->window == w ? v->model->heap().allocated_bytes : UINT64_MAX;
+  };
+  ASSERT_TRUE(wait_for([&] { return window_bytes() == in_range; })) << window_bytes() << " of " << in_range;
+  const uint64_t size = fs::file_size(path);
+
+  t += 2;
+  s.malloc(t, 0x10, 100, 1).flush(t + 1).flush(t + 1);
+  ASSERT_TRUE(wait_for([&] { return window_bytes() == in_range + 100; }, 5s)) << window_bytes();
+  EXPECT_GT(l.snapshot()->refresh_bytes, 0u);
+  EXPECT_LT(l.snapshot()->refresh_bytes, size / 10)
+      << "a refresh with a selection reads the new blocks for both replays, not the file";
+
+  s.end(t + 3);  // the writer closes: the last refresh ends both replays
+  ASSERT_TRUE(wait_for([&] { return !l.snapshot()->live && l.snapshot()->base->complete; }, 5s));
+  EXPECT_EQ(window_bytes(), in_range + 100);
+  EXPECT_EQ(l.snapshot()->view->model->heap().leaked_bytes, in_range + 100);
+}
+
 TEST(Settings, RecentListDedupesAndCaps) {
   std::vector<std::string> r;
   add_recent(r, "/a/x.mtide");
