@@ -192,7 +192,11 @@ struct UnwindMemo {
   UnwindFrame f[kMemoFrames];      // outermost first
   UnwindFrame walk[kMemoFrames];   // the current walk, leaf first (until overwritten, the
                                    // previous one: its rules are reused at equal ips)
-  SeenStack seen[kSeenStacks];
+  // kSeenStacks of them (about 150 KiB), allocated once the thread has walked kSeenRound
+  // stacks (unwind.cpp): a thread that allocates now and then never pays for them. Freed
+  // with the thread's state.
+  SeenStack* seen = nullptr;
+  uint32_t seen_wait = 0;
   uint32_t seen_clock = 0;
   uint32_t seen_walks = 0, seen_hits = 0, seen_rest = 0;  // unwind.cpp, seen_wanted()
   // What the last fast_backtrace left for stack_id: the SeenStack of the return addresses it

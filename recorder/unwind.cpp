@@ -360,6 +360,17 @@ inline bool slot_at(uint64_t addr, uint64_t base, uint32_t& at) {
 // keeping them exceeds what the hits save). Decided per 256 walks; after a poor round the set
 // rests for 4096 walks.
 constexpr uint32_t kSeenRound = 256, kSeenRest = 4096;
+
+// The thread's table of kept stacks, made at its kSeenRound-th walk; false until then (and
+// for good when there is no memory for it).
+inline bool seen_table(UnwindMemo* m) {
+  if (MT_LIKELY(m->seen != nullptr)) return true;
+  if (++m->seen_wait < kSeenRound) return false;
+  m->seen = static_cast<SeenStack*>(mem_alloc(sizeof(SeenStack) * kSeenStacks));  // zeroed: all empty
+  if (!m->seen) m->seen_wait = 0;  // try again later
+  return m->seen != nullptr;
+}
+
 inline bool seen_wanted(UnwindMemo* m) {
   if (MT_UNLIKELY(m->seen_rest)) {
     --m->seen_rest;
@@ -459,7 +470,7 @@ MT_NOINLINE int fast_backtrace(void** out, int cap, UnwindMemo* m, const UnwindS
   // from one state (one function called from different places at the same depth): each way
   // of the set holds one; a walk that finds none replaces the least recently used.
   SeenStack* seen = nullptr;
-  if (m && !exact_leaf && seen_wanted(m)) {
+  if (m && !exact_leaf && seen_table(m) && seen_wanted(m)) {
     SeenStack* set = seen_set(m, ip, sp);
     const uint32_t now = ++m->seen_clock;
     for (int w = 0; w < kSeenWays; ++w) {
