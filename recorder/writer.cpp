@@ -151,8 +151,10 @@ Chunk* take_queue() {
 }
 
 // Sealed chunks waiting for the writer, in bytes. Above kMaxQueued an allocating thread waits
-// (backpressure) rather than let the recorder's memory grow without bound.
-constexpr size_t kMaxQueued = 64u << 20;
+// (backpressure) rather than let the recorder's memory grow without bound. A flush pass drains
+// the queue before its watermark, so this also bounds how far apart watermarks are when the
+// writer cannot keep up (and the window a reader's merge holds).
+constexpr size_t kMaxQueued = 16u << 20;
 std::atomic<size_t> g_queued{0};
 pthread_cond_t g_space_cond = PTHREAD_COND_INITIALIZER;
 
