@@ -1,10 +1,11 @@
 // LiveMap: the set of live blocks keyed by address, the one structure of the replay whose size
 // follows the program's live set. Open addressing with linear probing and backward-shift
 // deletion (no tombstones, so a long run of malloc/free churn does not degrade it). Slots are
-// 32 bytes. Up to 4M slots the table is kept at most half full (64 to 128 bytes per live
-// block): the probe runs of inserts and of the backward shift stay short, and they are most of
-// a replay's time per event. Larger tables (live sets of millions of blocks) fill up to 3/4
-// (43 to 85 bytes per live block).
+// 32 bytes. Up to 4M slots (128 MiB) the table is kept at most 1/8 full (256 to 512 bytes per
+// live block): the probe runs of lookups, inserts and the backward shift, whose unpredictable
+// ends are most of a replay's time per event, stay a slot or two long (at most 1/2 full, the
+// replaying thread took 21-26% longer on the churn benchmarks, at most 1/4 full 6-7%). Larger tables (live
+// sets of more than 512K blocks) fill up to 3/4 (43 to 85 bytes per live block).
 //
 // The address 0 is the empty-slot marker; a (hostile) block at address 0 lives in a side slot.
 #pragma once
@@ -116,7 +117,7 @@ class LiveMap {
     for (std::size_t i = 0; i < cap; ++i) slots_[i].key = 0;
     mask_ = cap - 1;
     shift_ = 64 - static_cast<unsigned>(__builtin_ctzll(cap));
-    max_load_ = cap <= kSparseSlots ? cap / 2 : cap / 4 * 3;
+    max_load_ = cap <= kSparseSlots ? cap / 8 : cap / 4 * 3;
     size_ = 0;
     for (std::size_t i = 0; i < old_cap; ++i) {
       if (old[i].key == 0) continue;
@@ -127,7 +128,7 @@ class LiveMap {
     }
   }
 
-  // Up to this many slots (128 MiB of 32-byte slots) the table is kept at most half full,
+  // Up to this many slots (128 MiB of 32-byte slots) the table is kept at most 1/8 full,
   // beyond it at most 3/4 full, so that a live set of millions of blocks costs less memory.
   static constexpr std::size_t kSparseSlots = std::size_t{1} << 22;
 

@@ -1,10 +1,11 @@
 // One streaming replay of a trace into a Model (analysis/model.h).
 //
 // The trace's per-thread streams are merged by time (formats/merge.h) and replayed in that
-// order; a second thread reads and decodes the blocks. Memory: the live blocks (LiveMap, 43 to
-// 128 bytes each), per distinct stack a few dozen bytes per domain, the stack trie (16 bytes
-// per node) and the events of the merger's window between two watermarks (32 bytes each, plus
-// up to 128 MiB decoded ahead by the reader thread); nothing grows with the length of the trace.
+// order; a second thread reads and decodes the blocks. Memory: the live blocks (LiveMap, at
+// most 128 MiB up to 512K blocks, 43 to 85 bytes each beyond), per distinct stack a few dozen
+// bytes per domain, the stack trie (16 bytes per node) and the events of the merger's window
+// between two watermarks (32 bytes each, plus up to 32 MiB decoded ahead by the reader
+// thread); nothing grows with the length of the trace.
 //
 //   ReplayOptions o;  o.from = 2'000'000'000;      // "allocations made after 2 s"
 //   AnalyzeResult r = analyze_file("trace.mtide", o);
