@@ -235,18 +235,4 @@ void EventMerger::note_watermark(uint64_t time) {
   last_watermark_ = time;
 }
 
-bool EventMerger::head(Queue& q, HeapItem& item) {
-  while (!q.blocks.empty()) {
-    const EventBlock& b = *q.blocks.front();
-    if (b.rd < b.events.size()) {
-      item.time = b.events[b.rd].time;
-      item.seq = b.seq;
-      return true;
-    }
-    recycle(std::move(q.blocks.front()));
-    q.blocks.pop_front();
-  }
-  return false;
-}
-
 }  // namespace memtide::fmt
