@@ -18,6 +18,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <set>
 #include <system_error>
 #include <thread>
 
@@ -361,7 +362,7 @@ struct SymbolPreload::Impl {
   std::condition_variable cv;
   std::deque<ModuleInfo> queue;
   std::map<Key, std::unique_ptr<detail::ModuleSession>> opened;  // by the preload thread
-  std::map<Key, bool> seen;
+  std::set<Key> queued;  // added and not yet taken
   std::size_t done = 0;
   bool stop = false;
   std::thread thread;
@@ -404,7 +405,7 @@ SymbolPreload::~SymbolPreload() {
 void SymbolPreload::add(const ModuleInfo& m) {
   if (m.path.empty() || m.path[0] != '/' || !p_->thread.joinable()) return;
   std::lock_guard<std::mutex> l(p_->mu);
-  if (p_->stop || !p_->seen.emplace(Impl::Key{m.path, m.build_id}, true).second) return;
+  if (p_->stop || !p_->queued.insert(Impl::Key{m.path, m.build_id}).second) return;
   p_->queue.push_back(m);
   p_->cv.notify_all();
 }
@@ -417,11 +418,11 @@ std::size_t SymbolPreload::opened() const {
 std::unique_ptr<detail::ModuleSession> SymbolPreload::take(const ModuleInfo& m) {
   std::unique_lock<std::mutex> l(p_->mu);
   const Impl::Key key{m.path, m.build_id};
-  if (!p_->seen.count(key)) return nullptr;  // never queued: the Symbolizer opens it
+  if (!p_->queued.count(key)) return nullptr;  // never queued: the Symbolizer opens it
   p_->cv.wait(l, [&] { return p_->opened.count(key) != 0; });
   std::unique_ptr<detail::ModuleSession> s = std::move(p_->opened[key]);
   p_->opened.erase(key);
-  p_->seen.erase(key);  // a second module with this file opens its own
+  p_->queued.erase(key);  // a second module with this file opens its own
   return s;
 }
 

@@ -327,6 +327,13 @@ TEST(Truncation, NotATraceIsAnError) {
   EXPECT_FALSE(r.error.empty());
 }
 
+// The largest value a series kept.
+uint64_t series_max(const analysis::Series& s) {
+  uint64_t mx = 0;
+  for (const auto& p : s.points()) mx = std::max(mx, p.max);
+  return mx;
+}
+
 TEST(Series, DownsamplingKeepsThePeak) {
   TraceBuilder b;
   add_stacks(b);
@@ -341,8 +348,7 @@ TEST(Series, DownsamplingKeepsThePeak) {
   ASSERT_TRUE(m);
   const auto& pts = m->heap_series.points();
   EXPECT_LE(pts.size(), 64u);
-  uint64_t mx = 0;
-  for (const auto& p : pts) mx = std::max(mx, p.max);
+  const uint64_t mx = series_max(m->heap_series);
   EXPECT_EQ(mx, m->heap().peak_bytes);
   EXPECT_EQ(mx, 200000u + 1000000u);
   EXPECT_EQ(pts.back().last, 0u);
@@ -361,16 +367,13 @@ TEST(Series, MappedAndCustomLiveBytesOverTime) {
   ASSERT_TRUE(m);
   const auto& pts = m->mmap_series.points();
   ASSERT_FALSE(pts.empty());
-  uint64_t mx = 0;
-  for (const auto& p : pts) mx = std::max(mx, p.max);
+  const uint64_t mx = series_max(m->mmap_series);
   EXPECT_EQ(mx, 0x7000u);
   EXPECT_EQ(mx, m->totals[static_cast<unsigned>(Domain::Mmap)].peak_bytes);
   EXPECT_EQ(pts.back().last, 0x2000u);  // the rest of the first mapping
   ASSERT_FALSE(m->custom_series.points().empty());
   EXPECT_EQ(m->custom_series.points().back().last, 0u);
-  uint64_t cmx = 0;
-  for (const auto& p : m->custom_series.points()) cmx = std::max(cmx, p.max);
-  EXPECT_EQ(cmx, 64u);
+  EXPECT_EQ(series_max(m->custom_series), 64u);
 }
 
 TEST(Series, MappedSeriesKeepsItsPeakWhenDownsampled) {
@@ -387,9 +390,7 @@ TEST(Series, MappedSeriesKeepsItsPeakWhenDownsampled) {
   ASSERT_TRUE(m);
   const auto& pts = m->mmap_series.points();
   EXPECT_LE(pts.size(), 32u);
-  uint64_t mx = 0;
-  for (const auto& p : pts) mx = std::max(mx, p.max);
-  EXPECT_EQ(mx, 5000u * 0x1000 + 0x100000);
+  EXPECT_EQ(series_max(m->mmap_series), 5000u * 0x1000 + 0x100000);
   EXPECT_EQ(pts.back().last, 0u);
 }
 

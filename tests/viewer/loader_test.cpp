@@ -324,19 +324,28 @@ TEST(Loader, FollowsAFileStillBeingWritten) {
   EXPECT_EQ(l.snapshot()->base->heap().allocated_bytes, 70u);
 }
 
+// 30,000 mallocs of stack 1 with sizes and steps that LZ4 cannot squeeze to nothing, then two
+// watermarks; returns the time of the last and the bytes allocated at `from` or later.
+uint64_t write_growing(test::Synthetic& s, uint64_t from, uint64_t& bytes_from) {
+  s.stack(1, 0, {0x1000});
+  uint64_t t = 1000;
+  bytes_from = 0;
+  for (uint64_t i = 0; i < 30000; ++i) {
+    const uint64_t size = 1 + (i * 7919) % 997;
+    t += 1 + (i * 104729) % 89;
+    s.malloc(t, 0x100000 + 1024 * i, size, 1);
+    if (t >= from) bytes_from += size;
+  }
+  s.flush(t + 1).flush(t + 1);
+  return t;
+}
+
 TEST(Loader, LiveRefreshReadsOnlyWhatWasAppended) {
   TempDir d;
   const std::string path = d.file("growing.mtide");
   test::Synthetic s(path, /*lock=*/true);
-  s.stack(1, 0, {0x1000});
-  uint64_t t = 1000, total = 0;
-  for (uint64_t i = 0; i < 30000; ++i) {  // sizes and steps that LZ4 cannot squeeze to nothing
-    const uint64_t size = 1 + (i * 7919) % 997;
-    t += 1 + (i * 104729) % 89;
-    s.malloc(t, 0x100000 + 1024 * i, size, 1);
-    total += size;
-  }
-  s.flush(t + 1).flush(t + 1);
+  uint64_t total = 0;
+  uint64_t t = write_growing(s, 0, total);
   Loader::Options o;
   o.live_interval = 50ms;
   Loader l(o);
@@ -404,16 +413,9 @@ TEST(Loader, LiveRefreshWithASelectionReadsOnlyWhatWasAppended) {
   TempDir d;
   const std::string path = d.file("growing.mtide");
   test::Synthetic s(path, /*lock=*/true);
-  s.stack(1, 0, {0x1000});
-  uint64_t t = 1000, in_range = 0;
   const uint64_t from = 500000;  // the selection: from here to well past the end
-  for (uint64_t i = 0; i < 30000; ++i) {
-    const uint64_t size = 1 + (i * 7919) % 997;
-    t += 1 + (i * 104729) % 89;
-    s.malloc(t, 0x100000 + 1024 * i, size, 1);
-    if (t >= from) in_range += size;
-  }
-  s.flush(t + 1).flush(t + 1);
+  uint64_t in_range = 0;
+  uint64_t t = write_growing(s, from, in_range);
   Loader::Options o;
   o.live_interval = 50ms;
   Loader l(o);
