@@ -1,5 +1,9 @@
 #include "analysis/model.h"
 
+#include <algorithm>
+
+#include "formats/decoder.h"
+
 namespace memtide::analysis {
 
 void Series::add_slow(uint64_t time, uint64_t value) {
@@ -57,6 +61,45 @@ const ModuleInfo* Model::module_at(uint64_t ip) const {
   for (const ModuleInfo& m : modules)
     if (ip >= m.lo && ip < m.hi && (!best || m.load_time >= best->load_time)) best = &m;
   return best;
+}
+
+ModuleInfo module_info(const fmt::ModuleLoad& x) {
+  ModuleInfo mi;
+  mi.id = ModuleId(x.module_id);
+  mi.load_bias = x.load_bias;
+  mi.path = x.path;
+  mi.build_id = x.build_id;
+  mi.segments.assign(x.segments, x.segments + x.nseg);
+  mi.load_time = x.time;
+  uint64_t lo = UINT64_MAX, hi = 0, alo = UINT64_MAX, ahi = 0;
+  for (const fmt::Segment& s : mi.segments) {
+    const uint64_t a = x.load_bias + s.vaddr, b = a + s.memsz;
+    alo = std::min(alo, a);
+    ahi = std::max(ahi, b);
+    if (s.flags & fmt::kSegExec) {
+      lo = std::min(lo, a);
+      hi = std::max(hi, b);
+    }
+  }
+  if (hi == 0) lo = alo, hi = ahi;
+  mi.lo = hi ? lo : 0;
+  mi.hi = hi;
+  return mi;
+}
+
+void add_embedded(Model& m, const fmt::Symbols& x) {
+  std::vector<EmbeddedSymbol>& v = m.embedded[x.module_id];
+  fmt::SymbolIterator it(x);
+  for (fmt::SymbolEntry e; it.next(e);)
+    v.push_back({e.offset, std::string(e.function), std::string(e.file), static_cast<uint32_t>(e.line),
+                 static_cast<uint32_t>(e.inline_depth)});
+}
+
+void sort_embedded(Model& m) {
+  for (auto& [id, v] : m.embedded)
+    std::stable_sort(v.begin(), v.end(), [](const EmbeddedSymbol& a, const EmbeddedSymbol& b) {
+      return a.offset != b.offset ? a.offset < b.offset : a.inline_depth < b.inline_depth;
+    });
 }
 
 }  // namespace memtide::analysis

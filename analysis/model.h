@@ -296,4 +296,11 @@ struct Model {
   const ModuleInfo* module_at(uint64_t ip) const;
 };
 
+// What a ModuleLoad record adds to Model::modules (its address ranges worked out).
+ModuleInfo module_info(const fmt::ModuleLoad& x);
+// Adds a Symbols record's entries to Model::embedded; sort_embedded() orders them for lookups
+// once every record has been read.
+void add_embedded(Model& m, const fmt::Symbols& x);
+void sort_embedded(Model& m);
+
 }  // namespace memtide::analysis

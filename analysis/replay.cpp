@@ -182,27 +182,7 @@ class Replayer : public NullVisitor {
   }
   void on_module_load(uint32_t, const ModuleLoad& x) {
     note_time(x.time);
-    ModuleInfo mi;
-    mi.id = ModuleId(x.module_id);
-    mi.load_bias = x.load_bias;
-    mi.path = x.path;
-    mi.build_id = x.build_id;
-    mi.segments.assign(x.segments, x.segments + x.nseg);
-    mi.load_time = x.time;
-    uint64_t lo = UINT64_MAX, hi = 0, alo = UINT64_MAX, ahi = 0;
-    for (const Segment& s : mi.segments) {
-      const uint64_t a = x.load_bias + s.vaddr, b = a + s.memsz;
-      alo = std::min(alo, a);
-      ahi = std::max(ahi, b);
-      if (s.flags & kSegExec) {
-        lo = std::min(lo, a);
-        hi = std::max(hi, b);
-      }
-    }
-    if (hi == 0) lo = alo, hi = ahi;
-    mi.lo = hi ? lo : 0;
-    mi.hi = hi;
-    m_.modules.push_back(std::move(mi));
+    m_.modules.push_back(module_info(x));
     if (opt_.on_module) opt_.on_module(m_.modules.back());
   }
   void on_module_unload(uint32_t, const ModuleUnload& x) {
@@ -248,13 +228,7 @@ class Replayer : public NullVisitor {
     m_.complete = true;
     m_.end = x;
   }
-  void on_symbols(uint32_t, const Symbols& x) {
-    std::vector<EmbeddedSymbol>& v = m_.embedded[x.module_id];
-    SymbolIterator it(x);
-    for (SymbolEntry e; it.next(e);)
-      v.push_back({e.offset, std::string(e.function), std::string(e.file), static_cast<uint32_t>(e.line),
-                   static_cast<uint32_t>(e.inline_depth)});
-  }
+  void on_symbols(uint32_t, const Symbols& x) { add_embedded(m_, x); }
 
   void on_alloc(uint32_t stream, const Alloc& a) {
     note_time(a.time);
@@ -648,10 +622,7 @@ void Replayer::finish_into(Model& out) const {
     }
   std::sort(out.threads.begin(), out.threads.end(),
             [](const ThreadInfo& a, const ThreadInfo& b) { return a.id < b.id; });
-  for (auto& [id, v] : out.embedded)
-    std::stable_sort(v.begin(), v.end(), [](const EmbeddedSymbol& a, const EmbeddedSymbol& b) {
-      return a.offset != b.offset ? a.offset < b.offset : a.inline_depth < b.inline_depth;
-    });
+  sort_embedded(out);
   if (out.end && out.end->lost_events)
     out.warnings.push_back("the recorder lost " + std::to_string(out.end->lost_events) +
                            " events (see its messages): totals may be short");

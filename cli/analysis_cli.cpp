@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "analysis/definitions.h"
 #include "cli/common.h"
 
 namespace memtide::cli {
@@ -128,7 +129,11 @@ std::unique_ptr<Model> load_model(const std::string& path, ReplayOptions options
                                   SymbolPreload* preload) {
   auto progress = std::make_shared<Progress>();
   if (progress->on) options.progress = [progress](uint64_t d, uint64_t t) { (*progress)(d, t); };
-  if (preload) options.on_module = [preload](const ModuleInfo& m) { preload->add(m); };
+  // A trace that holds its names (memtide symbolize, memtide run) needs no module file opened
+  // ahead: `memtide symbolize` named every address its stacks hold in each module it could
+  // read, and a module it could not is opened (and reported) when a frame asks for it.
+  if (preload && embedded_symbol_modules(path).empty())
+    options.on_module = [preload](const ModuleInfo& m) { preload->add(m); };
   AnalyzeResult r = analyze_file(path, options);
   if (!r.ok()) {
     print_error(path, r.error);

@@ -1,23 +1,41 @@
 // `memtide symbolize FILE [-o OUT]`: resolves every return address of the trace's stacks with
 // the modules on this machine and appends the names as Symbols records (formats/records.h
 // [4]), so that a copy of the trace read elsewhere (a CI artifact) still shows functions,
-// files, lines and inlined frames. `report`, `check` and `flamegraph` prefer these names.
+// files, lines and inlined frames. `report`, `check` and `flamegraph` prefer these names and
+// do not open the modules' files for them.
 //
 // In place, the file must end at a block boundary and no recorder may still be writing it;
 // with -o the readable part of FILE is copied to OUT first and the symbols go there (this also
 // works for a truncated trace). Modules whose file is missing or changed (build-id) are
-// reported and left out; modules already symbolised are skipped unless --force.
+// reported and left out; modules already symbolised are skipped unless --force. An address
+// that the module's file cannot name (no symbol, no debug information) is stored with empty
+// names, so that readers need not look again.
+//
+// Only the stacks and modules are read (analysis/definitions.h), not the events. With
+// --follow (how `memtide run` calls it) the trace is read while the recorder writes it: the
+// modules' files are opened and new addresses resolved as they appear, and the symbols are
+// appended once the recorder has let go of the file. --manifest names the trace by a
+// `memtide run` manifest instead, waiting for its first line; `memtide run` creates
+// MANIFEST.ended when the program has ended, after which the follower waits at most 2 s more
+// for the file to be let go of (a child process may have inherited it).
 #include <CLI/CLI.hpp>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
+#include <thread>
+#include <unordered_set>
 
+#include "analysis/definitions.h"
 #include "cli/analysis_cli.h"
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -30,8 +48,63 @@ namespace {
 using namespace memtide::analysis;
 
 struct SymbolizeOptions {
-  std::string file, out;
+  std::string file, out, manifest;
   bool force = false;
+  bool follow = false;
+  bool quiet = false;
+  double poll_ms = 50;
+};
+
+// Whether `memtide run` has said that the program ended (MANIFEST.ended exists).
+bool program_ended(const SymbolizeOptions& o) {
+  struct stat st;
+  return !o.manifest.empty() && ::stat((o.manifest + ".ended").c_str(), &st) == 0;
+}
+
+void sleep_ms(double ms) { std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(ms * 1000))); }
+
+// The trace named by the first line of a `memtide run` manifest ("pid\tppid\tpath\n"), once
+// the recorder has written it. Empty when the manifest goes away first (the run ended without
+// a trace) or the program ended without writing one.
+std::string wait_for_manifest(const SymbolizeOptions& o) {
+  for (;;) {
+    const bool ended = program_ended(o);  // before reading: a line written before it is seen
+    std::ifstream in(o.manifest);
+    if (!in) return {};
+    std::string line;
+    if (std::getline(in, line) && !in.eof()) {
+      const auto a = line.find('\t');
+      const auto b = a == std::string::npos ? a : line.find('\t', a + 1);
+      return b == std::string::npos ? std::string() : line.substr(b + 1);
+    }
+    if (ended) return {};
+    sleep_ms(o.poll_ms);
+  }
+}
+
+// Resolves, module by module, the return addresses of the stacks defined so far that it has
+// not seen yet: while following, the work is done as the program runs.
+struct Resolver {
+  const Model& model;
+  Symbolizer& sym;
+  std::unordered_set<uint64_t> seen;
+  std::size_t stacks_seen = 0;
+  uint64_t outside = 0;
+
+  void catch_up() {
+    if (model.stack_table.size() == stacks_seen) return;
+    stacks_seen = model.stack_table.size();
+    model.stack_table.for_each([&](StackId, const StackTable::Node& n) {
+      if (!seen.insert(n.ip).second) return;
+      const ModuleInfo* m = model.module_at(n.ip);
+      if (!m) {
+        ++outside;
+        return;
+      }
+      const ModuleState st = sym.file_state(*m);
+      if (st == ModuleState::Ok || st == ModuleState::NoDebugInfo) (void)sym.resolve_in_file(*m, n.ip - m->load_bias);
+    });
+  }
 };
 
 // Offset of the end of the last whole block (what a copy keeps).
@@ -94,7 +167,43 @@ bool copy_prefix(const std::string& from, const std::string& to, uint64_t n, std
   return ok;
 }
 
-int run_symbolize(const SymbolizeOptions& o) {
+int run_symbolize(SymbolizeOptions o) {
+  if (!o.manifest.empty()) {
+    o.file = wait_for_manifest(o);
+    if (o.file.empty()) return kExitOk;  // no trace was written: nothing to do
+  }
+  DefinitionReader defs;
+  if (std::string e = defs.open(o.file); !e.empty()) {
+    print_error(o.file, e);
+    return kExitError;
+  }
+  Symbolizer::Options so;
+  so.use_embedded = false;
+  Symbolizer sym(defs.model(), so);
+  Resolver resolver{defs.model(), sym, {}, 0, 0};
+
+  // Follow: read and resolve what the recorder has written until it lets go of the file.
+  if (o.follow) {
+    std::optional<std::chrono::steady_clock::time_point> ended_at;
+    for (;;) {
+      const bool alive = defs.writer_alive();
+      defs.advance();
+      resolver.catch_up();
+      if (!alive) break;
+      const bool ended = program_ended(o);
+      if (ended) {
+        const auto now = std::chrono::steady_clock::now();
+        if (!ended_at) ended_at = now;
+        if (now - *ended_at > std::chrono::seconds(2)) {
+          print_warning(o.file, "another process still writes this trace; not symbolised (run memtide symbolize on it "
+                                "once it has ended)");
+          return kExitOk;
+        }
+      }
+      sleep_ms(ended ? 10 : o.poll_ms);
+    }
+  }
+
   const std::string target = o.out.empty() ? o.file : o.out;
   uint64_t end = 0;
   bool whole = false;
@@ -114,10 +223,10 @@ int run_symbolize(const SymbolizeOptions& o) {
       return kExitError;
     }
   }
-  ReplayOptions ro;
-  ro.per_stack = false;
-  auto model = load_model(o.file, ro);
-  if (!model) return kExitError;
+  defs.advance();
+  defs.finish();
+  resolver.catch_up();
+  const Model& model = defs.model();
   if (!o.out.empty() && !copy_prefix(o.file, o.out, end, err)) {
     print_error(o.out, err);
     return kExitError;
@@ -125,19 +234,9 @@ int run_symbolize(const SymbolizeOptions& o) {
 
   // Distinct return addresses per module.
   std::map<const ModuleInfo*, std::vector<uint64_t>> offsets;
-  uint64_t outside = 0;
-  model->stack_table.for_each([&](StackId, const StackTable::Node& n) {
-    const ModuleInfo* m = model->module_at(n.ip);
-    if (!m) {
-      ++outside;
-      return;
-    }
-    offsets[m].push_back(n.ip - m->load_bias);
-  });
+  for (uint64_t ip : resolver.seen)
+    if (const ModuleInfo* m = model.module_at(ip)) offsets[m].push_back(ip - m->load_bias);
 
-  Symbolizer::Options so;
-  so.use_embedded = false;
-  Symbolizer sym(*model, so);
   fmt::TraceWriter w;
   try {
     w.open_append(target, fmt::TraceWriter::Options{});
@@ -149,7 +248,7 @@ int run_symbolize(const SymbolizeOptions& o) {
   for (auto& [m, offs] : offsets) {
     std::sort(offs.begin(), offs.end());
     offs.erase(std::unique(offs.begin(), offs.end()), offs.end());
-    if (!o.force && model->embedded.count(m->id.value)) {
+    if (!o.force && model.embedded.count(m->id.value)) {
       ++skipped;
       continue;
     }
@@ -164,10 +263,13 @@ int run_symbolize(const SymbolizeOptions& o) {
     for (uint64_t off : offs) {
       const std::vector<Frame> frames = sym.resolve_in_file(*m, off);
       ++addresses;
-      if (frames.empty() || (frames.size() == 1 && frames[0].function.empty() && frames[0].file.empty())) continue;
-      ++named;
-      uint64_t depth = 0;
-      for (const Frame& f : frames) entries.push_back({off, f.function, f.file, f.line, depth++});
+      if (frames.empty() || (frames.size() == 1 && frames[0].function.empty() && frames[0].file.empty())) {
+        entries.push_back({off, {}, {}, 0, 0});  // looked up: nothing to name it by
+      } else {
+        ++named;
+        uint64_t depth = 0;
+        for (const Frame& f : frames) entries.push_back({off, f.function, f.file, f.line, depth++});
+      }
       if (entries.size() >= 20000) flush();
     }
     flush();
@@ -179,11 +281,14 @@ int run_symbolize(const SymbolizeOptions& o) {
     print_error(target, e.what());
     return kExitError;
   }
-  std::cout << printable(target) << ": " << named << " of " << addresses << " addresses named in " << modules
-            << " modules";
-  if (skipped) std::cout << " (" << skipped << " modules already symbolised; --force to redo)";
-  std::cout << '\n';
-  if (outside) print_warning(o.file, std::to_string(outside) + " frames are outside every recorded module");
+  if (!o.quiet) {
+    std::cout << printable(target) << ": " << named << " of " << addresses << " addresses named in " << modules
+              << " modules";
+    if (skipped) std::cout << " (" << skipped << " modules already symbolised; --force to redo)";
+    std::cout << '\n';
+  }
+  if (resolver.outside && !o.quiet)
+    print_warning(o.file, std::to_string(resolver.outside) + " frames are outside every recorded module");
   for (const ModuleProblem& p : sym.problems())
     print_warning(o.file, printable(p.path) + ": " + module_state_name(p.state) + ": " + p.detail + "; not symbolised");
   return kExitOk;
@@ -195,10 +300,21 @@ Command symbolize_command() {
   return {"symbolize", "Append resolved symbols to a trace so that a copy elsewhere still shows names",
           [](CLI::App& sub) -> std::function<int()> {
             auto o = std::make_shared<SymbolizeOptions>();
-            sub.add_option("file", o->file, "Trace file (.mtide)")->required();
+            auto* file = sub.add_option("file", o->file, "Trace file (.mtide)");
+            auto* manifest = sub.add_option("--manifest", o->manifest,
+                                            "The trace named by this `memtide run` manifest (waits for it; implies --follow)");
+            file->excludes(manifest);
             sub.add_option("-o,--output", o->out, "Write a symbolised copy here instead of appending to FILE");
             sub.add_flag("--force", o->force, "Symbolise modules again even if the trace already has their names");
-            return [o] { return run_symbolize(*o); };
+            sub.add_flag("--follow", o->follow,
+                         "Read the trace while a recorder writes it, resolving as it goes; append when it has ended");
+            sub.add_flag("-q,--quiet", o->quiet, "No summary line (warnings still go to stderr)");
+            return [o, file, manifest] {
+              if (file->count() == 0 && manifest->count() == 0)
+                throw CLI::RequiredError("a trace file (or --manifest)");
+              if (!o->manifest.empty()) o->follow = true;
+              return run_symbolize(*o);
+            };
           }};
 }
 

@@ -26,20 +26,23 @@ namespace memtide::fmt {
 //   8  u16    version_major  (a reader refuses a different major)
 //   10 u16    version_minor  (newer minor: read with a warning)
 //   12 u32    header_size    (32 in this version; readers skip any extra bytes)
-//   16 u32    flags          (bit 0: sampled recording)
+//   16 u32    flags          (bit 0: sampled recording; bit 1: blocks carry their hints)
 //   20 u64    reserved (0)
 //   28 u32    checksum: low 32 bits of XXH3_64 over bytes [0, 28)
 inline constexpr uint8_t kFileMagic[8] = {0x8A, 'M', 'T', 'I', 'D', 'E', '\r', '\n'};
 inline constexpr uint16_t kVersionMajor = 1;
-inline constexpr uint16_t kVersionMinor = 0;
+inline constexpr uint16_t kVersionMinor = 1;
 inline constexpr uint32_t kFileHeaderSize = 32;
 inline constexpr uint32_t kFileFlagSampled = 1u << 0;
+// Set by writers that flag every block holding StackDef or Symbols records (below), so that a
+// reader looking only for those can step over the other blocks without decompressing them.
+inline constexpr uint32_t kFileFlagBlockHints = 1u << 1;
 
 // Block header: 48 bytes, then `stored_size` payload bytes.
 //   0  u32  magic "MTBK" (0x4B42544D little-endian)
 //   4  u8   kind   (BlockKind)
 //   5  u8   codec  (Codec)
-//   6  u16  flags  (0)
+//   6  u16  flags  (hints: kBlockFlagStacks, kBlockFlagSymbols)
 //   8  u32  stored_size  payload bytes that follow in the file
 //   12 u32  raw_size     payload bytes after decompression (== stored_size for Codec::None)
 //   16 u32  stream       thread index the records belong to (0: process stream)
@@ -52,6 +55,11 @@ inline constexpr uint32_t kBlockMagic = 0x4B42544D;  // "MTBK"
 inline constexpr uint32_t kBlockHeaderSize = 48;
 // No block may claim more than this, stored or raw: a reader's allocation is bounded by it.
 inline constexpr uint32_t kMaxBlockPayload = 16u << 20;
+// Block flags (hints; a reader that does not use them ignores them). In a file with
+// kFileFlagBlockHints every block holding a StackDef has kBlockFlagStacks and every block
+// holding a Symbols record has kBlockFlagSymbols; a flag on a block without them is allowed.
+inline constexpr uint16_t kBlockFlagStacks = 1u << 0;
+inline constexpr uint16_t kBlockFlagSymbols = 1u << 1;
 
 enum class BlockKind : uint8_t { Records = 0, Count };
 enum class Codec : uint8_t { None = 0, Lz4 = 1, Count };

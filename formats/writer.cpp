@@ -42,7 +42,7 @@ void TraceWriter::open(const std::string& path, const Options& options) {
     throw std::system_error(err, std::generic_category(), "cannot lock " + path);
   }
   uint8_t h[kFileHeaderSize];
-  encode_file_header(h, opt_.file_flags);
+  encode_file_header(h, opt_.file_flags | kFileFlagBlockHints);
   write_out(h, sizeof h);
 }
 
@@ -65,7 +65,7 @@ void TraceWriter::open_memory(std::vector<uint8_t>& out, const Options& options)
   opt_ = options;
   memory_ = &out;
   uint8_t h[kFileHeaderSize];
-  encode_file_header(h, opt_.file_flags);
+  encode_file_header(h, opt_.file_flags | kFileFlagBlockHints);
   write_out(h, sizeof h);
 }
 
@@ -153,6 +153,8 @@ void TraceWriter::flush(uint32_t stream) {
   h.stream = stream;
   h.base_time = p.base_time;
   h.base_addr = p.base_addr;
+  h.flags = p.flags;
+  p.flags = 0;
   block_buf_.resize(block_bound(p.raw.size()));
   const std::size_t n = encode_block(h, p.raw.data(), p.raw.size(), block_buf_.data(), block_buf_.size(), opt_.lz4_level);
   if (n == 0) throw std::logic_error("TraceWriter: block encoding failed");
@@ -247,6 +249,7 @@ void TraceWriter::append(uint32_t s, const StackDef& x) {
     b.svarint(static_cast<int64_t>(x.ips[i] - prev));
     prev = x.ips[i];
   }
+  p.flags |= kBlockFlagStacks;  // after reserve(), which may have flushed the block before
   build(s, p, b, max);
 }
 
@@ -318,6 +321,7 @@ void TraceWriter::append_symbols(uint32_t s, uint64_t module_id, std::span<const
   RecordBuilder b(reserve(s, p, max), max, RecordType::Symbols);
   b.varint(module_id).varint(entries.size());
   for (const auto& e : entries) b.varint(e.offset).bytes(e.function).bytes(e.file).varint(e.line).varint(e.inline_depth);
+  p.flags |= kBlockFlagSymbols;
   build(s, p, b, max);
 }
 
@@ -335,6 +339,7 @@ void TraceWriter::append_raw(uint32_t s, std::span<const uint8_t> bytes, uint64_
   Pending& p = pending(s);
   uint8_t* out = reserve(s, p, bytes.size());
   if (!bytes.empty()) std::memcpy(out, bytes.data(), bytes.size());
+  p.flags |= kBlockFlagStacks | kBlockFlagSymbols;  // the bytes may hold either
   p.time = time_after;
   p.addr = addr_after;
   commit(s, p, bytes.size());

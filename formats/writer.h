@@ -37,6 +37,8 @@ class TraceWriter {
   TraceWriter& operator=(const TraceWriter&) = delete;
 
   // Creates (truncates) `path` and writes the file header.
+  // Blocks are flagged with the StackDef and Symbols records they hold, and the header says
+  // so (kFileFlagBlockHints, added to options.file_flags).
   void open(const std::string& path, const Options& options);
   void open(const std::string& path) { open(path, Options{}); }
   // Appends the file to `out` instead of a file (no locking).
@@ -90,6 +92,7 @@ class TraceWriter {
     std::vector<uint8_t> raw;
     uint64_t time = 0, addr = 0;            // registers after the last appended record
     uint64_t base_time = 0, base_addr = 0;  // registers when the pending block started
+    uint16_t flags = 0;                     // kBlockFlagStacks / kBlockFlagSymbols of its records
   };
   Pending& pending(uint32_t stream);
   uint64_t delta_time(uint32_t stream, Pending& p, uint64_t time);

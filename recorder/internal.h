@@ -80,6 +80,9 @@ struct Chunk {
   uint32_t consumed;                // writer only
   bool last;                        // the stream's final chunk (its thread exited)
   uint64_t end_time, end_addr;      // the stream's registers after the chunk (set when sealed)
+  // Where the chunk's StackDef records lie: [stacks_begin, stacks_end), stacks_end 0 if none.
+  // Set by the owner before it commits them; the writer flags the blocks they fall in.
+  std::atomic<uint32_t> stacks_begin, stacks_end;
   alignas(16) uint8_t data[];
 };
 
@@ -126,6 +129,8 @@ inline uint64_t stream_time(Stream* s, uint64_t t) { return t < s->last_time ? s
 // Appends a length-prefixed record built by `fill(RecordBuilder&)`. Returns false if the
 // record could not be built.
 bool append_record(Stream* s, const uint8_t* rec, size_t n);
+// The same for a StackDef record, whose position the chunk remembers (Chunk::stacks_begin).
+bool append_stack_record(Stream* s, const uint8_t* rec, size_t n);
 
 // Seals the current chunk and hands it to the writer (the thread is exiting: last = true).
 void seal_chunk(Stream* s, bool last);

@@ -196,7 +196,7 @@ uint32_t insert_stack(Stream* s, void* const* ips, int n, uint64_t hash, TriePat
       prev = ip;
     }
     const size_t len = b.finish();
-    if (!len || !append_record(s, buf, len)) {
+    if (!len || !append_stack_record(s, buf, len)) {
       if (path) path->n = 0;
       return 0;
     }

@@ -140,4 +140,16 @@ bool append_record(Stream* s, const uint8_t* rec, size_t n) {
   return true;
 }
 
+bool append_stack_record(Stream* s, const uint8_t* rec, size_t n) {
+  uint8_t* w = reserve(s, n);
+  if (!w) return false;
+  Chunk* c = s->chunk;
+  const auto at = static_cast<uint32_t>(w - c->data);
+  if (c->stacks_end.load(std::memory_order_relaxed) == 0) c->stacks_begin.store(at, std::memory_order_relaxed);
+  c->stacks_end.store(at + static_cast<uint32_t>(n), std::memory_order_relaxed);
+  std::memcpy(w, rec, n);
+  commit(s, w + n);
+  return true;
+}
+
 }  // namespace memtide::rec

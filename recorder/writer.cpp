@@ -103,9 +103,10 @@ void write_all(const uint8_t* p, size_t n) {
 struct Registers {
   uint64_t time, addr;
 };
-void emit(Stream* s, const uint8_t* p, size_t n, const Registers* end = nullptr) {
+void emit(Stream* s, const uint8_t* p, size_t n, uint16_t flags, const Registers* end = nullptr) {
   if (!n || g_write_failed) return;
   fmt::BlockHeader h;
+  h.flags = flags;
   h.stream = s->index;
   h.base_time = s->w_time;
   h.base_addr = s->w_addr;
@@ -132,13 +133,20 @@ void emit(Stream* s, const uint8_t* p, size_t n, const Registers* end = nullptr)
   write_all(g_out, total);
 }
 
+// The block hint of chunk bytes [from, to): whether they may hold a StackDef. A record appended
+// after `to` may have moved stacks_end already; that only flags a block needlessly.
+uint16_t block_flags(const Chunk* c, uint32_t from, uint32_t to) {
+  const uint32_t e = c->stacks_end.load(std::memory_order_relaxed);
+  return e > from && c->stacks_begin.load(std::memory_order_relaxed) < to ? fmt::kBlockFlagStacks : 0;
+}
+
 // Takes the committed, not yet written bytes of the stream's current chunk.
 void flush_current(Stream* s) {
   Chunk* c = __atomic_load_n(&s->chunk, __ATOMIC_ACQUIRE);
   if (!c || c->seq != s->w_next_seq) return;  // an older chunk is still queued
   const uint32_t end = c->committed.load(std::memory_order_acquire);
   if (end <= c->consumed) return;
-  emit(s, c->data + c->consumed, end - c->consumed);
+  emit(s, c->data + c->consumed, end - c->consumed, block_flags(c, c->consumed, end));
   c->consumed = end;
 }
 
@@ -164,7 +172,7 @@ void drain_queue() {
     Stream* s = c->stream;
     const uint32_t end = c->committed.load(std::memory_order_acquire);
     const Registers regs{c->end_time, c->end_addr};
-    if (end > c->consumed) emit(s, c->data + c->consumed, end - c->consumed, &regs);
+    if (end > c->consumed) emit(s, c->data + c->consumed, end - c->consumed, block_flags(c, c->consumed, end), &regs);
     s->w_next_seq = c->seq + 1;
     if (c->last) s->w_done = true;
     g_queued.fetch_sub(c->cap, std::memory_order_relaxed);
@@ -403,7 +411,7 @@ bool open_trace_file(bool child) {
   g_last_watermark = 0;
 
   uint8_t header[fmt::kFileHeaderSize];
-  fmt::encode_file_header(header, 0);
+  fmt::encode_file_header(header, fmt::kFileFlagBlockHints);
   write_all(header, sizeof header);
 
   if (const char* manifest = std::getenv("MEMTIDE_MANIFEST")) {

@@ -285,6 +285,44 @@ TEST(Symbolize, ACopyKeepsItsNamesWithoutTheBinary) {
   EXPECT_NE(r.err.find("missing"), std::string::npos) << r.err;
 }
 
+// `memtide run` names the stacks' addresses while the program runs and appends the names when
+// it ends: the trace reads the same once the binary is gone. --no-symbolize leaves it raw.
+TEST(Symbolize, RunEmbedsTheNamesAsItRecords) {
+  const std::string dir = temp_dir() + "/runsym";
+  ASSERT_EQ(sh("mkdir -p " + dir + " && cp " MT_LEAKY " " + dir + "/leaky_copy").status, 0);
+  const std::string named = dir + "/named.mtide", raw = dir + "/raw.mtide";
+  Proc r = sh(std::string(MT_WRAPPER) + " run -q -o " + named + " -- " + dir + "/leaky_copy");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  r = sh(std::string(MT_WRAPPER) + " run -q --no-symbolize -o " + raw + " -- " + dir + "/leaky_copy");
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_EQ(sh("rm " + dir + "/leaky_copy").status, 0);
+  const json j = report(named);
+  EXPECT_EQ(by_function(j["leaks"], "leak_a"), std::make_pair(uint64_t{500}, uint64_t{5}));
+  EXPECT_EQ(by_function(j["leaks"], "leak_b"), std::make_pair(uint64_t{4000}, uint64_t{1}));
+  EXPECT_GT(json::parse(cli("info --json " + named).out)["records"]["symbols"].get<uint64_t>(), 0u);
+  const Proc p = cli("report --json --top 1000 " + raw);
+  EXPECT_EQ(by_function(json::parse(p.out)["leaks"], "leak_a").first, 0u);
+  EXPECT_NE(p.err.find("missing"), std::string::npos) << p.err;
+}
+
+// The same for a program that runs a while: the follower reads the trace as it grows.
+TEST(Symbolize, RunFollowsALongerProgram) {
+  const std::string dir = temp_dir() + "/runsym2";
+  ASSERT_EQ(sh("mkdir -p " + dir + " && cp " MT_WORKER " " + dir + "/worker_copy").status, 0);
+  const std::string trace = dir + "/w.mtide";
+  const Proc r = sh(std::string(MT_WRAPPER) + " run -q -o " + trace + " -- " + dir + "/worker_copy --seconds 1");
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_EQ(sh("rm " + dir + "/worker_copy").status, 0);
+  const Proc p = cli("report --json --top 1000 " + trace);
+  ASSERT_EQ(p.status, 0) << p.err;
+  EXPECT_EQ(p.err, "");
+  const json j = json::parse(p.out);
+  const auto [bytes, count] = by_function(j["leaks"], "write_audit_line");
+  EXPECT_GT(count, 0u);
+  EXPECT_EQ(bytes, 128 * count);
+}
+
 TEST(Diff, StacksMatchedByFunctionAcrossRuns) {
   const Proc r = cli("diff --json " + clean_trace() + " " + leaky_trace());
   ASSERT_EQ(r.status, 0) << r.err;

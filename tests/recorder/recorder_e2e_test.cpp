@@ -109,6 +109,8 @@ void expect_consistent(const Replay& r) {
   EXPECT_EQ(r.unknown_frees, 0u) << "a free of an address that was not live";
   EXPECT_EQ(r.out_of_order, 0u) << "merged records went back in time";
   EXPECT_EQ(r.stacks_undefined, 0u) << "an allocation refers to an undefined stack";
+  EXPECT_TRUE(r.block_hints) << "the recorder flags the blocks holding stacks";
+  EXPECT_EQ(r.unflagged_stack_blocks, 0u) << "of " << r.stack_blocks << " blocks holding StackDef records";
 }
 
 nlohmann::json run_exact(const fs::path& dir, bool baseline, Replay& replay, bool pvalloc = true) {

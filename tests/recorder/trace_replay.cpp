@@ -142,6 +142,26 @@ Replay replay_trace(const std::string& path) {
     r.caller_ips[size].push_back(up == v.nodes.end() ? 0 : up->second.second);
   }
   r.out_of_order += merger.stats().out_of_order;
+
+  // The block hints, checked block by block in file order.
+  struct Hints : fmt::NullVisitor {
+    uint64_t defs = 0;
+    void on_stack_def(uint32_t, const fmt::StackDef&) { ++defs; }
+  } h;
+  fmt::FileReader again;
+  if (again.open(path).ok()) {
+    r.block_hints = (again.info().flags & fmt::kFileFlagBlockHints) != 0;
+    fmt::RecordDecoder decoder;
+    fmt::Block b;
+    while (again.next(b).ok()) {
+      ++r.blocks;
+      h.defs = 0;
+      (void)decoder.decode(b, h);
+      if (!h.defs) continue;
+      ++r.stack_blocks;
+      if (!(b.header.flags & fmt::kBlockFlagStacks)) ++r.unflagged_stack_blocks;
+    }
+  }
   return r;
 }
 

@@ -49,6 +49,10 @@ struct Replay {
     uint64_t bias;
   };
   std::vector<Module> modules_loaded;
+  // Block hints (fmt::kFileFlagBlockHints): blocks holding StackDef records, and how many of
+  // them lack kBlockFlagStacks (a reader trusting the hints would miss their stacks).
+  bool block_hints = false;
+  uint64_t blocks = 0, stack_blocks = 0, unflagged_stack_blocks = 0;
 };
 
 Replay replay_trace(const std::string& path);
