@@ -1,5 +1,7 @@
 #include "analysis/definitions.h"
 
+#include <utility>
+
 #include "formats/decoder.h"
 #include "formats/reader.h"
 
@@ -13,7 +15,7 @@ namespace {
 // (to find where the next record starts) and dropped.
 class DefinitionVisitor : public NullVisitor {
  public:
-  explicit DefinitionVisitor(Model& m) : m_(m) {}
+  DefinitionVisitor(Model& m, std::vector<uint64_t>& new_ips) : m_(m), new_ips_(new_ips) {}
   void on_process_info(uint32_t, const ProcessInfo& x) {
     if (m_.have_process) return;
     m_.have_process = true;
@@ -30,7 +32,10 @@ class DefinitionVisitor : public NullVisitor {
         break;
       }
   }
-  void on_stack_def(uint32_t, const StackDef& x) { m_.stack_table.define(x.first_id, x.parent_id, x.ips, x.count); }
+  void on_stack_def(uint32_t, const StackDef& x) {
+    m_.stack_table.define(x.first_id, x.parent_id, x.ips, x.count);
+    new_ips_.insert(new_ips_.end(), x.ips, x.ips + x.count);
+  }
   void on_symbols(uint32_t, const Symbols& x) { add_embedded(m_, x); }
   void on_end(uint32_t, const End& x) {
     m_.complete = true;
@@ -39,6 +44,7 @@ class DefinitionVisitor : public NullVisitor {
 
  private:
   Model& m_;
+  std::vector<uint64_t>& new_ips_;
 };
 
 // Blocks that may hold what a reader after `wanted` block flags needs: all of them without
@@ -54,7 +60,8 @@ struct DefinitionReader::Impl {
   FileReader reader;
   RecordDecoder decoder;
   Model model;
-  DefinitionVisitor visitor{model};
+  std::vector<uint64_t> new_ips;
+  DefinitionVisitor visitor{model, new_ips};
   bool hints = false;
   bool stopped = false;  // an I/O error
   bool tail_truncated = false;
@@ -125,6 +132,7 @@ void DefinitionReader::finish() {
 }
 
 const Model& DefinitionReader::model() const { return p_->model; }
+std::vector<uint64_t> DefinitionReader::take_new_ips() { return std::exchange(p_->new_ips, {}); }
 uint64_t DefinitionReader::offset() const { return p_->reader.offset(); }
 bool DefinitionReader::writer_alive() const { return p_->reader.writer_alive(); }
 bool DefinitionReader::has_hints() const { return p_->hints; }

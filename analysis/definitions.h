@@ -18,6 +18,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "analysis/model.h"
 
@@ -45,6 +46,9 @@ class DefinitionReader {
   void finish();
 
   const Model& model() const;
+  // The return addresses of the StackDef records read since the last call (repeats included):
+  // what a symboliser following the file has not seen yet.
+  std::vector<uint64_t> take_new_ips();
   uint64_t offset() const;       // file offset of the next block to read
   bool writer_alive() const;     // a recorder still holds its lock on the file
   bool has_hints() const;        // the file flags its StackDef and Symbols blocks

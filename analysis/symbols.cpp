@@ -22,6 +22,8 @@
 #include <system_error>
 #include <thread>
 
+#include "analysis/function_index.h"
+
 namespace memtide::analysis {
 
 // ---------------------------------------------------------------------------------------
@@ -91,11 +93,13 @@ const char* module_state_name(ModuleState s) {
 // [2] Module sessions
 // ---------------------------------------------------------------------------------------
 
+
 struct detail::ModuleSession {
   ModuleState state = ModuleState::Missing;
   std::string detail;
   Dwfl* dwfl = nullptr;
   Dwfl_Module* mod = nullptr;
+  FunctionIndex functions;
   bool used = false;         // asked for at least once
   bool fell_back = false;    // some address could not be named from this module
   std::unordered_map<uint64_t, std::vector<Frame>> by_offset;
@@ -142,14 +146,18 @@ struct RawFrame {
 };
 
 // Innermost first.
-void dwarf_frames(Dwfl_Module* mod, Dwarf_Addr addr, bool inlines, std::vector<RawFrame>& out) {
+void dwarf_frames(Dwfl_Module* mod, const FunctionIndex& functions, Dwarf_Addr addr, bool inlines,
+                  std::vector<RawFrame>& out) {
   out.clear();
   const char* file = nullptr;
   int line = 0;
   if (Dwfl_Line* l = dwfl_module_getsrc(mod, addr)) file = dwfl_lineinfo(l, nullptr, &line, nullptr, nullptr, nullptr);
-  GElf_Off symoff = 0;
-  GElf_Sym sym;
-  const char* symname = dwfl_module_addrinfo(mod, addr, &symoff, &sym, nullptr, nullptr, nullptr);
+  const char* symname = functions.find(addr);
+  if (!symname && functions.labels_in_code()) {
+    GElf_Off symoff = 0;
+    GElf_Sym sym;
+    symname = dwfl_module_addrinfo(mod, addr, &symoff, &sym, nullptr, nullptr, nullptr);
+  }
 
   Dwarf_Addr bias = 0;
   Dwarf_Die* cudie = dwfl_module_addrdie(mod, addr, &bias);
@@ -244,6 +252,7 @@ std::unique_ptr<detail::ModuleSession> open_session(const ModuleInfo& m) {
   }
   Dwarf_Addr dbias = 0;
   s.state = dwfl_module_getdwarf(s.mod, &dbias) ? ModuleState::Ok : ModuleState::NoDebugInfo;
+  s.functions.build(s.mod);
   return slot;
 }
 
@@ -284,7 +293,7 @@ std::vector<Frame> Symbolizer::resolve_in_file(const ModuleInfo& m, uint64_t off
   auto it = s.by_offset.find(offset);
   if (it != s.by_offset.end()) return it->second;
   std::vector<RawFrame> raw;
-  dwarf_frames(s.mod, offset ? offset - 1 : 0, opt_.inlines, raw);
+  dwarf_frames(s.mod, s.functions, offset ? offset - 1 : 0, opt_.inlines, raw);
   std::vector<Frame> out;
   for (auto r = raw.rbegin(); r != raw.rend(); ++r)
     out.push_back({intern(r->function), intern(r->file), r->line, intern(m.path), offset, r != raw.rbegin()});

@@ -14,8 +14,8 @@
 // Only the stacks and modules are read (analysis/definitions.h), not the events. With
 // --follow (how `memtide run` calls it) the trace is read while the recorder writes it: the
 // modules' files are opened and new addresses resolved as they appear, and the symbols are
-// appended once the recorder has let go of the file. --manifest names the trace by a
-// `memtide run` manifest instead, waiting for its first line; `memtide run` creates
+// appended once the recorder has let go of the file. --manifest names the traces by a
+// `memtide run` manifest instead, waiting for each line; `memtide run` creates
 // MANIFEST.ended when the program has ended, after which the follower waits at most 2 s more
 // for the file to be let go of (a child process may have inherited it).
 #include <CLI/CLI.hpp>
@@ -63,16 +63,18 @@ bool program_ended(const SymbolizeOptions& o) {
 
 void sleep_ms(double ms) { std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(ms * 1000))); }
 
-// The trace named by the first line of a `memtide run` manifest ("pid\tppid\tpath\n"), once
-// the recorder has written it. Empty when the manifest goes away first (the run ended without
-// a trace) or the program ended without writing one.
-std::string wait_for_manifest(const SymbolizeOptions& o) {
+// The trace named by line `index` of a `memtide run` manifest ("pid\tppid\tpath\n": the
+// program's trace first, then those of the programs it started), once the recorder has written
+// it. Empty when the manifest goes away (the run is over) or the program ended without it.
+std::string wait_for_manifest(const SymbolizeOptions& o, std::size_t index) {
   for (;;) {
     const bool ended = program_ended(o);  // before reading: a line written before it is seen
     std::ifstream in(o.manifest);
     if (!in) return {};
     std::string line;
-    if (std::getline(in, line) && !in.eof()) {
+    std::size_t i = 0;
+    while (std::getline(in, line) && !in.eof()) {
+      if (i++ < index) continue;
       const auto a = line.find('\t');
       const auto b = a == std::string::npos ? a : line.find('\t', a + 1);
       return b == std::string::npos ? std::string() : line.substr(b + 1);
@@ -82,28 +84,26 @@ std::string wait_for_manifest(const SymbolizeOptions& o) {
   }
 }
 
-// Resolves, module by module, the return addresses of the stacks defined so far that it has
-// not seen yet: while following, the work is done as the program runs.
+// Resolves the return addresses of the stacks read so far that it has not seen yet: while
+// following, the work is done as the program runs.
 struct Resolver {
-  const Model& model;
+  DefinitionReader& defs;
   Symbolizer& sym;
   std::unordered_set<uint64_t> seen;
-  std::size_t stacks_seen = 0;
   uint64_t outside = 0;
 
   void catch_up() {
-    if (model.stack_table.size() == stacks_seen) return;
-    stacks_seen = model.stack_table.size();
-    model.stack_table.for_each([&](StackId, const StackTable::Node& n) {
-      if (!seen.insert(n.ip).second) return;
-      const ModuleInfo* m = model.module_at(n.ip);
+    const Model& model = defs.model();
+    for (uint64_t ip : defs.take_new_ips()) {
+      if (!seen.insert(ip).second) continue;
+      const ModuleInfo* m = model.module_at(ip);
       if (!m) {
         ++outside;
-        return;
+        continue;
       }
       const ModuleState st = sym.file_state(*m);
-      if (st == ModuleState::Ok || st == ModuleState::NoDebugInfo) (void)sym.resolve_in_file(*m, n.ip - m->load_bias);
-    });
+      if (st == ModuleState::Ok || st == ModuleState::NoDebugInfo) (void)sym.resolve_in_file(*m, ip - m->load_bias);
+    }
   }
 };
 
@@ -167,11 +167,7 @@ bool copy_prefix(const std::string& from, const std::string& to, uint64_t n, std
   return ok;
 }
 
-int run_symbolize(SymbolizeOptions o) {
-  if (!o.manifest.empty()) {
-    o.file = wait_for_manifest(o);
-    if (o.file.empty()) return kExitOk;  // no trace was written: nothing to do
-  }
+int symbolize_trace(const SymbolizeOptions& o) {
   DefinitionReader defs;
   if (std::string e = defs.open(o.file); !e.empty()) {
     print_error(o.file, e);
@@ -180,7 +176,7 @@ int run_symbolize(SymbolizeOptions o) {
   Symbolizer::Options so;
   so.use_embedded = false;
   Symbolizer sym(defs.model(), so);
-  Resolver resolver{defs.model(), sym, {}, 0, 0};
+  Resolver resolver{defs, sym, {}, 0};
 
   // Follow: read and resolve what the recorder has written until it lets go of the file.
   if (o.follow) {
@@ -294,6 +290,18 @@ int run_symbolize(SymbolizeOptions o) {
   return kExitOk;
 }
 
+// With a manifest, its traces one after the other, as each recorder lets go of its file (a
+// program's trace ends when it execs another, whose trace comes next).
+int run_symbolize(SymbolizeOptions o) {
+  if (o.manifest.empty()) return symbolize_trace(o);
+  int status = kExitOk;
+  for (std::size_t i = 0;; ++i) {
+    o.file = wait_for_manifest(o, i);
+    if (o.file.empty()) return status;
+    status = std::max(status, symbolize_trace(o));
+  }
+}
+
 }  // namespace
 
 Command symbolize_command() {
@@ -302,7 +310,7 @@ Command symbolize_command() {
             auto o = std::make_shared<SymbolizeOptions>();
             auto* file = sub.add_option("file", o->file, "Trace file (.mtide)");
             auto* manifest = sub.add_option("--manifest", o->manifest,
-                                            "The trace named by this `memtide run` manifest (waits for it; implies --follow)");
+                                            "The traces named by this `memtide run` manifest, in turn (waits for them; implies --follow)");
             file->excludes(manifest);
             sub.add_option("-o,--output", o->out, "Write a symbolised copy here instead of appending to FILE");
             sub.add_flag("--force", o->force, "Symbolise modules again even if the trace already has their names");

@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstring>
 #include <sstream>
 
 #include "analysis/calltree.h"
+#include "analysis/function_index.h"
 #include "analysis/suppressions.h"
 #include "analysis/symbols.h"
 #include "tests/analysis/trace_builder.h"
@@ -93,6 +95,59 @@ TEST(Symbols, FilesOpenedAheadResolveAlike) {
   o.on_module = [&](const ModuleInfo& m) { met.push_back(m.path); };
   ASSERT_TRUE(analyze(b.end(2), o));
   EXPECT_EQ(met, std::vector<std::string>{"/usr/lib/libexample.so"});
+}
+
+// The sorted index names addresses as dwfl_module_addrinfo does (which walks the whole symbol
+// table per call), over the code of real modules: libstdc++ (.dynsym only) and this test
+// binary (.symtab).
+TEST(Symbols, FunctionIndexAgreesWithLibdw) {
+  std::vector<std::string> paths;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) -> int {
+        if (info->dlpi_name && std::strstr(info->dlpi_name, "libstdc++"))
+          static_cast<std::vector<std::string>*>(data)->push_back(info->dlpi_name);
+        return 0;
+      },
+      &paths);
+  ASSERT_EQ(paths.size(), 1u);
+  paths.push_back(self_module("").path);
+  static const Dwfl_Callbacks callbacks = {nullptr, dwfl_standard_find_debuginfo, dwfl_offline_section_address, nullptr};
+  for (const std::string& path : paths) {
+    Dwfl* dwfl = dwfl_begin(&callbacks);
+    ASSERT_NE(dwfl, nullptr);
+    Dwfl_Module* mod = dwfl_report_elf(dwfl, "m", path.c_str(), -1, 0, false);
+    dwfl_report_end(dwfl, nullptr, nullptr);
+    ASSERT_NE(mod, nullptr) << path;
+    FunctionIndex index;
+    index.build(mod);
+    // The .text section (the module is reported at 0: addresses are section addresses).
+    GElf_Addr bias = 0;
+    Elf* elf = dwfl_module_getelf(mod, &bias);
+    ASSERT_NE(elf, nullptr);
+    std::size_t shstrndx = 0;
+    ASSERT_EQ(elf_getshdrstrndx(elf, &shstrndx), 0);
+    uint64_t lo = 0, hi = 0;
+    for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+      GElf_Shdr sh;
+      if (!gelf_getshdr(scn, &sh)) continue;
+      const char* name = elf_strptr(elf, shstrndx, sh.sh_name);
+      if (name && std::strcmp(name, ".text") == 0) lo = sh.sh_addr + bias, hi = lo + sh.sh_size;
+    }
+    ASSERT_LT(lo, hi) << path;
+    const uint64_t step = std::max<uint64_t>(1, (hi - lo) / 3000) | 1;
+    uint64_t named = 0, compared = 0;
+    for (uint64_t a = lo; a < hi; a += step, ++compared) {
+      const char* mine = index.find(a);
+      GElf_Off off = 0;
+      GElf_Sym sym;
+      const char* theirs = dwfl_module_addrinfo(mod, a, &off, &sym, nullptr, nullptr, nullptr);
+      if (!mine && index.labels_in_code()) continue;  // that lookup goes to libdw anyway
+      EXPECT_STREQ(mine, theirs) << path << " at 0x" << std::hex << a;
+      named += mine != nullptr;
+    }
+    EXPECT_GT(named, compared / 4) << path;
+    dwfl_end(dwfl);
+  }
 }
 
 TEST(Symbols, BuildIdMismatchIsReportedAndNotResolved) {
