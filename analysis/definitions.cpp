@@ -11,27 +11,13 @@ using namespace memtide::fmt;
 
 namespace {
 
-// The untimed definitions and the records that say where the trace stands; events are decoded
-// (to find where the next record starts) and dropped.
+// The modules, stacks, symbols and End; everything else is decoded (to find where the next
+// record starts) and dropped.
 class DefinitionVisitor : public NullVisitor {
  public:
   DefinitionVisitor(Model& m, std::vector<uint64_t>& new_ips) : m_(m), new_ips_(new_ips) {}
-  void on_process_info(uint32_t, const ProcessInfo& x) {
-    if (m_.have_process) return;
-    m_.have_process = true;
-    m_.process.pid = x.pid;
-    m_.process.ppid = x.ppid;
-    m_.process.exe = x.exe;
-    m_.process.cwd = x.cwd;
-  }
   void on_module_load(uint32_t, const ModuleLoad& x) { m_.modules.push_back(module_info(x)); }
-  void on_module_unload(uint32_t, const ModuleUnload& x) {
-    for (auto it = m_.modules.rbegin(); it != m_.modules.rend(); ++it)
-      if (it->id.value == x.module_id && it->unload_time == 0) {
-        it->unload_time = x.time;
-        break;
-      }
-  }
+  void on_module_unload(uint32_t, const ModuleUnload& x) { unload_module(m_, x); }
   void on_stack_def(uint32_t, const StackDef& x) {
     m_.stack_table.define(x.first_id, x.parent_id, x.ips, x.count);
     new_ips_.insert(new_ips_.end(), x.ips, x.ips + x.count);

@@ -1,5 +1,5 @@
-// What symbolising a trace needs, read without replaying its events: the process, the modules,
-// the stack trie and the symbols already embedded.
+// What symbolising a trace needs, read without replaying its events: the modules, the stack
+// trie, the symbols already embedded, and whether the trace ended (End).
 //
 // In a file whose blocks carry hints (fmt::kFileFlagBlockHints: every block holding a StackDef
 // or Symbols record says so in its header), only the process stream's blocks and the flagged

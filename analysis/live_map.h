@@ -7,6 +7,14 @@
 // replaying thread took 21-26% longer on the churn benchmarks, at most 1/4 full 6-7%). Larger tables (live
 // sets of more than 512K blocks) fill up to 3/4 (43 to 85 bytes per live block).
 //
+// A block's home slot follows its address within each MiB of the address space (address / 16
+// plus an offset hashed from address / 1 MiB): allocators hand out neighbouring addresses one
+// after another, so consecutive events touch neighbouring slots, mostly in cache, instead of
+// one random slot each (a multiplicative hash of the whole address). The replaying thread of
+// the churn benchmarks took 8% (1 thread) to 15% (4 threads) less time; distinct blocks are at
+// least 16 bytes apart, so a MiB of them never shares a home slot unless the table is smaller
+// than the MiB's 64K slots.
+//
 // The address 0 is the empty-slot marker; a (hostile) block at address 0 lives in a side slot.
 #pragma once
 
@@ -107,7 +115,8 @@ class LiveMap {
 
  private:
   std::size_t index(uint64_t key) const {
-    return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> shift_) & mask_;
+    // Neighbouring addresses, neighbouring slots (see the top of the file).
+    return static_cast<std::size_t>((key >> 4) + ((key >> 20) * 0x9E3779B97F4A7C15ull >> 32)) & mask_;
   }
 
   void rehash(std::size_t cap) {
@@ -116,7 +125,6 @@ class LiveMap {
     slots_ = std::make_unique<Slot[]>(cap);
     for (std::size_t i = 0; i < cap; ++i) slots_[i].key = 0;
     mask_ = cap - 1;
-    shift_ = 64 - static_cast<unsigned>(__builtin_ctzll(cap));
     max_load_ = cap <= kSparseSlots ? cap / 8 : cap / 4 * 3;
     size_ = 0;
     for (std::size_t i = 0; i < old_cap; ++i) {
@@ -135,7 +143,6 @@ class LiveMap {
   std::unique_ptr<Slot[]> slots_;
   std::size_t max_load_ = 0;
   std::size_t mask_ = 0;
-  unsigned shift_ = 0;
   std::size_t size_ = 0;
   bool zero_used_ = false;
   V zero_{};

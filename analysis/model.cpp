@@ -87,6 +87,14 @@ ModuleInfo module_info(const fmt::ModuleLoad& x) {
   return mi;
 }
 
+void unload_module(Model& m, const fmt::ModuleUnload& x) {
+  for (auto it = m.modules.rbegin(); it != m.modules.rend(); ++it)
+    if (it->id.value == x.module_id && it->unload_time == 0) {
+      it->unload_time = x.time;
+      return;
+    }
+}
+
 void add_embedded(Model& m, const fmt::Symbols& x) {
   std::vector<EmbeddedSymbol>& v = m.embedded[x.module_id];
   fmt::SymbolIterator it(x);

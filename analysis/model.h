@@ -296,8 +296,10 @@ struct Model {
   const ModuleInfo* module_at(uint64_t ip) const;
 };
 
-// What a ModuleLoad record adds to Model::modules (its address ranges worked out).
+// What a ModuleLoad record adds to Model::modules (its address ranges worked out), and what a
+// ModuleUnload changes (the latest load of that id still loaded gets its unload time).
 ModuleInfo module_info(const fmt::ModuleLoad& x);
+void unload_module(Model& m, const fmt::ModuleUnload& x);
 // Adds a Symbols record's entries to Model::embedded; sort_embedded() orders them for lookups
 // once every record has been read.
 void add_embedded(Model& m, const fmt::Symbols& x);

@@ -187,11 +187,7 @@ class Replayer : public NullVisitor {
   }
   void on_module_unload(uint32_t, const ModuleUnload& x) {
     note_time(x.time);
-    for (auto it = m_.modules.rbegin(); it != m_.modules.rend(); ++it)
-      if (it->id.value == x.module_id && it->unload_time == 0) {
-        it->unload_time = x.time;
-        break;
-      }
+    unload_module(m_, x);
   }
   void on_thread_start(uint32_t, const ThreadStart& x) {
     note_time(x.time);

@@ -413,12 +413,14 @@ TEST(Counters, RssSeriesAndPeak) {
   EXPECT_FALSE(m->rss_series.points().empty());
 }
 
-TEST(LiveMap, AgreesWithUnorderedMapUnderRandomChurn) {
+// Inserts, erases and finds `keys()` in a LiveMap and an unordered_map alike.
+template <class Keys>
+void churn_against_unordered_map(Keys keys, int rounds) {
   analysis::LiveMap<uint64_t> lm;
   std::unordered_map<uint64_t, uint64_t> ref;
   std::mt19937_64 rng(7);
-  for (int i = 0; i < 200000; ++i) {
-    const uint64_t key = (rng() % 5000) * 16;  // collisions and reuse; includes key 0
+  for (int i = 0; i < rounds; ++i) {
+    const uint64_t key = keys(rng);
     if (rng() % 3) {
       auto [v, fresh] = lm.insert(key);
       ASSERT_EQ(fresh, ref.count(key) == 0);
@@ -440,6 +442,27 @@ TEST(LiveMap, AgreesWithUnorderedMapUnderRandomChurn) {
     ASSERT_TRUE(p);
     EXPECT_EQ(*p, v);
   }
+}
+
+TEST(LiveMap, AgreesWithUnorderedMapUnderRandomChurn) {
+  // Collisions and reuse; includes key 0.
+  churn_against_unordered_map([](std::mt19937_64& rng) { return (rng() % 5000) * 16; }, 200000);
+}
+
+// Addresses as allocators hand them out: dense runs in a few regions (slots follow addresses
+// within a MiB), regions 64 MiB apart (thread arenas), and blocks spaced exactly a table's
+// span apart, whose home slots coincide.
+TEST(LiveMap, AgreesWithUnorderedMapOnAllocatorLikeAddresses) {
+  churn_against_unordered_map(
+      [](std::mt19937_64& rng) -> uint64_t {
+        const uint64_t arena = 0x7f0000000000ull + (rng() % 4) * (64ull << 20);
+        switch (rng() % 3) {
+          case 0: return arena + (rng() % 20000) * 32;         // small chunks, packed
+          case 1: return arena + (8ull << 20) + (rng() % 64) * (1024 * 16);  // 16 KiB apart
+          default: return arena + (16ull << 20) + (rng() % 300) * (1ull << 20);  // a MiB apart
+        }
+      },
+      300000);
 }
 
 }  // namespace
