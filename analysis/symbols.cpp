@@ -94,12 +94,95 @@ const char* module_state_name(ModuleState s) {
 // ---------------------------------------------------------------------------------------
 
 
+// The scopes (subprogram, lexical blocks, inlined subroutines) containing an address, as
+// dwarf_getscopes + dwarf_getscopes_die give them, without walking the whole compilation unit
+// at every call: the unit's concrete subprograms and their address ranges are listed once, and
+// an address descends from its subprogram only. dwarf_getscopes walks every DIE of the unit
+// each time, which is what naming the thousand addresses of a python3 trace (libpython's
+// large units) spent most of its 0.7 s on.
+class ScopeIndex {
+ public:
+  // Innermost scope first, up to the subprogram. False when no listed subprogram holds `pc`
+  // (the caller then asks dwarf_getscopes).
+  bool find(Dwarf_Die* cudie, Dwarf_Addr pc, std::vector<Dwarf_Die>& out) {
+    out.clear();
+    const std::vector<Range>& unit = this->unit(cudie);
+    auto it = std::upper_bound(unit.begin(), unit.end(), pc, [](Dwarf_Addr a, const Range& r) { return a < r.lo; });
+    if (it == unit.begin() || pc >= std::prev(it)->hi) return false;
+    --it;
+    // Aliases (assembly entry points) share a range: the first in the unit, as dwarf_getscopes.
+    while (it != unit.begin() && std::prev(it)->lo == it->lo && pc < std::prev(it)->hi) --it;
+    Dwarf_Die cur = it->die;
+    out.push_back(cur);
+    for (int depth = 0; depth < 256; ++depth) {  // a cycle in a hostile file stops here
+      Dwarf_Die child;
+      bool deeper = false;
+      if (dwarf_child(&cur, &child) == 0) {
+        do {
+          if (dwarf_haspc(&child, pc) == 1) {
+            deeper = true;
+            break;
+          }
+        } while (dwarf_siblingof(&child, &child) == 0);
+      }
+      if (!deeper) break;
+      cur = child;
+      out.push_back(cur);
+    }
+    std::reverse(out.begin(), out.end());
+    return true;
+  }
+
+ private:
+  struct Range {
+    Dwarf_Addr lo, hi;
+    Dwarf_Die die;
+  };
+
+  const std::vector<Range>& unit(Dwarf_Die* cudie) {
+    auto [it, fresh] = units_.try_emplace(dwarf_dieoffset(cudie));
+    if (fresh) {
+      collect(cudie, it->second, 0);
+      std::stable_sort(it->second.begin(), it->second.end(), [](const Range& a, const Range& b) { return a.lo < b.lo; });
+    }
+    return it->second;
+  }
+
+  // Concrete subprograms, also inside namespaces and classes (in-class member definitions).
+  static void collect(Dwarf_Die* parent, std::vector<Range>& out, int depth) {
+    Dwarf_Die child;
+    if (depth > 32 || dwarf_child(parent, &child) != 0) return;
+    do {
+      switch (dwarf_tag(&child)) {
+        case DW_TAG_subprogram: {
+          Dwarf_Addr base = 0, lo = 0, hi = 0;
+          for (ptrdiff_t off = 0; (off = dwarf_ranges(&child, off, &base, &lo, &hi)) > 0;)
+            if (lo < hi) out.push_back({lo, hi, child});
+          break;
+        }
+        case DW_TAG_namespace:
+        case DW_TAG_class_type:
+        case DW_TAG_structure_type:
+        case DW_TAG_union_type:
+        case DW_TAG_module:
+          collect(&child, out, depth + 1);
+          break;
+        default:
+          break;
+      }
+    } while (dwarf_siblingof(&child, &child) == 0);
+  }
+
+  std::unordered_map<Dwarf_Off, std::vector<Range>> units_;  // by the unit DIE's offset
+};
+
 struct detail::ModuleSession {
   ModuleState state = ModuleState::Missing;
   std::string detail;
   Dwfl* dwfl = nullptr;
   Dwfl_Module* mod = nullptr;
   FunctionIndex functions;
+  ScopeIndex scopes;
   bool used = false;         // asked for at least once
   bool fell_back = false;    // some address could not be named from this module
   std::unordered_map<uint64_t, std::vector<Frame>> by_offset;
@@ -146,8 +229,8 @@ struct RawFrame {
 };
 
 // Innermost first.
-void dwarf_frames(Dwfl_Module* mod, const FunctionIndex& functions, Dwarf_Addr addr, bool inlines,
-                  std::vector<RawFrame>& out) {
+void dwarf_frames(Dwfl_Module* mod, const FunctionIndex& functions, ScopeIndex* scope_index, Dwarf_Addr addr,
+                  bool inlines, std::vector<RawFrame>& out) {
   out.clear();
   const char* file = nullptr;
   int line = 0;
@@ -165,13 +248,24 @@ void dwarf_frames(Dwfl_Module* mod, const FunctionIndex& functions, Dwarf_Addr a
     // dwarf_getscopes follows an inlined subroutine into its abstract definition; the chain of
     // concrete callers comes from the innermost scope's physical parents (dwarf_getscopes_die),
     // as eu-addr2line -i does.
+    // With a ScopeIndex, its chain (from the innermost scope to the subprogram) stands in.
     Dwarf_Die* scopes = nullptr;
-    int n = dwarf_getscopes(cudie, addr - bias, &scopes);
-    if (n > 0) {
-      Dwarf_Die innermost = scopes[0];
-      std::free(scopes);
-      scopes = nullptr;
-      n = dwarf_getscopes_die(&innermost, &scopes);
+    int n = 0;
+    std::vector<Dwarf_Die> chain;
+    if (scope_index && scope_index->find(cudie, addr - bias, chain)) {
+      scopes = static_cast<Dwarf_Die*>(std::malloc(chain.size() * sizeof(Dwarf_Die)));
+      if (scopes) {
+        std::copy(chain.begin(), chain.end(), scopes);
+        n = static_cast<int>(chain.size());
+      }
+    } else {
+      n = dwarf_getscopes(cudie, addr - bias, &scopes);
+      if (n > 0) {
+        Dwarf_Die innermost = scopes[0];
+        std::free(scopes);
+        scopes = nullptr;
+        n = dwarf_getscopes_die(&innermost, &scopes);
+      }
     }
     Dwarf_Files* files = nullptr;
     size_t nfiles = 0;
@@ -293,7 +387,7 @@ std::vector<Frame> Symbolizer::resolve_in_file(const ModuleInfo& m, uint64_t off
   auto it = s.by_offset.find(offset);
   if (it != s.by_offset.end()) return it->second;
   std::vector<RawFrame> raw;
-  dwarf_frames(s.mod, s.functions, offset ? offset - 1 : 0, opt_.inlines, raw);
+  dwarf_frames(s.mod, s.functions, opt_.scope_index ? &s.scopes : nullptr, offset ? offset - 1 : 0, opt_.inlines, raw);
   std::vector<Frame> out;
   for (auto r = raw.rbegin(); r != raw.rend(); ++r)
     out.push_back({intern(r->function), intern(r->file), r->line, intern(m.path), offset, r != raw.rbegin()});

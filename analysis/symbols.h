@@ -82,6 +82,7 @@ class Symbolizer {
     bool use_embedded = true;  // prefer Symbols records of the trace
     bool use_files = true;     // read modules from disk
     bool inlines = true;       // expand inlined frames
+    bool scope_index = true;   // find an address's scopes by its subprogram (false: dwarf_getscopes)
   };
 
   explicit Symbolizer(const Model& model) : Symbolizer(model, Options{}) {}

@@ -52,7 +52,7 @@ struct SymbolizeOptions {
   bool force = false;
   bool follow = false;
   bool quiet = false;
-  double poll_ms = 50;
+  double poll_ms = 10;  // a short program's trace is complete this long after it ends, at most
 };
 
 // Whether `memtide run` has said that the program ended (MANIFEST.ended exists).
@@ -196,7 +196,7 @@ int symbolize_trace(const SymbolizeOptions& o) {
           return kExitOk;
         }
       }
-      sleep_ms(ended ? 10 : o.poll_ms);
+      sleep_ms(o.poll_ms);
     }
   }
 

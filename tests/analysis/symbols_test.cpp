@@ -150,6 +150,63 @@ TEST(Symbols, FunctionIndexAgreesWithLibdw) {
   }
 }
 
+// A module loaded in this process (by a part of its path) as the recorder would describe it.
+ModuleInfo loaded_module(const char* name_part) {
+  struct Find {
+    const char* part;
+    ModuleInfo m;
+  } f{name_part, {}};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) -> int {
+        auto* f = static_cast<Find*>(data);
+        if (!info->dlpi_name || !std::strstr(info->dlpi_name, f->part)) return 0;
+        f->m.path = info->dlpi_name;
+        f->m.load_bias = info->dlpi_addr;
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const auto& ph = info->dlpi_phdr[i];
+          if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
+          f->m.lo = info->dlpi_addr + ph.p_vaddr;
+          f->m.hi = f->m.lo + ph.p_memsz;
+        }
+        return 1;
+      },
+      &f);
+  f.m.id = ModuleId(1);
+  return f.m;
+}
+
+// Scopes found from the address's subprogram give the same frames (functions, files, lines,
+// inlined callers) as dwarf_getscopes over the whole unit, across the code of this test binary
+// and of libc (libc6-dbg: debug information in a separate, dwz-compressed file).
+TEST(Symbols, ScopeIndexAgreesWithDwarfGetscopes) {
+  for (ModuleInfo m : {self_module(""), loaded_module("libc.so.6")}) {
+    ASSERT_FALSE(m.path.empty());
+    ASSERT_LT(m.lo, m.hi) << m.path;
+    Model model;
+    model.modules.push_back(m);
+    Symbolizer::Options slow_opt;
+    slow_opt.scope_index = false;
+    Symbolizer fast(model), slow(model, slow_opt);
+    const uint64_t step = std::max<uint64_t>(1, (m.hi - m.lo) / 700) | 1;
+    uint64_t compared = 0, with_lines = 0, with_inlines = 0;
+    for (uint64_t ip = m.lo + 1; ip < m.hi; ip += step, ++compared) {
+      const std::vector<Frame> a = fast.resolve_in_file(m, ip - m.load_bias);
+      const std::vector<Frame> b = slow.resolve_in_file(m, ip - m.load_bias);
+      ASSERT_EQ(a.size(), b.size()) << m.path << " +0x" << std::hex << ip - m.load_bias;
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        EXPECT_EQ(a[i].function, b[i].function) << m.path << " +0x" << std::hex << ip - m.load_bias;
+        EXPECT_EQ(a[i].file, b[i].file);
+        EXPECT_EQ(a[i].line, b[i].line);
+        EXPECT_EQ(a[i].inlined, b[i].inlined);
+      }
+      with_lines += !a.empty() && a.back().line != 0;
+      with_inlines += a.size() > 1;
+    }
+    EXPECT_GT(with_lines, compared / 2) << m.path << ": debug information expected";
+    EXPECT_GT(with_inlines, 0u) << m.path;
+  }
+}
+
 TEST(Symbols, BuildIdMismatchIsReportedAndNotResolved) {
   Model model;
   model.modules.push_back(self_module(std::string("\x01\x02\x03\x04", 4)));
