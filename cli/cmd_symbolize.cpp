@@ -233,6 +233,8 @@ int symbolize_trace(const SymbolizeOptions& o) {
   for (uint64_t ip : resolver.seen)
     if (const ModuleInfo* m = model.module_at(ip)) offsets[m].push_back(ip - m->load_bias);
 
+  // A failed append (a full disk) leaves the file as it was: the pending block is dropped and
+  // what was appended is cut off again, so the trace does not end inside a block.
   fmt::TraceWriter w;
   try {
     w.open_append(target, fmt::TraceWriter::Options{});
@@ -241,40 +243,43 @@ int symbolize_trace(const SymbolizeOptions& o) {
     return kExitError;
   }
   uint64_t modules = 0, addresses = 0, named = 0, skipped = 0;
-  for (auto& [m, offs] : offsets) {
-    std::sort(offs.begin(), offs.end());
-    offs.erase(std::unique(offs.begin(), offs.end()), offs.end());
-    if (!o.force && model.embedded.count(m->id.value)) {
-      ++skipped;
-      continue;
-    }
-    const ModuleState st = sym.file_state(*m);
-    if (st != ModuleState::Ok && st != ModuleState::NoDebugInfo) continue;  // reported below
-    std::vector<fmt::SymbolEntry> entries;
-    auto flush = [&] {
-      if (entries.empty()) return;
-      w.append_symbols(0, m->id.value, entries);
-      entries.clear();
-    };
-    for (uint64_t off : offs) {
-      const std::vector<Frame> frames = sym.resolve_in_file(*m, off);
-      ++addresses;
-      if (frames.empty() || (frames.size() == 1 && frames[0].function.empty() && frames[0].file.empty())) {
-        entries.push_back({off, {}, {}, 0, 0});  // looked up: nothing to name it by
-      } else {
-        ++named;
-        uint64_t depth = 0;
-        for (const Frame& f : frames) entries.push_back({off, f.function, f.file, f.line, depth++});
-      }
-      if (entries.size() >= 20000) flush();
-    }
-    flush();
-    ++modules;
-  }
   try {
+    for (auto& [m, offs] : offsets) {
+      std::sort(offs.begin(), offs.end());
+      offs.erase(std::unique(offs.begin(), offs.end()), offs.end());
+      if (!o.force && model.embedded.count(m->id.value)) {
+        ++skipped;
+        continue;
+      }
+      const ModuleState st = sym.file_state(*m);
+      if (st != ModuleState::Ok && st != ModuleState::NoDebugInfo) continue;  // reported below
+      std::vector<fmt::SymbolEntry> entries;
+      auto flush = [&] {
+        if (entries.empty()) return;
+        w.append_symbols(0, m->id.value, entries);
+        entries.clear();
+      };
+      for (uint64_t off : offs) {
+        const std::vector<Frame> frames = sym.resolve_in_file(*m, off);
+        ++addresses;
+        if (frames.empty() || (frames.size() == 1 && frames[0].function.empty() && frames[0].file.empty())) {
+          entries.push_back({off, {}, {}, 0, 0});  // looked up: nothing to name it by
+        } else {
+          ++named;
+          uint64_t depth = 0;
+          for (const Frame& f : frames) entries.push_back({off, f.function, f.file, f.line, depth++});
+        }
+        if (entries.size() >= 20000) flush();
+      }
+      flush();
+      ++modules;
+    }
     w.close();
   } catch (const std::exception& e) {
-    print_error(target, e.what());
+    w.abandon();
+    const bool restored = ::truncate(target.c_str(), static_cast<off_t>(end)) == 0;
+    print_error(target, std::string("cannot append the names: ") + e.what() +
+                            (restored ? "; the trace is left as it was" : "; and cannot cut it back: " + std::string(std::strerror(errno))));
     return kExitError;
   }
   if (!o.quiet) {

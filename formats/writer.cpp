@@ -82,6 +82,14 @@ void TraceWriter::close() {
   order_.clear();
 }
 
+void TraceWriter::abandon() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  memory_ = nullptr;
+  streams_.clear();
+  order_.clear();
+}
+
 void TraceWriter::check_open() const {
   if (fd_ < 0 && !memory_) throw std::logic_error("TraceWriter: not open");
 }

@@ -81,6 +81,8 @@ class TraceWriter {
   void flush_all();
   // Flushes and closes; further appends throw. Safe to call twice.
   void close();
+  // Closes without writing what is still pending (after a write failed). Safe to call twice.
+  void abandon();
 
   uint64_t time_register(uint32_t stream) const;
   uint64_t addr_register(uint32_t stream) const;

@@ -306,6 +306,28 @@ TEST(Symbolize, RunEmbedsTheNamesAsItRecords) {
   EXPECT_NE(p.err.find("missing"), std::string::npos) << p.err;
 }
 
+// Names that cannot be appended (the file may not grow: a full disk) leave the trace as it was,
+// readable to its end without a warning.
+TEST(Symbolize, AFailedAppendLeavesTheTraceAsItWas) {
+  // python3's trace: about a thousand addresses, names of many KiB to append.
+  const std::string trace = temp_dir() + "/nospace.mtide", copy = temp_dir() + "/nospace_copy.mtide";
+  ASSERT_EQ(record(trace, "python3 -c pass").status, 0);
+  const std::string before = read_file(trace);
+  ASSERT_EQ(cli("symbolize -o " + copy + " " + trace).status, 0);
+  const std::size_t names = read_file(copy).size() - before.size();
+  ASSERT_GT(names, 1024u);
+  // The file may grow by less than a KiB: the names' block is cut short.
+  const std::string limit = std::to_string(before.size() / 1024 + 1);
+  const Proc s = sh("bash -c \"trap '' XFSZ; ulimit -f " + limit + "; " + MT_CLI + " symbolize " + trace + "\"");
+  EXPECT_EQ(s.status, 2);
+  EXPECT_NE(s.err.find("cannot append the names"), std::string::npos) << s.err;
+  EXPECT_NE(s.err.find("left as it was"), std::string::npos) << s.err;
+  EXPECT_EQ(read_file(trace), before);
+  const Proc r = cli("report " + trace);
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.err.find("truncated"), std::string::npos) << r.err;
+}
+
 // The same for a program that runs a while: the follower reads the trace as it grows.
 TEST(Symbolize, RunFollowsALongerProgram) {
   const std::string dir = temp_dir() + "/runsym2";
