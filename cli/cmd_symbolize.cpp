@@ -34,6 +34,8 @@
 #include <optional>
 #include <thread>
 #include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include "analysis/definitions.h"
 #include "cli/analysis_cli.h"
@@ -85,20 +87,26 @@ std::string wait_for_manifest(const SymbolizeOptions& o, std::size_t index) {
 }
 
 // Resolves the return addresses of the stacks read so far that it has not seen yet: while
-// following, the work is done as the program runs.
+// following, the work is done as the program runs. A thread's block may come before the
+// process stream's block that loads the module its stacks run in: such addresses wait for the
+// next call, and count as outside every module only at the end.
 struct Resolver {
   DefinitionReader& defs;
   Symbolizer& sym;
   std::unordered_set<uint64_t> seen;
+  std::vector<uint64_t> waiting;  // in no module read so far
   uint64_t outside = 0;
 
-  void catch_up() {
+  void catch_up(bool last = false) {
     const Model& model = defs.model();
-    for (uint64_t ip : defs.take_new_ips()) {
-      if (!seen.insert(ip).second) continue;
+    std::vector<uint64_t> ips = std::exchange(waiting, {});
+    for (uint64_t ip : defs.take_new_ips())
+      if (seen.insert(ip).second) ips.push_back(ip);
+    for (uint64_t ip : ips) {
       const ModuleInfo* m = model.module_at(ip);
       if (!m) {
-        ++outside;
+        if (last) ++outside;
+        else waiting.push_back(ip);
         continue;
       }
       const ModuleState st = sym.file_state(*m);
@@ -176,7 +184,7 @@ int symbolize_trace(const SymbolizeOptions& o) {
   Symbolizer::Options so;
   so.use_embedded = false;
   Symbolizer sym(defs.model(), so);
-  Resolver resolver{defs, sym, {}, 0};
+  Resolver resolver{defs, sym, {}, {}, 0};
 
   // Follow: read and resolve what the recorder has written until it lets go of the file.
   if (o.follow) {
@@ -221,7 +229,7 @@ int symbolize_trace(const SymbolizeOptions& o) {
   }
   defs.advance();
   defs.finish();
-  resolver.catch_up();
+  resolver.catch_up(true);
   const Model& model = defs.model();
   if (!o.out.empty() && !copy_prefix(o.file, o.out, end, err)) {
     print_error(o.out, err);
