@@ -51,6 +51,7 @@ struct DefinitionReader::Impl {
   bool hints = false;
   bool stopped = false;  // an I/O error
   bool tail_truncated = false;
+  uint64_t last_corrupt = UINT64_MAX;  // offset of the last bad block warned about
 };
 
 DefinitionReader::DefinitionReader() : p_(std::make_unique<Impl>()) {}
@@ -97,7 +98,9 @@ DefinitionReader::Progress DefinitionReader::advance() {
     }
     if (r.status == ReadStatus::Corrupt) {
       p.model.corrupt = true;
-      p.model.warnings.push_back(r.message + "; skipped");
+      // A follower meets the same bad block at every call until something follows it.
+      if (r.offset != p.last_corrupt) p.model.warnings.push_back(r.message + "; skipped");
+      p.last_corrupt = r.offset;
       if (p.reader.resync()) continue;
       p.tail_truncated = true;  // nothing readable after it
       return out;

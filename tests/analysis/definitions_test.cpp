@@ -122,6 +122,38 @@ TEST(Definitions, FollowsAFileAsItGrows) {
   EXPECT_EQ(nodes(d.model()), replayed_nodes(full));
 }
 
+// A bad block is skipped with one warning, however often a follower asks again, and the
+// reading goes on after it.
+TEST(Definitions, ABadBlockIsSkippedWithOneWarning) {
+  const std::string path = temp_path("bad.mtide");
+  write_trace(path);
+  std::vector<uint8_t> bytes = slurp(path);
+  bytes[bytes.size() / 2] ^= 0xff;  // inside some block: its checksum no longer matches
+  spit(path, bytes);
+  DefinitionReader d;
+  ASSERT_EQ(d.open(path), "");
+  for (int i = 0; i < 5; ++i) d.advance();
+  d.finish();
+  EXPECT_TRUE(d.model().corrupt);
+  EXPECT_TRUE(d.model().complete) << "the blocks after the bad one are read";
+  auto skipped = [](const Model& m) {
+    std::size_t n = 0;
+    for (const std::string& w : m.warnings) n += w.find("skipped") != std::string::npos;
+    return n;
+  };
+  EXPECT_EQ(skipped(d.model()), 1u);
+  // The last block bad: nothing to go on with, and asked again and again.
+  bytes = slurp(path);
+  bytes[bytes.size() - 10] ^= 0xff;
+  spit(path, bytes);
+  DefinitionReader tail;
+  ASSERT_EQ(tail.open(path), "");
+  for (int i = 0; i < 5; ++i) tail.advance();
+  tail.finish();
+  EXPECT_FALSE(tail.model().complete);
+  EXPECT_EQ(skipped(tail.model()), 2u) << "the one in the middle and the last, once each";
+}
+
 TEST(Definitions, ModulesWithEmbeddedSymbols) {
   const std::string path = temp_path("symbols.mtide");
   write_trace(path);
