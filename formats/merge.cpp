@@ -215,6 +215,19 @@ std::unique_ptr<EventBlock> EventMerger::take_spare() {
   return b;
 }
 
+// The heap of the queues' heads, the earliest on top.
+void EventMerger::fill_heap() {
+  heap_.clear();
+  for (uint32_t i = 0; i < queues_.size(); ++i) {
+    HeapItem h;
+    if (head(queues_[i], h)) {
+      h.queue = i;
+      heap_.push_back(h);
+    }
+  }
+  std::make_heap(heap_.begin(), heap_.end(), Later{});
+}
+
 void EventMerger::recycle(std::unique_ptr<EventBlock> b) {
   // Kept for reuse up to about a window's worth of blocks (returning their memory only to
   // fault it in again for the next window costs more than the copy of the events).

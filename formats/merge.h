@@ -264,12 +264,20 @@ class EventMerger {
   template <class V>
   bool run(Queue& q, uint64_t bound_time, uint64_t bound_seq, uint64_t limit, bool all, std::size_t target, V& v);
   template <class V>
+  bool two_way(Queue& qa, Queue& qb, uint64_t bound_time, uint64_t bound_seq, uint64_t limit, bool all, V& v);
+  template <class V>
+  void deliver(const EventBlock& b, const MergedEvent& e, V& v);
+  template <class V>
   void release(uint64_t limit, bool all, std::size_t target, V& v);
+  void fill_heap();
   template <class Cmp>
   void sift_down(const Cmp& later);
 
   // How far ahead run() prefetches the events it delivers (16: 512 bytes, 8 cache lines).
   static constexpr std::size_t kPrefetchEvents = 16;
+  // A run of one stream shorter than this (another stream's head came first) makes release()
+  // let the two earliest streams take turns (two_way).
+  static constexpr uint64_t kAlternating = 4;
 
   MergeOptions opt_;
   EventDecoder decoder_;
@@ -347,6 +355,103 @@ template <class V>
   v.on_alloc(b.stream, a);
 }
 
+// One timed event of block `b`: Allocs and Frees inline, the rest through deliver_rare.
+template <class V>
+[[gnu::always_inline]] inline void EventMerger::deliver(const EventBlock& b, const MergedEvent& e, V& v) {
+  const uint8_t tag = e.tag;
+  if (tag < kTagFreeBase) [[likely]] {
+    Alloc x;
+    x.time = e.time;
+    x.addr = e.addr;
+    x.size = e.size;
+    x.stack = e.stack;
+    x.api = static_cast<Api>(tag & 31);
+    v.on_alloc(b.stream, x);
+  } else if (tag < kEventWide) [[likely]] {
+    Free x;
+    x.time = e.time;
+    x.addr = e.addr;
+    x.length = e.size;
+    x.api = static_cast<Api>(tag & 31);
+    v.on_free(b.stream, x);
+  } else {
+    deliver_rare(const_cast<EventBlock&>(b), e, v);
+  }
+}
+
+// Delivers the events of two streams in order while both have some, each up to (bound_time,
+// bound_seq), the head of the earliest other stream, and below `limit` (unless `all`): threads
+// that allocate at the same time alternate every event or two, and picking between two heads
+// costs less than going back to the heap each time. `qa` holds the earliest head of all. True
+// when the limit was reached (the release is over); false when a stream ran out of events or
+// the other streams' turn came (the caller rebuilds its heap).
+template <class V>
+bool EventMerger::two_way(Queue& qa, Queue& qb, uint64_t bound_time, uint64_t bound_seq, uint64_t limit, bool all,
+                          V& v) {
+  if (!all && limit == 0) return true;
+  const uint64_t cap = all ? UINT64_MAX : limit - 1;
+  struct Side {
+    Queue* q;
+    EventBlock* b = nullptr;
+    const MergedEvent* ev = nullptr;
+    std::size_t i = 0, n = 0, first = 0;
+    uint64_t last = 0;     // the latest time this block may deliver before the other streams
+    bool blocked = false;  // not even time 0: another stream's head is at 0 and earlier in the file
+  };
+  Side sa{&qa}, sb{&qb};
+  auto load = [&](Side& s) {
+    if (s.q->blocks.empty()) return false;
+    EventBlock& b = *s.q->blocks.front();
+    if (b.rd >= b.events.size()) return false;  // head() drops finished blocks: not here
+    s.b = &b;
+    s.ev = b.events.data();
+    s.i = s.first = b.rd;
+    s.n = b.events.size();
+    s.blocked = b.seq > bound_seq && bound_time == 0;
+    s.last = std::min(b.seq > bound_seq && bound_time != 0 ? bound_time - 1 : bound_time, cap);
+    return true;
+  };
+  auto settle = [&](Side& s) {
+    if (!s.b) return;
+    s.b->rd = s.i;
+    buffered_ -= (s.i - s.first) * sizeof(MergedEvent);
+    stats_.released += s.i - s.first;
+    s.first = s.i;
+  };
+  bool over = false;
+  if (load(sa) && load(sb)) {
+    uint64_t prev = delivered_any_ ? last_delivered_ : 0;
+    uint64_t late = 0;
+    bool any = false;
+    for (;;) {
+      __builtin_prefetch(sa.ev + sa.i + kPrefetchEvents);
+      __builtin_prefetch(sb.ev + sb.i + kPrefetchEvents);
+      const MergedEvent& ea = sa.ev[sa.i];
+      const MergedEvent& eb = sb.ev[sb.i];
+      const bool a_first = ea.time != eb.time ? ea.time < eb.time : sa.b->seq < sb.b->seq;
+      Side& s = a_first ? sa : sb;
+      const MergedEvent& e = a_first ? ea : eb;
+      if (e.time > s.last || s.blocked) {
+        over = e.time > cap && bound_time > cap;  // else the other streams may still go
+        break;
+      }
+      late += e.time < prev;
+      prev = e.time;
+      any = true;
+      deliver(*s.b, e, v);
+      if (++s.i == s.n) break;  // the block is done: the caller moves on to the next one
+    }
+    stats_.out_of_order += late;
+    if (any) {
+      delivered_any_ = true;
+      last_delivered_ = prev;
+    }
+  }
+  settle(sa);
+  settle(sb);
+  return over;
+}
+
 // Delivers events of `q` while its head comes before (bound_time, bound_seq), the head of
 // the next stream. True when it stopped at the limit or the target (the release is over).
 template <class V>
@@ -354,7 +459,6 @@ bool EventMerger::run(Queue& q, uint64_t bound_time, uint64_t bound_seq, uint64_
                       V& v) {
   for (;;) {
     EventBlock& b = *q.blocks.front();
-    const uint32_t stream = b.stream;
     // The last time this block may deliver up to (inclusive) and stay ahead of the next stream.
     uint64_t bound_last = bound_time;
     if (b.seq > bound_seq) {
@@ -381,25 +485,7 @@ bool EventMerger::run(Queue& q, uint64_t bound_time, uint64_t bound_seq, uint64_
         break;
       late += e.time < prev;
       prev = e.time;
-      const uint8_t tag = e.tag;
-      if (tag < kTagFreeBase) [[likely]] {
-        Alloc x;
-        x.time = e.time;
-        x.addr = e.addr;
-        x.size = e.size;
-        x.stack = e.stack;
-        x.api = static_cast<Api>(tag & 31);
-        v.on_alloc(stream, x);
-      } else if (tag < kEventWide) [[likely]] {
-        Free x;
-        x.time = e.time;
-        x.addr = e.addr;
-        x.length = e.size;
-        x.api = static_cast<Api>(tag & 31);
-        v.on_free(stream, x);
-      } else {
-        deliver_rare(b, e, v);
-      }
+      deliver(b, e, v);
     }
     buffered_ -= (i - first) * sizeof(MergedEvent);
     stats_.released += i - first;
@@ -422,18 +508,32 @@ template <class V>
 void EventMerger::release(uint64_t limit, bool all, std::size_t target, V& v) {
   // A binary min-heap of the streams' heads. The top stream delivers a run of events up to the
   // head of the earliest other stream (the smaller child of the root), then its new head is
-  // sifted down in place: one sift per run, however the streams interleave.
-  heap_.clear();
-  for (uint32_t i = 0; i < queues_.size(); ++i) {
-    HeapItem h;
-    if (head(queues_[i], h)) {
-      h.queue = i;
-      heap_.push_back(h);
-    }
-  }
+  // sifted down in place: one sift per run. When runs are a few events long (threads that
+  // allocate at the same time), the two earliest streams take turns in two_way until one of
+  // their blocks ends or a third stream's turn comes.
   const Later later;
-  std::make_heap(heap_.begin(), heap_.end(), later);
+  fill_heap();
+  // Events the last run of one stream delivered before another's turn came: when streams
+  // alternate every event or two, the two earliest take turns in two_way instead.
+  uint64_t last_run = UINT64_MAX;
   while (!heap_.empty()) {
+    if (heap_.size() >= 2 && target == 0 && last_run < kAlternating) {
+      last_run = UINT64_MAX;
+      // The bound is the earliest of the other streams: the root's other child or a child of
+      // the second.
+      const std::size_t c = heap_.size() > 2 && later(heap_[1], heap_[2]) ? 2 : 1;
+      const HeapItem* bound = nullptr;
+      for (std::size_t k : {3 - c, 2 * c + 1, 2 * c + 2})
+        if (k < heap_.size() && (!bound || later(*bound, heap_[k]))) bound = &heap_[k];
+      const uint64_t released = stats_.released;
+      if (two_way(queues_[heap_[0].queue], queues_[heap_[c].queue], bound ? bound->time : UINT64_MAX,
+                  bound ? bound->seq : UINT64_MAX, limit, all, v))
+        break;
+      const bool moved = stats_.released != released;
+      fill_heap();
+      if (moved || heap_.size() < 2) continue;
+      // Nothing delivered (unreachable: the root's head comes first): one step the long way.
+    }
     Queue& q = queues_[heap_.front().queue];
     uint64_t bound_time = UINT64_MAX, bound_seq = UINT64_MAX;
     if (heap_.size() > 1) {
@@ -441,7 +541,9 @@ void EventMerger::release(uint64_t limit, bool all, std::size_t target, V& v) {
       bound_time = heap_[c].time;
       bound_seq = heap_[c].seq;
     }
+    const uint64_t released = stats_.released;
     if (run(q, bound_time, bound_seq, limit, all, target, v)) break;
+    last_run = stats_.released - released;
     HeapItem h;
     if (head(q, h)) {
       heap_.front().time = h.time;

@@ -338,7 +338,11 @@ TEST(Symbolize, RunFollowsALongerProgram) {
   ASSERT_EQ(sh("rm " + dir + "/worker_copy").status, 0);
   const Proc p = cli("report --json --top 1000 " + trace);
   ASSERT_EQ(p.status, 0) << p.err;
-  EXPECT_EQ(p.err, "");
+  // No module was needed (the binary is gone). Other warnings are not this test's business: on
+  // a loaded machine a thread preempted between reading the clock and committing its record
+  // can be overtaken by a watermark ("merged out of time order").
+  EXPECT_EQ(p.err.find("missing"), std::string::npos) << p.err;
+  EXPECT_EQ(p.err.find("module+"), std::string::npos) << p.err;
   const json j = json::parse(p.out);
   const auto [bytes, count] = by_function(j["leaks"], "write_audit_line");
   EXPECT_GT(count, 0u);
