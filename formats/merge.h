@@ -266,7 +266,7 @@ class EventMerger {
   template <class V>
   bool two_way(Queue& qa, Queue& qb, uint64_t bound_time, uint64_t bound_seq, uint64_t limit, bool all, V& v);
   template <class V>
-  void deliver(const EventBlock& b, const MergedEvent& e, V& v);
+  void deliver(EventBlock& b, const MergedEvent& e, V& v);
   template <class V>
   void release(uint64_t limit, bool all, std::size_t target, V& v);
   void fill_heap();
@@ -357,7 +357,7 @@ template <class V>
 
 // One timed event of block `b`: Allocs and Frees inline, the rest through deliver_rare.
 template <class V>
-[[gnu::always_inline]] inline void EventMerger::deliver(const EventBlock& b, const MergedEvent& e, V& v) {
+[[gnu::always_inline]] inline void EventMerger::deliver(EventBlock& b, const MergedEvent& e, V& v) {
   const uint8_t tag = e.tag;
   if (tag < kTagFreeBase) [[likely]] {
     Alloc x;
@@ -375,7 +375,7 @@ template <class V>
     x.api = static_cast<Api>(tag & 31);
     v.on_free(b.stream, x);
   } else {
-    deliver_rare(const_cast<EventBlock&>(b), e, v);
+    deliver_rare(b, e, v);
   }
 }
 
