@@ -10,8 +10,8 @@
 // A block's home slot follows its address within each MiB of the address space (address / 16
 // plus an offset hashed from address / 1 MiB): allocators hand out neighbouring addresses one
 // after another, so consecutive events touch neighbouring slots, mostly in cache, instead of
-// one random slot each (a multiplicative hash of the whole address). The replaying thread of
-// the churn benchmarks took 8% (1 thread) to 15% (4 threads) less time; distinct blocks are at
+// one random slot each (a multiplicative hash of the whole address). Reports of the churn
+// benchmarks took 8% (1 thread) to 15% (4 threads) less wall time; distinct blocks are at
 // least 16 bytes apart, so a MiB of them never shares a home slot unless the table is smaller
 // than the MiB's 64K slots.
 //

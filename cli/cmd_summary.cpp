@@ -40,13 +40,11 @@ int run_summary(const std::string& manifest) {
   while (std::getline(in, line)) {
     ++lineno;
     if (line.empty()) continue;
-    const auto t1 = line.find('\t');
-    const auto t2 = t1 == std::string::npos ? std::string::npos : line.find('\t', t1 + 1);
-    if (t2 == std::string::npos) {
+    std::string path;
+    if (!manifest_trace_path(line, path)) {
       print_error(manifest, "line " + std::to_string(lineno) + ": expected pid<TAB>ppid<TAB>path");
       return kExitError;
     }
-    std::string path = line.substr(t2 + 1);
     if (seen.insert(path).second) paths.push_back(std::move(path));
   }
   int status = kExitOk;

@@ -77,9 +77,8 @@ std::string wait_for_manifest(const SymbolizeOptions& o, std::size_t index) {
     std::size_t i = 0;
     while (std::getline(in, line) && !in.eof()) {
       if (i++ < index) continue;
-      const auto a = line.find('\t');
-      const auto b = a == std::string::npos ? a : line.find('\t', a + 1);
-      return b == std::string::npos ? std::string() : line.substr(b + 1);
+      std::string path;
+      return manifest_trace_path(line, path) ? path : std::string();
     }
     if (ended) return {};
     sleep_ms(o.poll_ms);

@@ -32,6 +32,14 @@ std::string printable(std::string_view s) {
   return out;
 }
 
+bool manifest_trace_path(const std::string& line, std::string& path) {
+  const auto t1 = line.find('\t');
+  const auto t2 = t1 == std::string::npos ? std::string::npos : line.find('\t', t1 + 1);
+  if (t2 == std::string::npos) return false;
+  path = line.substr(t2 + 1);
+  return true;
+}
+
 std::string shell_quote(std::string_view s) {
   bool safe = !s.empty();
   for (unsigned char c : s)

@@ -26,5 +26,8 @@ std::string shell_quote(std::string_view s);
 std::string iso_time_utc(uint64_t realtime_ns);
 // "1.234 s", "12.5 ms", "850 ns".
 std::string format_duration(uint64_t ns);
+// The trace path of a `memtide run` manifest line ("pid<TAB>ppid<TAB>path"); false when the
+// line has not that shape.
+bool manifest_trace_path(const std::string& line, std::string& path);
 
 }  // namespace memtide::cli
