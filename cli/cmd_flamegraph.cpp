@@ -4,6 +4,7 @@
 // Values are bytes, except for count and temporary (numbers of allocations).
 #include <CLI/CLI.hpp>
 
+#include <cctype>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -103,7 +104,18 @@ Command flamegraph_command() {
             sub.add_option("--metric", o->metric, "What the widths show: allocated (bytes, default), count, leaked, "
                                                   "peak (bytes live at the high-water mark), temporary, "
                                                   "live (bytes live at --at TIME)")
-                ->transform(CLI::CheckedTransformer(kMetrics, CLI::ignore_case));
+                ->transform(CLI::Validator(
+                    [](std::string& v) -> std::string {
+                      for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+                      if (const auto it = kMetrics.find(v); it != kMetrics.end()) {
+                        v = std::to_string(static_cast<int>(it->second));  // parsed into the enum
+                        return {};
+                      }
+                      std::string names;
+                      for (const auto& [name, m] : kMetrics) names += (names.empty() ? "" : ", ") + name;
+                      return "'" + v + "' is not a metric; one of: " + names;
+                    },
+                    "METRIC"));
             sub.add_option("-o,--output", o->out, "Output: FILE.svg, FILE.folded, FILE.txt, or - for folded stacks on stdout")
                 ->required();
             sub.add_flag("--bottom-up", o->bottom_up, "Allocation sites at the root instead of callers");

@@ -219,7 +219,17 @@ TEST(Flamegraph, OutputTypesAndErrors) {
   EXPECT_EQ(cli("flamegraph --metric leaked -o " + folded + " " + leaky_trace()).status, 0);
   EXPECT_NE(read_file(folded).find("leak_b"), std::string::npos);
   EXPECT_EQ(cli("flamegraph -o out.png " + leaky_trace()).status, 2);
-  EXPECT_EQ(cli("flamegraph --metric nope -o " + svg + " " + leaky_trace()).status, 2);
+  const Proc bad = cli("flamegraph --metric nope -o " + svg + " " + leaky_trace());
+  EXPECT_EQ(bad.status, 2);
+  // The error names the choices, in readable text (an enum's mapping once printed NUL bytes).
+  EXPECT_EQ(bad.err.find('\0'), std::string::npos);
+  EXPECT_NE(bad.err.find("'nope' is not a metric; one of: allocated, count, leaked, live, peak, temporary"),
+            std::string::npos)
+      << bad.err;
+  // Metric names ignore case.
+  const Proc upper = cli("flamegraph --metric LEAKED -o - " + leaky_trace());
+  EXPECT_EQ(upper.status, 0) << upper.err;
+  EXPECT_EQ(upper.out, cli("flamegraph --metric leaked -o - " + leaky_trace()).out);
 }
 
 TEST(Errors, UsageAndFileErrorsExitTwoWithOneLine) {
