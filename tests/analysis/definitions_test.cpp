@@ -16,9 +16,16 @@
 namespace memtide::analysis {
 namespace {
 
-std::string temp_path(const std::string& name) {
-  return testing::TempDir() + "/definitions_" + std::to_string(::getpid()) + "_" + name;
-}
+// Removes its file when the test ends.
+struct TempFile {
+  std::string path;
+  explicit TempFile(const std::string& name)
+      : path(testing::TempDir() + "/definitions_" + std::to_string(::getpid()) + "_" + name) {}
+  ~TempFile() { ::unlink(path.c_str()); }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  operator const std::string&() const { return path; }
+};
 
 std::vector<uint8_t> slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -67,7 +74,7 @@ Nodes replayed_nodes(const std::string& path) {
 }
 
 TEST(Definitions, ReadOnlyTheFlaggedBlocksAndAgreeWithAReplay) {
-  const std::string path = temp_path("hinted.mtide");
+  const TempFile path("hinted.mtide");
   write_trace(path);
   DefinitionReader d;
   ASSERT_EQ(d.open(path), "");
@@ -88,7 +95,7 @@ TEST(Definitions, ReadOnlyTheFlaggedBlocksAndAgreeWithAReplay) {
 }
 
 TEST(Definitions, AFileWithoutHintsIsReadWhole) {
-  const std::string path = temp_path("plain.mtide");
+  const TempFile path("plain.mtide");
   write_trace(path);
   std::vector<uint8_t> bytes = slurp(path);
   fmt::encode_file_header(bytes.data(), 0);  // as a writer that flags nothing would
@@ -103,7 +110,7 @@ TEST(Definitions, AFileWithoutHintsIsReadWhole) {
 }
 
 TEST(Definitions, FollowsAFileAsItGrows) {
-  const std::string full = temp_path("full.mtide"), growing = temp_path("growing.mtide");
+  const TempFile full("full.mtide"), growing("growing.mtide");
   write_trace(full);
   const std::vector<uint8_t> bytes = slurp(full);
   spit(growing, bytes, bytes.size() / 2 + 7);  // ends inside a block
@@ -125,7 +132,7 @@ TEST(Definitions, FollowsAFileAsItGrows) {
 // A bad block is skipped with one warning, however often a follower asks again, and the
 // reading goes on after it.
 TEST(Definitions, ABadBlockIsSkippedWithOneWarning) {
-  const std::string path = temp_path("bad.mtide");
+  const TempFile path("bad.mtide");
   write_trace(path);
   std::vector<uint8_t> bytes = slurp(path);
   bytes[bytes.size() / 2] ^= 0xff;  // inside some block: its checksum no longer matches
@@ -155,7 +162,7 @@ TEST(Definitions, ABadBlockIsSkippedWithOneWarning) {
 }
 
 TEST(Definitions, ModulesWithEmbeddedSymbols) {
-  const std::string path = temp_path("symbols.mtide");
+  const TempFile path("symbols.mtide");
   write_trace(path);
   EXPECT_TRUE(embedded_symbol_modules(path).empty());
   {

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -88,9 +89,28 @@ std::string unknown_text(uint32_t s, uint8_t tag, std::span<const uint8_t> p) {
 #undef F
 #undef S
 
+namespace {
+// The test process's own directory under the test temp directory, removed with everything in
+// it when the process exits.
+struct ProcessTempDir {
+  std::string path;
+  pid_t owner = ::getpid();  // a forked child that exits leaves it alone
+  ProcessTempDir() {
+    path = testing::TempDir() + "memtide_test_" + std::to_string(owner);
+    std::filesystem::create_directories(path);
+  }
+  ~ProcessTempDir() {
+    if (::getpid() != owner) return;
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+}  // namespace
+
 std::string temp_path(const std::string& name) {
+  static ProcessTempDir dir;
   static std::atomic<unsigned> counter{0};
-  return testing::TempDir() + "memtide_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + "_" + name;
+  return dir.path + "/" + std::to_string(counter++) + "_" + name;
 }
 
 std::vector<uint8_t> read_bytes(const std::string& path) {

@@ -72,7 +72,8 @@ struct VirtualLogVisitor : fmt::RecordVisitor {
   void on_unknown(uint32_t s, uint8_t tag, std::span<const uint8_t> p) override { log.on_unknown(s, tag, p); }
 };
 
-// A fresh path in the test temp directory (not created).
+// A fresh path in the test process's temp directory (not created), which is removed with its
+// contents when the process exits.
 std::string temp_path(const std::string& name);
 std::vector<uint8_t> read_bytes(const std::string& path);
 void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes);
