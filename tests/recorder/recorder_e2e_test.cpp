@@ -393,6 +393,35 @@ TEST(Wrapper, BadOptionValueIsAnErrorBeforeTheProgramRuns) {
   EXPECT_NE(u.err.find("unknown option"), std::string::npos) << u.err;
 }
 
+// What a shell would do with a program that is not there (127), and a trace that cannot be
+// created is an error before the program runs (it would otherwise run unrecorded).
+TEST(Wrapper, MissingProgramOrUnwritableOutputIsSaidBeforeTheRun) {
+  TempDir dir;
+  RunResult r = run({MT_WRAPPER, "run", "--", (dir.path() / "no-such-program").string()}, {}, dir.path());
+  EXPECT_EQ(r.status, 127);
+  EXPECT_NE(r.err.find("no-such-program: command not found"), std::string::npos) << r.err;
+  const fs::path marker = dir.path() / "ran";
+  RunResult o = run({MT_WRAPPER, "run", "-o", (dir.path() / "missing" / "t.mtide").string(), "--", "sh", "-c",
+                     "touch " + marker.string()},
+                    {}, dir.path());
+  EXPECT_EQ(o.status, 2);
+  EXPECT_NE(o.err.find("is not a writable directory"), std::string::npos) << o.err;
+  EXPECT_FALSE(fs::exists(marker)) << "the program must not run";
+}
+
+// A program killed by a signal: its status passes through (128 + signal), its own stderr is
+// kept, and the note is memtide's, without the shell's line-numbered job report.
+TEST(Wrapper, AProgramKilledByASignalIsReportedOnce) {
+  TempDir dir;
+  const fs::path out = dir.path() / "k.mtide";
+  RunResult r = run({MT_WRAPPER, "run", "-q", "-o", out.string(), "--", "sh", "-c", "echo own-stderr >&2; kill -KILL $$"},
+                    {}, dir.path());
+  EXPECT_EQ(r.status, 137);
+  EXPECT_NE(r.err.find("own-stderr"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("memtide: sh ended with status 137 (signal 9, KILL)"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("line "), std::string::npos) << r.err;
+}
+
 TEST(Wrapper, HelpListsEveryOptionWithItsDefault) {
   TempDir dir;
   RunResult r = run({MT_WRAPPER, "run", "--help"}, {}, dir.path());
