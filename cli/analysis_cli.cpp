@@ -98,6 +98,11 @@ void WindowOptions::declare(CLI::App& sub, bool with_at) {
     sub.add_option("--at", at, "Also show what was live at this time (with --from/--to: made in the window and "
                                 "still live then)")
         ->check(time_check);
+  // An empty window is a mistake, not a report of nothing.
+  sub.final_callback([this] {
+    if (!from.empty() && !to.empty() && *parse_time(from) > *parse_time(to))
+      throw CLI::ValidationError("--from " + from + " comes after --to " + to);
+  });
 }
 
 void WindowOptions::apply(ReplayOptions& o) const {

@@ -2,6 +2,9 @@
 // CLI11, runs the chosen subcommand (cli/commands.h) and maps every failure to exit status 2.
 #include <CLI/CLI.hpp>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <exception>
 #include <iostream>
 
@@ -34,8 +37,20 @@ int main(int argc, char** argv) {
   }
 
   try {
-    for (auto& [sub, action] : actions)
-      if (sub->parsed()) return action();
+    for (auto& [sub, action] : actions) {
+      if (!sub->parsed()) continue;
+      const int status = action();
+      // Output that did not reach its file (a full disk, a closed pipe) is an error, not a
+      // report: a CI job must not take a truncated report or an empty JSON file for a result.
+      std::cout.flush();
+      errno = 0;
+      const bool failed = std::fflush(stdout) != 0 || std::ferror(stdout) || !std::cout;
+      if (failed && status != kExitError) {  // (a command that said so itself already failed)
+        std::cerr << "memtide: cannot write the output: " << (errno ? std::strerror(errno) : "write error") << '\n';
+        return kExitError;
+      }
+      return failed ? kExitError : status;
+    }
   } catch (const std::exception& e) {
     std::cout.flush();
     std::cerr << "memtide: " << e.what() << '\n';

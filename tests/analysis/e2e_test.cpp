@@ -242,6 +242,19 @@ TEST(Errors, UsageAndFileErrorsExitTwoWithOneLine) {
   EXPECT_EQ(cli("report --from yesterday " + leaky_trace()).status, 2);
   EXPECT_EQ(cli("check --max-leaked-bytes lots " + leaky_trace()).status, 2);
   EXPECT_EQ(cli("report /etc/hostname").status, 2);
+  // An empty window is a usage error.
+  const Proc window = cli("report --from 2s --to 1s " + leaky_trace());
+  EXPECT_EQ(window.status, 2);
+  EXPECT_NE(window.err.find("--from 2s comes after --to 1s"), std::string::npos) << window.err;
+  EXPECT_EQ(cli("flamegraph --from 3 --to 2 -o - " + leaky_trace()).status, 2);
+  EXPECT_EQ(cli("report --from 1s --to 1s " + leaky_trace()).status, 0);
+  // Output that cannot be written (a full disk) is an error, however the command writes it.
+  for (const char* c : {"report", "report --json", "check", "info", "flamegraph -o -"}) {
+    const Proc full = sh("(" + std::string(MT_CLI) + " " + c + " " + leaky_trace() + " >/dev/full) 2>&1");
+    EXPECT_EQ(full.status, 2) << c;
+    EXPECT_NE(full.out.find("write error"), std::string::npos) << c << ": " << full.out;
+    EXPECT_EQ(std::count(full.out.begin(), full.out.end(), '\n'), 1) << c << ": " << full.out;
+  }
   for (const char* c : {"report", "check", "flamegraph", "diff", "summary", "symbolize"}) {
     const Proc h = cli(std::string(c) + " --help");
     EXPECT_EQ(h.status, 0) << c;
