@@ -756,6 +756,7 @@ struct Session::Impl {
 
   void opened() {
     open = true;
+    merger.set_exact_watermarks((reader.info().flags & kFileFlagExactWatermarks) != 0);
     m.file_size = reader.size();
     for (const std::string& w : reader.warnings()) m.warnings.push_back(w);
   }

@@ -9,7 +9,9 @@
 //     consumer before any Alloc that comes after it in the file, whichever stream uses it.
 //   - Timed records are queued per stream and released in (time, block order) order.
 //   - Watermarks (stream 0) bound the wait: once watermark k+1 has been read, every record
-//     timed before watermark k has been read, so those are released. finish() releases the rest.
+//     timed before watermark k has been read, so those are released; in a file whose header
+//     says its watermarks are exact, everything before watermark k is released once k is
+//     read. finish() releases the rest.
 //   - A SampleWeight travels with the Alloc it applies to (on_sample_weight right before it);
 //     one that applies to no Alloc is delivered at once.
 //
@@ -50,6 +52,9 @@ struct MergeOptions {
   // Queued bytes beyond which the oldest records are released without waiting for a
   // watermark (order is then no longer guaranteed; counted in MergeStats::forced_releases).
   std::size_t max_buffered_bytes = std::size_t{1} << 30;
+  // The file's watermarks vouch for their own time (kFileFlagExactWatermarks): everything timed
+  // before one is released as soon as it is read, not only once the next one has been.
+  bool exact_watermarks = false;
 };
 
 struct MergeStats {
@@ -187,6 +192,8 @@ class EventDecoder {
 class EventMerger {
  public:
   explicit EventMerger(MergeOptions options = {}) : opt_(options) {}
+  // Set from the file header before the first block (kFileFlagExactWatermarks).
+  void set_exact_watermarks(bool exact) { opt_.exact_watermarks = exact; }
 
   // Decodes `block`: untimed records go to `v` now, timed ones are queued and whatever the
   // watermarks allow is released to `v`. Corrupt on a bad record: the records before it are

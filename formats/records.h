@@ -26,17 +26,22 @@ namespace memtide::fmt {
 //   8  u16    version_major  (a reader refuses a different major)
 //   10 u16    version_minor  (newer minor: read with a warning)
 //   12 u32    header_size    (32 in this version; readers skip any extra bytes)
-//   16 u32    flags          (bit 0: sampled recording; bit 1: blocks carry their hints)
+//   16 u32    flags          (bit 0: sampled recording; bit 1: blocks carry their hints;
+//                             bit 2: watermarks vouch for their own time)
 //   20 u64    reserved (0)
 //   28 u32    checksum: low 32 bits of XXH3_64 over bytes [0, 28)
 inline constexpr uint8_t kFileMagic[8] = {0x8A, 'M', 'T', 'I', 'D', 'E', '\r', '\n'};
 inline constexpr uint16_t kVersionMajor = 1;
-inline constexpr uint16_t kVersionMinor = 1;
+inline constexpr uint16_t kVersionMinor = 2;
 inline constexpr uint32_t kFileHeaderSize = 32;
 inline constexpr uint32_t kFileFlagSampled = 1u << 0;
 // Set by writers that flag every block holding StackDef or Symbols records (below), so that a
 // reader looking only for those can step over the other blocks without decompressing them.
 inline constexpr uint32_t kFileFlagBlockHints = 1u << 1;
+// Since 1.2: every record timed before a watermark's time is in the watermark's block (before
+// it) or in an earlier block, so a reader may release everything before a watermark as soon as
+// it reads it. Without this flag that holds only once the next watermark has been read.
+inline constexpr uint32_t kFileFlagExactWatermarks = 1u << 2;
 
 // Block header: 48 bytes, then `stored_size` payload bytes.
 //   0  u32  magic "MTBK" (0x4B42544D little-endian)

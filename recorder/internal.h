@@ -102,7 +102,12 @@ struct Stream {
   // is timed before the real call, which may take long); 1: a time is about to be read; 0:
   // none. The writer's watermarks do not pass it.
   uint64_t pending_time = 0;  // __atomic builtins (the struct is reset by assignment)
+  // 1 from before the owner reads the clock for a record until the record is committed
+  // (begin_record / end_record). Plain stores: the writer makes them visible with membarrier
+  // before it reads them (writer.cpp, exact watermarks).
+  uint32_t in_record = 0;
   // Writer side.
+  bool w_in_record = false;  // in_record as the writer's pass saw it
   uint64_t w_time = 0, w_addr = 0;
   uint64_t w_next_seq = 0;
   bool w_done = false;
@@ -122,6 +127,15 @@ inline void commit(Stream* s, uint8_t* end) {
   s->pos = static_cast<uint32_t>(end - s->chunk->data);
   s->chunk->committed.store(s->pos, std::memory_order_release);
 }
+// Around the clock read and the commit of a timed record of a thread's own stream. A record
+// whose clock was read before the writer's pass took its time is then either committed when
+// the pass looks, or seen in progress (writer.cpp, flush_pass).
+inline void begin_record(Stream* s) {
+  __atomic_store_n(&s->in_record, 1u, __ATOMIC_RELAXED);
+  __asm__ __volatile__("" ::: "memory");  // the clock is read after this store, in program order
+}
+inline void end_record(Stream* s) { __atomic_store_n(&s->in_record, 0u, __ATOMIC_RELEASE); }
+
 // Timestamps within a stream never go backwards (a clamped time costs nothing in ordering:
 // the event happened at or after the previous one of the same thread).
 inline uint64_t stream_time(Stream* s, uint64_t t) { return t < s->last_time ? s->last_time : t; }

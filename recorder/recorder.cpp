@@ -118,6 +118,7 @@ namespace {
 void append_thread_record(Stream* s, fmt::RecordType type, uint64_t a, uint64_t b, const char* name) {
   uint8_t buf[64 + 64];
   if (!reserve(s, sizeof buf)) return;  // room first, then the clock (see write_alloc)
+  begin_record(s);
   const uint64_t t = stream_time(s, now_ns());
   fmt::RecordBuilder rb(buf, sizeof buf, type);
   rb.varint(t - s->last_time).varint(s->index);
@@ -125,6 +126,7 @@ void append_thread_record(Stream* s, fmt::RecordType type, uint64_t a, uint64_t 
   if (type == fmt::RecordType::ThreadName) rb.bytes(name, strnlen(name, 63));
   const size_t n = rb.finish();
   if (n && append_record(s, buf, n)) s->last_time = t;
+  end_record(s);
 }
 
 ThreadState* create_thread_state() {
@@ -295,22 +297,26 @@ constexpr uint64_t kNow = 0;
 inline void write_alloc(Stream* s, fmt::Api api, uint64_t time, uint64_t addr, uint64_t size, uint32_t stack) {
   uint8_t* w = reserve(s, fmt::kMaxAllocRecord);
   if (MT_UNLIKELY(!w)) return;
+  begin_record(s);
   const uint64_t t = stream_time(s, time == kNow ? now_ns() : time);
   w = fmt::encode_alloc(w, api, t - s->last_time, static_cast<int64_t>(addr - s->last_addr), size, stack);
   s->last_time = t;
   s->last_addr = addr;
   commit(s, w);
+  end_record(s);
   ++s->allocs;
 }
 
 inline void write_free(Stream* s, fmt::Api api, uint64_t time, uint64_t addr, uint64_t length) {
   uint8_t* w = reserve(s, fmt::kMaxFreeRecord);
   if (MT_UNLIKELY(!w)) return;
+  begin_record(s);
   const uint64_t t = stream_time(s, time == kNow ? now_ns() : time);
   w = fmt::encode_free(w, api, t - s->last_time, static_cast<int64_t>(addr - s->last_addr), length);
   s->last_time = t;
   s->last_addr = addr;
   commit(s, w);
+  end_record(s);
   ++s->frees;
 }
 
@@ -511,11 +517,13 @@ void mark(const char* label) {
     release(t);
     return;
   }
+  begin_record(t.s);
   const uint64_t now = stream_time(t.s, now_ns());
   fmt::RecordBuilder b(buf, sizeof buf, fmt::RecordType::Marker);
   b.varint(now - t.s->last_time).bytes(label, strnlen(label, 1024));
   const size_t n = b.finish();
   if (n && append_record(t.s, buf, n)) t.s->last_time = now;
+  end_record(t.s);
   tls_busy--;
   release(t);
 }

@@ -7,7 +7,9 @@
 // writer knows them because it parses the records it takes (advance_registers).
 #include <fcntl.h>
 #include <signal.h>
+#include <linux/membarrier.h>
 #include <sys/file.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -246,6 +248,13 @@ void append_end(fmt::EndReason reason, uint64_t status) {
 }
 
 uint64_t g_last_watermark = 0;
+// The file's watermarks are exact (kFileFlagExactWatermarks): this process registered for
+// expedited private membarrier when the file was opened.
+bool g_exact_watermarks = false;
+
+bool membarrier_register() {
+  return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+}
 
 // The time a watermark taken now may vouch for: now, or less where a thread has a record
 // timed earlier that it has not committed yet (Stream::pending_time).
@@ -263,13 +272,52 @@ uint64_t vouchable_time() {
   return w < g_last_watermark ? g_last_watermark : w;
 }
 
+// Exact watermarks. A pass takes its time T (vouchable_time), then runs membarrier: every
+// thread of the process that runs on another CPU is interrupted, so a thread's stores made
+// before that point are visible afterwards, and what it does after that point (its clock reads
+// included) comes after T. So a record timed before T was either committed before the barrier
+// (and the pass writes it, unless its chunk is still on its way to the queue) or is in
+// progress, its in_record flag visible. Records of such streams that the pass cannot write
+// come after the stream's last written record (w_time), so the watermark is lowered to that.
+// Threads not running at the barrier went through a context switch, which is a full barrier.
+bool barrier_and_mark() {
+  if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) return false;
+  pthread_mutex_lock(&g.registry_mutex);
+  for (Stream* s = g.registry; s; s = s->reg_next) s->w_in_record = __atomic_load_n(&s->in_record, __ATOMIC_ACQUIRE) != 0;
+  pthread_mutex_unlock(&g.registry_mutex);
+  return true;
+}
+
+// After flush_all: the watermark `w` lowered for the streams whose records before it may not
+// all be written.
+uint64_t lower_for_unwritten(uint64_t w) {
+  pthread_mutex_lock(&g.registry_mutex);
+  for (Stream* s = g.registry; s; s = s->reg_next) {
+    if (s->w_done) continue;
+    const Chunk* c = __atomic_load_n(&s->chunk, __ATOMIC_ACQUIRE);
+    const bool written = c && c->seq == s->w_next_seq;  // no older chunk still on its way
+    if (written && !s->w_in_record) continue;
+    // What is not written comes after the stream's last written record, and (by the previous
+    // watermark) not before that watermark.
+    const uint64_t from = s->w_time > g_last_watermark ? s->w_time : g_last_watermark;
+    if (from < w) w = from;
+  }
+  pthread_mutex_unlock(&g.registry_mutex);
+  return w;
+}
+
 // One full pass: sealed chunks, then every stream's current bytes, then a watermark that
 // vouches for everything timed before the pass started (and before any record still pending).
+// With exact watermarks it vouches for what it has written (above); without, only once the
+// next watermark has been written (a thread may have timed a record and not yet committed it).
 void flush_pass() {
-  const uint64_t w = vouchable_time();
+  uint64_t w = vouchable_time();
+  const bool exact = g_exact_watermarks && barrier_and_mark();
   drain_queue();
   flush_all();
-  if (append_watermark(w)) g_last_watermark = w;
+  if (exact) w = lower_for_unwritten(w);
+  // (Without the barrier an exact file gets no watermark in this pass: readers wait longer.)
+  if ((exact || !g_exact_watermarks) && append_watermark(w)) g_last_watermark = w;
   flush_current(&g.shared);
 }
 
@@ -304,15 +352,17 @@ void* writer_main(void*) {
       calibrating = false;
     }
     const uint64_t now = now_ns();
+    // The pass first: a counter sample in stream 0 timed after the pass's time would keep its
+    // watermark, which must not go back in time there, from being written.
+    if (!stop && now >= next_flush) {
+      flush_pass();
+      next_flush = now + flush_ns;
+    }
     if (now >= next_counter) {
       append_counters(&g.shared);
       next_counter = now + counter_ns;
     }
     if (stop) break;
-    if (now >= next_flush) {
-      flush_pass();
-      next_flush = now + flush_ns;
-    }
   }
   // Final pass: everything recorded so far, then the End record.
   flush_pass();
@@ -410,8 +460,9 @@ bool open_trace_file(bool child) {
   g_finished = false;
   g_last_watermark = 0;
 
+  g_exact_watermarks = membarrier_register();
   uint8_t header[fmt::kFileHeaderSize];
-  fmt::encode_file_header(header, fmt::kFileFlagBlockHints);
+  fmt::encode_file_header(header, fmt::kFileFlagBlockHints | (g_exact_watermarks ? fmt::kFileFlagExactWatermarks : 0));
   write_all(header, sizeof header);
 
   if (const char* manifest = std::getenv("MEMTIDE_MANIFEST")) {

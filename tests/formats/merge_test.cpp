@@ -266,6 +266,49 @@ TEST(Merge, WatermarksBoundTheBuffer) {
   EXPECT_EQ(m.buffered_bytes(), 0u);
 }
 
+// A watermark vouches for the records before the *previous* one; in a file whose watermarks
+// are exact (kFileFlagExactWatermarks) for those before itself, at once. Same order either way.
+TEST(Merge, ExactWatermarksReleaseWhatTheyVouchForAtOnce) {
+  std::vector<uint8_t> file;
+  TraceWriter w;
+  w.open_memory(file);
+  for (uint64_t t = 1; t <= 10; ++t) w.append(1 + t % 2, Alloc{t, 0x100 + t, 8, 1, 0, Api::Malloc});
+  w.flush(1);
+  w.flush(2);
+  w.watermark(11);
+  for (uint64_t t = 12; t <= 20; ++t) w.append(1 + t % 2, Alloc{t, 0x100 + t, 8, 1, 0, Api::Malloc});
+  w.flush(1);
+  w.flush(2);
+  w.watermark(21);
+  w.close();
+  for (const bool exact : {false, true}) {
+    FileReader r;
+    ASSERT_TRUE(r.open_memory(file).ok());
+    MergeOptions o;
+    o.exact_watermarks = exact;
+    EventMerger m(o);
+    test::LogVisitor v;
+    std::vector<std::size_t> after_block;  // timed records delivered after each block
+    Block b;
+    while (r.next(b).ok()) {
+      ASSERT_TRUE(m.add_block(b, v).ok());
+      after_block.push_back(timed_only(v.lines).size());
+    }
+    ASSERT_EQ(after_block.size(), 6u);  // two event blocks and a watermark, twice
+    // The first watermark: all 10 at once when exact, none before the second otherwise.
+    EXPECT_EQ(after_block[2], exact ? 10u : 0u) << exact;
+    // The second: everything before 21 (19 allocations and the first watermark, a timed record
+    // too) when exact; what was before 11 otherwise.
+    EXPECT_EQ(after_block[5], exact ? 20u : 10u) << exact;
+    m.finish(v);
+    const auto timed = timed_only(v.lines);
+    EXPECT_EQ(timed.size(), 21u);
+    EXPECT_TRUE(std::is_sorted(timed.begin(), timed.end(),
+                               [](const std::string& a, const std::string& b) { return time_of(a) < time_of(b); }));
+    EXPECT_EQ(m.stats().out_of_order, 0u);
+  }
+}
+
 TEST(Merge, WithoutWatermarksEverythingWaitsForFinish) {
   std::vector<uint8_t> file;
   TraceWriter w;

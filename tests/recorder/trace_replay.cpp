@@ -119,7 +119,11 @@ Replay replay_trace(const std::string& path) {
     r.error = o.message;
     return r;
   }
+  // The merge trusts what the header says of the watermarks: with exact ones, a recorder that
+  // let a record timed before a watermark reach the file after it shows up as out of order.
+  r.exact_watermarks = (reader.info().flags & fmt::kFileFlagExactWatermarks) != 0;
   fmt::EventMerger merger;
+  merger.set_exact_watermarks(r.exact_watermarks);
   Visitor v(r);
   const fmt::ReadResult res = fmt::read_merged(reader, merger, v);
   r.read_ok = res.end_of_file();

@@ -52,6 +52,7 @@ struct Replay {
   // Block hints (fmt::kFileFlagBlockHints): blocks holding StackDef records, and how many of
   // them lack kBlockFlagStacks (a reader trusting the hints would miss their stacks).
   bool block_hints = false;
+  bool exact_watermarks = false;  // fmt::kFileFlagExactWatermarks (the merge used it)
   uint64_t blocks = 0, stack_blocks = 0, unflagged_stack_blocks = 0;
 };
 
