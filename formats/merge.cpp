@@ -236,21 +236,12 @@ void EventMerger::recycle(std::unique_ptr<EventBlock> b) {
 
 void EventMerger::note_watermark(uint64_t time) {
   ++stats_.watermarks;
-  if (opt_.exact_watermarks) {
-    // Every record timed before this watermark has been read.
-    if (!have_limit_ || time > limit_) {
-      limit_ = time;
-      limit_moved_ = true;
-    }
-    have_limit_ = true;
-    have_watermark_ = true;
-    last_watermark_ = time;
-    return;
-  }
-  // Having read watermark k+1, every record timed before watermark k has been read.
-  if (have_watermark_) {
-    if (!have_limit_ || last_watermark_ > limit_) {
-      limit_ = last_watermark_;
+  // Having read watermark k+1, every record timed before watermark k has been read; with exact
+  // watermarks, every record timed before this one.
+  if (opt_.exact_watermarks || have_watermark_) {
+    const uint64_t vouched = opt_.exact_watermarks ? time : last_watermark_;
+    if (!have_limit_ || vouched > limit_) {
+      limit_ = vouched;
       limit_moved_ = true;
     }
     have_limit_ = true;
