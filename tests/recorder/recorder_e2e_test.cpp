@@ -234,32 +234,23 @@ TEST(Ordering, CrossThreadAddressReuseReplaysExactly) {
   EXPECT_GE(rep.frees[static_cast<unsigned>(Api::Free)], 300000u);
 }
 
-// The same on a machine busier than it has cores: busy loops beside the program preempt its
-// threads anywhere, also between reading the clock and committing a record. With exact
-// watermarks (the merge releases everything before a watermark as soon as it reads it), a
-// record that reached the file after a watermark that vouched for it shows as out of order.
-TEST(Ordering, PreemptedThreadsDoNotBreakExactWatermarks) {
+// A thread interrupted between reading the clock for a record and committing it (a signal
+// handler that runs for 3 ms), 200 times, while another thread allocates and the writer flushes
+// every 10 ms. With exact watermarks the merge releases everything before a watermark as soon
+// as it reads it: a watermark that vouched for such a record before it was written shows as
+// records merged out of order.
+TEST(Ordering, ARecordDelayedAfterItsClockReadIsNotOvertakenByWatermarks) {
   TempDir dir;
-  std::vector<pid_t> hogs;
-  const unsigned n = 2 * std::max(1u, std::thread::hardware_concurrency());
-  for (unsigned i = 0; i < n; ++i) {
-    const pid_t p = fork();
-    if (p == 0) {
-      for (volatile unsigned long x = 0;; x = x + 1) {
-      }
-    }
-    if (p > 0) hogs.push_back(p);
-  }
   RunResult r;
-  auto traces = traced({MT_PINGPONG, "100000"}, dir.path(), &r, {{"MEMTIDE_FLUSH_INTERVAL_MS", "10"}});
-  for (pid_t p : hogs) kill(p, SIGKILL);
-  for (pid_t p : hogs) waitpid(p, nullptr, 0);
+  auto traces = traced({MT_SIGNAL_STORM, "200"}, dir.path(), &r, {{"MEMTIDE_FLUSH_INTERVAL_MS", "10"}});
   ASSERT_EQ(r.status, 0) << r.err;
   ASSERT_EQ(traces.size(), 1u);
+  long signals = 0, handled = 0;
+  ASSERT_EQ(std::sscanf(r.out.c_str(), "signals %ld handled %ld", &signals, &handled), 2) << r.out;
+  EXPECT_GT(handled, signals / 2) << "the signals did not interrupt the thread; the test proves nothing";
   const Replay rep = replay_trace(traces[0]);
   ASSERT_TRUE(rep.read_ok) << rep.error;
   expect_consistent(rep);
-  EXPECT_GE(rep.frees[static_cast<unsigned>(Api::Free)], 100000u);
 }
 
 TEST(Lifecycle, ForkChildGetsItsOwnTraceAndExecIsFollowed) {
