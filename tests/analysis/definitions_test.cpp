@@ -134,29 +134,29 @@ TEST(Definitions, FollowsAFileAsItGrows) {
 TEST(Definitions, ABadBlockIsSkippedWithOneWarning) {
   const TempFile path("bad.mtide");
   write_trace(path);
-  std::vector<uint8_t> bytes = slurp(path);
-  bytes[bytes.size() / 2] ^= 0xff;  // inside some block: its checksum no longer matches
-  spit(path, bytes);
-  DefinitionReader d;
-  ASSERT_EQ(d.open(path), "");
-  for (int i = 0; i < 5; ++i) d.advance();
-  d.finish();
-  EXPECT_TRUE(d.model().corrupt);
-  EXPECT_TRUE(d.model().complete) << "the blocks after the bad one are read";
+  // Flips the byte `from_end` bytes before the end (inside a block, whose checksum then fails), reads
+  // the file as a follower asking five times would.
+  auto corrupt_and_read = [&](DefinitionReader& d, std::size_t from_end) {
+    std::vector<uint8_t> bytes = slurp(path);
+    bytes[bytes.size() - from_end] ^= 0xff;
+    spit(path, bytes);
+    ASSERT_EQ(d.open(path), "");
+    for (int i = 0; i < 5; ++i) d.advance();
+    d.finish();
+  };
   auto skipped = [](const Model& m) {
     std::size_t n = 0;
     for (const std::string& w : m.warnings) n += w.find("skipped") != std::string::npos;
     return n;
   };
+  DefinitionReader d;
+  corrupt_and_read(d, slurp(path).size() / 2);
+  EXPECT_TRUE(d.model().corrupt);
+  EXPECT_TRUE(d.model().complete) << "the blocks after the bad one are read";
   EXPECT_EQ(skipped(d.model()), 1u);
-  // The last block bad: nothing to go on with, and asked again and again.
-  bytes = slurp(path);
-  bytes[bytes.size() - 10] ^= 0xff;
-  spit(path, bytes);
+  // The last block bad too: nothing to go on with, and asked again and again.
   DefinitionReader tail;
-  ASSERT_EQ(tail.open(path), "");
-  for (int i = 0; i < 5; ++i) tail.advance();
-  tail.finish();
+  corrupt_and_read(tail, 10);
   EXPECT_FALSE(tail.model().complete);
   EXPECT_EQ(skipped(tail.model()), 2u) << "the one in the middle and the last, once each";
 }
