@@ -186,8 +186,15 @@ void drain_queue() {
   pthread_mutex_unlock(&g.queue_mutex);
 }
 
+uint64_t g_last_watermark = 0;
+
 // Flushes every stream; frees the state of threads that exited and were fully written.
-void flush_all() {
+// Returns the earliest time a record of theirs that is still not written may have (UINT64_MAX:
+// none may be missing): for a stream whose older chunk is still on its way to the queue, or
+// that the pass saw inside a record (barrier_and_mark), what is not written comes after its
+// last written record, and (by the previous watermark) not before that watermark.
+uint64_t flush_all() {
+  uint64_t unwritten = UINT64_MAX;
   pthread_mutex_lock(&g.registry_mutex);
   for (Stream* s = g.registry; s;) {
     Stream* next = s->reg_next;
@@ -201,10 +208,16 @@ void flush_all() {
       mem_free(reinterpret_cast<ThreadState*>(s));  // Stream is ThreadState's first member
     } else {
       flush_current(s);
+      const Chunk* c = __atomic_load_n(&s->chunk, __ATOMIC_ACQUIRE);
+      if (!(c && c->seq == s->w_next_seq) || s->w_in_record) {
+        const uint64_t from = s->w_time > g_last_watermark ? s->w_time : g_last_watermark;
+        if (from < unwritten) unwritten = from;
+      }
     }
     s = next;
   }
   pthread_mutex_unlock(&g.registry_mutex);
+  return unwritten;
 }
 
 // Returns false when no watermark could be written: stream 0 already holds a later record
@@ -247,7 +260,6 @@ void append_end(fmt::EndReason reason, uint64_t status) {
   pthread_mutex_unlock(&g.shared_mutex);
 }
 
-uint64_t g_last_watermark = 0;
 // The file's watermarks are exact (kFileFlagExactWatermarks): this process registered for
 // expedited private membarrier when the file was opened.
 bool g_exact_watermarks = false;
@@ -278,7 +290,8 @@ uint64_t vouchable_time() {
 // included) comes after T. So a record timed before T was either committed before the barrier
 // (and the pass writes it, unless its chunk is still on its way to the queue) or is in
 // progress, its in_record flag visible. Records of such streams that the pass cannot write
-// come after the stream's last written record (w_time), so the watermark is lowered to that.
+// come after the stream's last written record (w_time), so the watermark is lowered to that
+// (flush_all).
 // Threads not running at the barrier went through a context switch, which is a full barrier.
 bool barrier_and_mark() {
   if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) return false;
@@ -286,24 +299,6 @@ bool barrier_and_mark() {
   for (Stream* s = g.registry; s; s = s->reg_next) s->w_in_record = __atomic_load_n(&s->in_record, __ATOMIC_ACQUIRE) != 0;
   pthread_mutex_unlock(&g.registry_mutex);
   return true;
-}
-
-// After flush_all: the watermark `w` lowered for the streams whose records before it may not
-// all be written.
-uint64_t lower_for_unwritten(uint64_t w) {
-  pthread_mutex_lock(&g.registry_mutex);
-  for (Stream* s = g.registry; s; s = s->reg_next) {
-    if (s->w_done) continue;
-    const Chunk* c = __atomic_load_n(&s->chunk, __ATOMIC_ACQUIRE);
-    const bool written = c && c->seq == s->w_next_seq;  // no older chunk still on its way
-    if (written && !s->w_in_record) continue;
-    // What is not written comes after the stream's last written record, and (by the previous
-    // watermark) not before that watermark.
-    const uint64_t from = s->w_time > g_last_watermark ? s->w_time : g_last_watermark;
-    if (from < w) w = from;
-  }
-  pthread_mutex_unlock(&g.registry_mutex);
-  return w;
 }
 
 // One full pass: sealed chunks, then every stream's current bytes, then a watermark that
@@ -314,8 +309,8 @@ void flush_pass() {
   uint64_t w = vouchable_time();
   const bool exact = g_exact_watermarks && barrier_and_mark();
   drain_queue();
-  flush_all();
-  if (exact) w = lower_for_unwritten(w);
+  const uint64_t unwritten = flush_all();
+  if (exact && unwritten < w) w = unwritten;
   // (Without the barrier an exact file gets no watermark in this pass: readers wait longer.)
   if ((exact || !g_exact_watermarks) && append_watermark(w)) g_last_watermark = w;
   flush_current(&g.shared);
