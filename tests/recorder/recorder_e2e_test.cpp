@@ -450,6 +450,30 @@ TEST(Wrapper, AProgramKilledByASignalIsReportedOnce) {
   EXPECT_EQ(r.err.find("line "), std::string::npos) << r.err;
 }
 
+// A status of 128 + N is a signal's only when the program did not exit with it: the trace's End
+// record tells the two apart, also after an exec.
+TEST(Wrapper, AnExitStatusAbove128IsNotTakenForASignal) {
+  TempDir dir;
+  const fs::path out = dir.path() / "s.mtide";
+  struct Case {
+    const char* script;
+    int status;
+    const char* note;  // nullptr: no note
+  };
+  for (const Case& c : {Case{"exit 130", 130, nullptr}, Case{"kill -TERM $$", 143, "(signal 15, TERM)"},
+                        Case{"exec sh -c 'exit 131'", 131, nullptr},
+                        Case{"exec sh -c 'kill -TERM $$'", 143, "(signal 15, TERM)"}}) {
+    RunResult r = run({MT_WRAPPER, "run", "-q", "-o", out.string(), "--", "sh", "-c", c.script}, {}, dir.path());
+    EXPECT_EQ(r.status, c.status) << c.script << "\n" << r.err;
+    if (c.note)
+      EXPECT_NE(r.err.find(std::string("memtide: sh ended with status ") + std::to_string(c.status) + " " + c.note),
+                std::string::npos)
+          << c.script << "\n" << r.err;
+    else
+      EXPECT_EQ(r.err.find("ended with status"), std::string::npos) << c.script << "\n" << r.err;
+  }
+}
+
 TEST(Wrapper, HelpListsEveryOptionWithItsDefault) {
   TempDir dir;
   RunResult r = run({MT_WRAPPER, "run", "--help"}, {}, dir.path());
