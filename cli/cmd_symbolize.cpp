@@ -17,10 +17,13 @@
 // appended once the recorder has let go of the file. --manifest names the traces by a
 // `memtide run` manifest instead, waiting for each line; `memtide run` creates
 // MANIFEST.ended when the program has ended, after which the follower waits at most 2 s more
-// for the file to be let go of (a child process may have inherited it).
+// for the file to be let go of (a child process may have inherited it). It also sends SIGUSR1
+// then, which cuts the follower's current pause short, so that the names are appended as soon
+// as the recorder has let go rather than at the next poll.
 #include <CLI/CLI.hpp>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -32,7 +35,6 @@
 #include <iostream>
 #include <map>
 #include <optional>
-#include <thread>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -63,7 +65,30 @@ bool program_ended(const SymbolizeOptions& o) {
   return !o.manifest.empty() && ::stat((o.manifest + ".ended").c_str(), &st) == 0;
 }
 
-void sleep_ms(double ms) { std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(ms * 1000))); }
+// Set by SIGUSR1 (`memtide run`: the program has ended): the next pause is skipped.
+volatile sig_atomic_t g_woken = 0;
+void on_wake(int) { g_woken = 1; }
+
+// With --manifest, SIGUSR1 wakes the follower (memtide run starts it with the signal ignored,
+// so one sent before this point is not fatal).
+void catch_wake() {
+  struct sigaction sa {};
+  sa.sa_handler = on_wake;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: the signal ends a pause in nanosleep
+  sigaction(SIGUSR1, &sa, nullptr);
+}
+
+// A pause of `ms`, cut short by SIGUSR1 (not resumed after it, unlike sleep_for).
+void sleep_ms(double ms) {
+  if (g_woken) {
+    g_woken = 0;
+    return;
+  }
+  const auto ns = static_cast<long long>(ms * 1e6);
+  timespec ts{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
+  if (::nanosleep(&ts, nullptr) != 0) g_woken = 0;
+}
 
 // The trace named by line `index` of a `memtide run` manifest ("pid\tppid\tpath\n": the
 // program's trace first, then those of the programs it started), once the recorder has written
@@ -306,6 +331,7 @@ int symbolize_trace(const SymbolizeOptions& o) {
 // program's trace ends when it execs another, whose trace comes next).
 int run_symbolize(SymbolizeOptions o) {
   if (o.manifest.empty()) return symbolize_trace(o);
+  catch_wake();
   int status = kExitOk;
   for (std::size_t i = 0;; ++i) {
     o.file = wait_for_manifest(o, i);

@@ -419,6 +419,13 @@ TEST(Wrapper, BadOptionValueIsAnErrorBeforeTheProgramRuns) {
   RunResult u = run({MT_WRAPPER, "run", "--no-such-option", "--", MT_LIFECYCLE, "quick-exit"}, {}, dir.path());
   EXPECT_EQ(u.status, 2);
   EXPECT_NE(u.err.find("unknown option"), std::string::npos) << u.err;
+  // Bad values that come from the environment, also of the variables the wrapper itself sets.
+  for (auto [var, value] : {std::pair{"MEMTIDE_FOLLOW", "maybe"}, std::pair{"MEMTIDE_QUIET", "2"},
+                            std::pair{"MEMTIDE_OUTPUT", ""}, std::pair{"MEMTIDE_UNWIND", "slow"}}) {
+    RunResult e = run({MT_WRAPPER, "run", "--", MT_LIFECYCLE, "quick-exit"}, {{var, value}}, dir.path());
+    EXPECT_EQ(e.status, 2) << var << "=" << value << "\n" << e.err;
+    EXPECT_NE(e.err.find(var), std::string::npos) << e.err;
+  }
 }
 
 // What a shell would do with a program that is not there (127), and a trace that cannot be
