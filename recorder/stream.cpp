@@ -17,6 +17,8 @@ TscClock g_tsc;
 namespace {
 uint64_t g_cal_tsc = 0, g_cal_ns = 0;
 bool g_cal_ok = false;
+TscParams g_tsc_steps[2];  // the first calibration, the final one (published in turn, never changed)
+constexpr uint64_t kFirstStepNs = 4000000, kFinalStepNs = 100000000;
 
 // Invariant TSC (CPUID 0x80000007 EDX bit 8), and the kernel's clocksource is the TSC.
 bool tsc_usable() {
@@ -34,22 +36,36 @@ bool tsc_usable() {
 }  // namespace
 
 void tsc_calibrate_begin() {
-  g_cal_ok = !g_tsc.ready.load() && tsc_usable();
+  // (In a child forked during the first step, the final one is made from here.)
+  const TscParams* p = g_tsc.params.load();
+  g_cal_ok = (p == nullptr || p == &g_tsc_steps[0]) && tsc_usable();
   if (!g_cal_ok) return;
   g_cal_ns = monotonic_ns();
   g_cal_tsc = __builtin_ia32_rdtsc();
 }
 
-void tsc_calibrate_end() {
-  if (!g_cal_ok) return;
-  g_cal_ok = false;
+uint64_t tsc_calibrate_due() {
+  return g_cal_ns + (g_tsc.params.load(std::memory_order_relaxed) ? kFinalStepNs : kFirstStepNs);
+}
+
+bool tsc_calibrate_step() {
+  if (!g_cal_ok) return false;
   const uint64_t ns = monotonic_ns();
   const uint64_t tsc = __builtin_ia32_rdtsc();
-  if (tsc <= g_cal_tsc || ns <= g_cal_ns || ns - g_cal_ns < 20000000) return;
-  g_tsc.mult = static_cast<uint64_t>((static_cast<unsigned __int128>(ns - g_cal_ns) << 32) / (tsc - g_cal_tsc));
-  g_tsc.anchor_tsc = tsc;
-  g_tsc.anchor_ns = ns;
-  g_tsc.ready.store(true, std::memory_order_release);
+  if (tsc <= g_cal_tsc || ns <= g_cal_ns) {  // (not a TSC that counts forward: stay with the system clock)
+    g_cal_ok = false;
+    return false;
+  }
+  const uint64_t span = ns - g_cal_ns;
+  const TscParams* first = g_tsc.params.load(std::memory_order_relaxed);
+  if (span < (first ? kFinalStepNs : kFirstStepNs)) return true;
+  TscParams& p = g_tsc_steps[first ? 1 : 0];
+  p.mult = static_cast<uint64_t>((static_cast<unsigned __int128>(span) << 32) / (tsc - g_cal_tsc));
+  p.anchor_tsc = tsc;
+  p.anchor_ns = first ? first->at(tsc) : ns;  // the final step goes on from where the first one is
+  g_tsc.params.store(&p, std::memory_order_release);
+  g_cal_ok = first == nullptr;
+  return g_cal_ok;
 }
 
 // With the system allocator serving the program, mimalloc's default heaps are the recorder's

@@ -322,14 +322,14 @@ void* writer_main(void*) {
   const uint64_t counter_ns = static_cast<uint64_t>(g.opts.counter_interval_ms) * 1000000ull;
   uint64_t next_flush = now_ns() + flush_ns;
   tsc_calibrate_begin();
-  const uint64_t calibrate_at = monotonic_ns() + 100000000ull;  // 100 ms later
   bool calibrating = true;
   uint64_t next_counter = counter_ns ? now_ns() : ~0ull;
   for (;;) {
     pthread_mutex_lock(&g.queue_mutex);
     while (!g.writer_stop && !g.queue_head) {
       const uint64_t now = now_ns();
-      const uint64_t wake = next_flush < next_counter ? next_flush : next_counter;
+      uint64_t wake = next_flush < next_counter ? next_flush : next_counter;
+      if (calibrating && tsc_calibrate_due() < wake) wake = tsc_calibrate_due();
       if (now >= wake) break;
       timespec ts;
       clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -342,10 +342,7 @@ void* writer_main(void*) {
     pthread_mutex_unlock(&g.queue_mutex);
 
     drain_queue();
-    if (calibrating && monotonic_ns() >= calibrate_at) {
-      tsc_calibrate_end();
-      calibrating = false;
-    }
+    if (calibrating) calibrating = tsc_calibrate_step();
     const uint64_t now = now_ns();
     // The pass first: a counter sample in stream 0 timed after the pass's time would keep its
     // watermark, which must not go back in time there, from being written.

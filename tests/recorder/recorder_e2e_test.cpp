@@ -216,6 +216,38 @@ TEST(ExactWorkload, AllocationCountMatchesValgrind) {
   EXPECT_EQ(r.heap_frees, v_frees);
 }
 
+// The event clock is the TSC, calibrated against CLOCK_MONOTONIC in two steps (after a few
+// ms, then after 100 ms, going on from where the first step is). Markers made over 200 ms, each
+// between two readings of CLOCK_MONOTONIC by the program: every trace time lies between its
+// readings, give or take what the first step's error can add up to (allowed: 50 us), and the
+// markers' times increase.
+TEST(Clock, EventTimesFollowClockMonotonicAcrossTheCalibration) {
+  TempDir dir;
+  RunResult r;
+  auto traces = traced({MT_LIFECYCLE, "clock", "200"}, dir.path(), &r);
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_EQ(traces.size(), 1u);
+  const Replay rep = replay_trace(traces[0]);
+  ASSERT_TRUE(rep.read_ok) << rep.error;
+  constexpr int64_t kSlack = 50000;
+  std::istringstream lines(r.out);
+  std::string label;
+  unsigned long long before = 0, after = 0;
+  uint64_t prev = 0;
+  int n = 0;
+  while (lines >> label >> before >> after) {
+    auto it = rep.marker_times.find(label);
+    ASSERT_NE(it, rep.marker_times.end()) << label;
+    const auto t = static_cast<int64_t>(it->second);
+    EXPECT_GE(t, static_cast<int64_t>(before) - kSlack) << label << ": " << t << " not in [" << before << ", " << after << "]";
+    EXPECT_LE(t, static_cast<int64_t>(after) + kSlack) << label << ": " << t << " not in [" << before << ", " << after << "]";
+    EXPECT_GT(it->second, prev) << label;
+    prev = it->second;
+    ++n;
+  }
+  EXPECT_EQ(n, 200);
+}
+
 // One thread frees, the other gets the same address back, 300,000 times: the replay never
 // sees an address allocated twice or freed twice.
 TEST(Ordering, CrossThreadAddressReuseReplaysExactly) {

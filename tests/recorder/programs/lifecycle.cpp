@@ -22,6 +22,8 @@
 //                           order by via_a (3001 bytes) and via_b (3002 bytes), both from one
 //                           call site: the same start of the walk, two stacks above it that
 //                           differ in one frame; each block freed at once (prints "callers ok")
+//   lifecycle clock N       N markers "m<i>" 1 ms apart, each between two CLOCK_MONOTONIC
+//                           readings, printed as "m<i> <before> <after>" (ns)
 //   lifecycle usable        malloc_usable_size of malloc/calloc/realloc/memalign blocks is at
 //                           least what was asked (prints "usable ok")
 #include <dlfcn.h>
@@ -282,6 +284,24 @@ int main(int argc, char** argv) {
     }
     std::printf(ok ? "usable ok\n" : "usable WRONG\n");
     return ok ? 0 : 1;
+  }
+  if (!std::strcmp(mode, "clock") && argc > 2) {
+    const int n = std::atoi(argv[2]);
+    auto mono = [] {
+      timespec ts;
+      clock_gettime(CLOCK_MONOTONIC, &ts);
+      return static_cast<unsigned long long>(ts.tv_sec) * 1000000000ull + static_cast<unsigned long long>(ts.tv_nsec);
+    };
+    for (int i = 0; i < n; ++i) {
+      char label[32];
+      std::snprintf(label, sizeof label, "m%d", i);
+      const unsigned long long before = mono();
+      memtide_mark(label);
+      const unsigned long long after = mono();
+      std::printf("%s %llu %llu\n", label, before, after);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return 0;
   }
   if (!std::strcmp(mode, "big") && argc > 2) {
     const int n = std::atoi(argv[2]);
