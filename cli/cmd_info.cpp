@@ -1,4 +1,7 @@
 // `memtide info FILE [--json]`: what a trace file holds and whether it is whole.
+// `memtide info FILE --end [--json]`: only how the recorded process ended, from the end of the
+// file (the End record is in the last blocks, before any appended symbols), without reading
+// the rest: `memtide run` asks it to tell a signal's status from an exit status.
 //
 // Reads every block (no merge needed: counts and extremes do not depend on order), then
 // prints the summary on stdout. A truncated or corrupt file still gets the summary of what
@@ -304,7 +307,56 @@ void print_json(const Summary& s) {
 struct InfoOptions {
   std::string file;
   bool json = false;
+  bool end = false;
 };
+
+struct EndFinder : NullVisitor {
+  std::optional<End> end;
+  void on_end(uint32_t, const End& x) { end = x; }
+};
+
+// The End record, looked for in the last kTail bytes first (from the first block header found
+// there), then, if it is not there, in the whole file.
+int run_end(const InfoOptions& o, FileReader& reader) {
+  constexpr uint64_t kTail = uint64_t{8} << 20;
+  const uint64_t first = reader.offset(), size = reader.size();
+  EndFinder f;
+  ReadResult stop;
+  bool whole = true;
+  if (size > first + kTail) {
+    reader.seek(size - kTail - 1);
+    if (reader.resync()) {
+      RecordDecoder decoder;
+      stop = read_records(reader, decoder, f);
+      whole = false;
+    }
+  }
+  if (!f.end && !whole) {
+    reader.seek(first);
+    whole = true;
+  }
+  if (whole) {
+    RecordDecoder decoder;
+    stop = read_records(reader, decoder, f);
+  }
+  if (o.json) {
+    nlohmann::json j;
+    if (f.end)
+      j = {{"reason", end_reason_name(f.end->reason)}, {"status", f.end->status}};
+    else
+      j = {{"reason", nullptr}, {"status", nullptr}};
+    std::cout << j.dump(2) << '\n';
+  } else if (f.end) {
+    std::cout << end_reason_name(f.end->reason) << ' ' << f.end->status << '\n';
+  } else {
+    std::cout << "none\n";
+  }
+  if (!f.end && !stop.end_of_file() && stop.status != ReadStatus::Truncated && stop.status != ReadStatus::Corrupt) {
+    print_error(o.file, stop.message);
+    return kExitError;
+  }
+  return kExitOk;
+}
 
 int run_info(const InfoOptions& o) {
   FileReader reader;
@@ -319,6 +371,7 @@ int run_info(const InfoOptions& o) {
     return kExitError;
   }
   for (const auto& w : reader.warnings()) print_warning(o.file, w);
+  if (o.end) return run_end(o, reader);
 
   InfoCollector c;
   RecordDecoder decoder;
@@ -362,6 +415,9 @@ Command info_command() {
             auto o = std::make_shared<InfoOptions>();
             sub.add_option("file", o->file, "Trace file (.mtide)")->required();
             sub.add_flag("--json", o->json, "Print the summary as JSON");
+            sub.add_flag("--end", o->end,
+                         "Print only how the recorded process ended (reason and status, or none), read from the end of "
+                         "the file");
             return [o] { return run_info(*o); };
           }};
 }

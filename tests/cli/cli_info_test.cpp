@@ -10,8 +10,10 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <sstream>
 
+#include "formats/decoder.h"
 #include "formats/encoder.h"
 #include "formats/writer.h"
 #include "tests/formats/test_util.h"
@@ -165,6 +167,57 @@ TEST(CliInfo, UnknownRecordsAreCountedWithAWarning) {
   EXPECT_EQ(r.status, 0);
   EXPECT_NE(r.out.find("unknown 0x30"), std::string::npos) << r.out;
   EXPECT_EQ(r.err, "memtide: " + path + ": warning: skipped 1 record(s) with unknown tag 0x30 (written by a newer memtide?)\n");
+}
+
+// `info --end` reads how the process ended from the last 8 MiB when the file is larger (found
+// by the first block header there), from the whole file otherwise or when the tail has none.
+TEST(CliInfo, EndIsReadFromTheTail) {
+  const auto small = write_sample("small.mtide");
+  CliRun r = run_cli("info --end '" + small + "'");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "exit 3\n");
+
+  // 20 MiB of incompressible allocations, then a signal's End, then appended symbols.
+  std::vector<uint8_t> big;
+  {
+    TraceWriter w;
+    w.open_memory(big);
+    std::mt19937_64 rng(5);
+    uint64_t t = 1000;
+    for (int i = 0; i < 2000000; ++i) {
+      Alloc a;
+      a.time = t += rng() % 1000;
+      a.addr = rng() & 0x7ffffffffff0ull;
+      a.size = rng() % 100000;
+      a.stack = static_cast<uint32_t>(rng() % 100000);
+      w.append(1, a);
+    }
+    End e;
+    e.time = t + 1;
+    e.reason = EndReason::Signal;
+    e.status = 15;
+    w.end(e);
+    const SymbolEntry sym[] = {{0x10, "main", "main.cpp", 3, 0}};
+    w.append_symbols(0, 1, sym);
+    w.flush(0);
+  }
+  ASSERT_GT(big.size(), std::size_t{20} << 20);
+  const std::string big_path = test::temp_path("big.mtide");
+  test::write_bytes(big_path, big);
+  r = run_cli("info --end '" + big_path + "'");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "signal 15\n");
+  r = run_cli("info --end --json '" + big_path + "'");
+  EXPECT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["reason"], "signal");
+  EXPECT_EQ(j["status"], 15);
+
+  // Cut before the End: none (the whole file is read to be sure).
+  test::write_bytes(big_path, std::vector<uint8_t>(big.begin(), big.begin() + static_cast<std::ptrdiff_t>(big.size() / 2)));
+  r = run_cli("info --end '" + big_path + "'");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "none\n");
 }
 
 TEST(CliInfo, StillGrowingIsNotAnError) {
