@@ -321,22 +321,14 @@ int run_end(const InfoOptions& o, FileReader& reader) {
   constexpr uint64_t kTail = uint64_t{8} << 20;
   const uint64_t first = reader.offset(), size = reader.size();
   EndFinder f;
+  RecordDecoder decoder;
   ReadResult stop;
-  bool whole = true;
   if (size > first + kTail) {
     reader.seek(size - kTail - 1);
-    if (reader.resync()) {
-      RecordDecoder decoder;
-      stop = read_records(reader, decoder, f);
-      whole = false;
-    }
+    if (reader.resync()) stop = read_records(reader, decoder, f);
   }
-  if (!f.end && !whole) {
+  if (!f.end) {
     reader.seek(first);
-    whole = true;
-  }
-  if (whole) {
-    RecordDecoder decoder;
     stop = read_records(reader, decoder, f);
   }
   if (o.json) {

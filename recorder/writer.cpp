@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -330,7 +331,7 @@ void* writer_main(void*) {
     while (!g.writer_stop && !g.queue_head) {
       const uint64_t now = now_ns();
       uint64_t wake = next_flush < next_counter ? next_flush : next_counter;
-      if (calibrating && tsc_calibrate_due() < wake) wake = tsc_calibrate_due();
+      if (calibrating) wake = std::min(wake, tsc_calibrate_due());
       if (now >= wake) break;
       timespec ts;
       clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -413,7 +414,7 @@ void enqueue_chunk(Chunk* c, bool may_wait) {
   // The writer wakes by itself at least every counter or flush interval and then writes what
   // is queued; it is woken early only when much is waiting. (Waking it for every chunk cost a
   // program like sqlite3, whose writer mostly sleeps, a futex wake-up of another CPU per 64 KiB
-  // of records: 3% of its run time.)
+  // of records: not doing so saved it 2.8% of its wall time.)
   if (queued >= kWakeQueued) pthread_cond_signal(&g.queue_cond);
   // Backpressure: the writer is this far behind. Wait in short steps while it catches up, and
   // never once it stops (exit) or when the caller holds a lock the writer needs.
