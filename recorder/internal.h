@@ -107,6 +107,10 @@ struct Stream {
   uint64_t last_addr = 0;
   uint64_t next_seq = 0;
   uint64_t allocs = 0, frees = 0;
+  // Event times (event_time): how many more Allocs and Frees may take last_time as theirs,
+  // and the clock epoch that allows it.
+  uint32_t reuse_left = 0;
+  uint64_t reuse_epoch = 0;
   // A record timed at this value is being prepared and not yet committed (a realloc: its free
   // is timed before the real call, which may take long); 1: a time is about to be read; 0:
   // none. The writer's watermarks do not pass it.
@@ -144,6 +148,38 @@ inline void begin_record(Stream* s) {
   __asm__ __volatile__("" ::: "memory");  // the clock is read after this store, in program order
 }
 inline void end_record(Stream* s) { __atomic_store_n(&s->in_record, 0u, __ATOMIC_RELEASE); }
+
+// Event times. Reading the clock costs about 8 ns, a large part of an event's cost. While only
+// one thread records, ordering across threads does not depend on times, so up to
+// kReuseEvents Allocs and Frees in a row after a clock reading take the time of the record
+// before them (dt 0, which also compresses better) instead of reading the clock. The writer
+// bumps g_clock_epoch at each wake (at least every kClockTickNs) and before each pass takes its
+// watermark's time; a changed epoch makes the next event read the clock, so a reused time is
+// never older than the writer's last wake, and a record begun after a pass's barrier is timed
+// after that pass's watermark. Once a second thread records (kEpochShared), every event reads
+// the clock: a free by one thread must be timed before the allocation that reuses the block in
+// another. The thread that sets the bit does so before its first event, and a block it frees
+// reaches another thread's allocation through the allocator's own synchronisation, so that
+// thread sees the bit by then.
+inline constexpr uint64_t kEpochShared = 1ull << 63;
+inline constexpr uint32_t kReuseEvents = 15;
+inline constexpr uint64_t kClockTickNs = 10000000;
+extern std::atomic<uint64_t> g_clock_epoch;
+
+// Writer: a new epoch (every reused time from now on is at least this recent).
+inline void clock_tick() { g_clock_epoch.fetch_add(1, std::memory_order_seq_cst); }
+// A second thread records: from now on every event reads the clock.
+inline void clock_share() { g_clock_epoch.fetch_or(kEpochShared, std::memory_order_seq_cst); }
+
+MT_NOINLINE uint64_t event_time_read(Stream* s);
+// The time of an Alloc or Free about to be written to `s` (after begin_record).
+inline uint64_t event_time(Stream* s) {
+  if (MT_LIKELY(s->reuse_left != 0) && s->reuse_epoch == g_clock_epoch.load(std::memory_order_relaxed)) {
+    --s->reuse_left;
+    return s->last_time;
+  }
+  return event_time_read(s);
+}
 
 // Timestamps within a stream never go backwards (a clamped time costs nothing in ordering:
 // the event happened at or after the previous one of the same thread).

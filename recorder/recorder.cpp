@@ -143,7 +143,9 @@ ThreadState* create_thread_state() {
     }
     pthread_attr_destroy(&attr);
   }
-  stream_init(&ts->stream, g.next_stream.fetch_add(1, std::memory_order_relaxed), now_ns());
+  const uint32_t index = g.next_stream.fetch_add(1, std::memory_order_relaxed);
+  if (index >= 2) clock_share();  // a second thread records (before its first event)
+  stream_init(&ts->stream, index, now_ns());
   pthread_mutex_lock(&g.registry_mutex);
   ts->stream.reg_next = g.registry;
   if (g.registry) g.registry->reg_prev = &ts->stream;
@@ -298,7 +300,7 @@ inline void write_alloc(Stream* s, fmt::Api api, uint64_t time, uint64_t addr, u
   uint8_t* w = reserve(s, fmt::kMaxAllocRecord);
   if (MT_UNLIKELY(!w)) return;
   begin_record(s);
-  const uint64_t t = stream_time(s, time == kNow ? now_ns() : time);
+  const uint64_t t = stream_time(s, time == kNow ? event_time(s) : time);
   w = fmt::encode_alloc(w, api, t - s->last_time, static_cast<int64_t>(addr - s->last_addr), size, stack);
   s->last_time = t;
   s->last_addr = addr;
@@ -311,7 +313,7 @@ inline void write_free(Stream* s, fmt::Api api, uint64_t time, uint64_t addr, ui
   uint8_t* w = reserve(s, fmt::kMaxFreeRecord);
   if (MT_UNLIKELY(!w)) return;
   begin_record(s);
-  const uint64_t t = stream_time(s, time == kNow ? now_ns() : time);
+  const uint64_t t = stream_time(s, time == kNow ? event_time(s) : time);
   w = fmt::encode_free(w, api, t - s->last_time, static_cast<int64_t>(addr - s->last_addr), length);
   s->last_time = t;
   s->last_addr = addr;
@@ -631,6 +633,7 @@ void fork_child() {
   g.pid = getpid();
   g.start_time = now_ns();
   g.next_stream.store(1);
+  g_clock_epoch.store(0);  // the child's one thread
   stream_init(&g.shared, 0, g.start_time);
   tls_thread = nullptr;  // the parent's state of this thread stays with the parent
   tls_exited = 0;

@@ -13,6 +13,20 @@
 namespace memtide::rec {
 
 TscClock g_tsc;
+std::atomic<uint64_t> g_clock_epoch{0};
+
+uint64_t event_time_read(Stream* s) {
+  const uint64_t e = g_clock_epoch.load(std::memory_order_relaxed);
+  if ((e & kEpochShared) || s->index == 0) {
+    s->reuse_left = 0;
+    return now_ns();
+  }
+  // The clock is read after the epoch: a reading paired with an epoch is never older than it.
+  __builtin_ia32_lfence();
+  s->reuse_epoch = e;
+  s->reuse_left = kReuseEvents;
+  return now_ns();
+}
 
 namespace {
 uint64_t g_cal_tsc = 0, g_cal_ns = 0;

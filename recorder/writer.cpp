@@ -308,6 +308,7 @@ bool barrier_and_mark() {
 // With exact watermarks it vouches for what it has written (above); without, only once the
 // next watermark has been written (a thread may have timed a record and not yet committed it).
 void flush_pass() {
+  clock_tick();  // records begun after the barrier below read the clock (event_time)
   uint64_t w = vouchable_time();
   const bool exact = g_exact_watermarks && barrier_and_mark();
   drain_queue();
@@ -326,12 +327,15 @@ void* writer_main(void*) {
   tsc_calibrate_begin();
   bool calibrating = true;
   uint64_t next_counter = counter_ns ? now_ns() : ~0ull;
+  uint64_t last_tick = now_ns();
   for (;;) {
     pthread_mutex_lock(&g.queue_mutex);
     while (!g.writer_stop && !g.queue_head) {
       const uint64_t now = now_ns();
       uint64_t wake = next_flush < next_counter ? next_flush : next_counter;
       if (calibrating) wake = std::min(wake, tsc_calibrate_due());
+      // While events may reuse times, they are never older than the last wake (event_time).
+      if (!(g_clock_epoch.load(std::memory_order_relaxed) & kEpochShared)) wake = std::min(wake, last_tick + kClockTickNs);
       if (now >= wake) break;
       timespec ts;
       clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -342,6 +346,8 @@ void* writer_main(void*) {
     }
     const bool stop = g.writer_stop;
     pthread_mutex_unlock(&g.queue_mutex);
+    clock_tick();
+    last_tick = now_ns();
 
     drain_queue();
     if (calibrating) calibrating = tsc_calibrate_step();

@@ -248,6 +248,61 @@ TEST(Clock, EventTimesFollowClockMonotonicAcrossTheCalibration) {
   EXPECT_EQ(n, 200);
 }
 
+// While one thread records, most of its events take the time of the record before them
+// (event_time in recorder/internal.h), never older than the writer's last clock tick (every
+// 10 ms). 40 bursts of 20 allocations, 40 ms apart, with the writer's flushes and counters
+// turned down so that only that tick can tell the thread that time passed: no allocation may
+// carry the time of the burst before it (40 ms older), none is later than its burst's end,
+// and none is earlier than its start by more than a tick (plus 2 ms for scheduling).
+TEST(Clock, ReusedEventTimesStayWithinTheirBurst) {
+  TempDir dir;
+  RunResult r;
+  auto traces = traced({MT_LIFECYCLE, "bursts", "40", "40"}, dir.path(), &r,
+                       {{"MEMTIDE_FLUSH_INTERVAL_MS", "500"}, {"MEMTIDE_COUNTER_INTERVAL_MS", "0"}});
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_EQ(traces.size(), 1u);
+  const Replay rep = replay_trace(traces[0]);
+  ASSERT_TRUE(rep.read_ok) << rep.error;
+  expect_consistent(rep);
+  constexpr int64_t kSlack = 50000, kTick = 12000000;
+  std::istringstream lines(r.out);
+  std::string label;
+  unsigned long long before = 0, after = 0;
+  int bursts = 0, shared_times = 0;
+  while (lines >> label >> before >> after) {
+    const uint64_t size = 5000 + std::stoull(label.substr(1));
+    auto it = rep.alloc_times.find(size);
+    ASSERT_NE(it, rep.alloc_times.end()) << label;
+    ASSERT_EQ(it->second.size(), 20u) << label;
+    for (const uint64_t t : it->second) {
+      EXPECT_GE(static_cast<int64_t>(t), static_cast<int64_t>(before) - kTick) << label << ": " << t << " not in [" << before << ", " << after << "]";
+      EXPECT_LE(static_cast<int64_t>(t), static_cast<int64_t>(after) + kSlack) << label << ": " << t << " not in [" << before << ", " << after << "]";
+    }
+    std::vector<uint64_t> distinct = it->second;
+    std::sort(distinct.begin(), distinct.end());
+    if (std::unique(distinct.begin(), distinct.end()) != distinct.end()) ++shared_times;
+    ++bursts;
+  }
+  EXPECT_EQ(bursts, 40);
+  EXPECT_GT(shared_times, bursts / 2) << "every allocation read the clock: the test proves nothing";
+}
+
+// One thread allocating without pause while the writer flushes every 10 ms: the times its
+// events reuse never fall behind a watermark written before them.
+TEST(Ordering, OneThreadsReusedTimesAreNotOvertakenByWatermarks) {
+  TempDir dir;
+  RunResult r;
+  auto traces = traced({MT_LIFECYCLE, "spin"}, dir.path(), &r, {{"MEMTIDE_FLUSH_INTERVAL_MS", "10"}}, /*kill_after_ms=*/1000);
+  EXPECT_EQ(r.status, 128 + SIGKILL);
+  ASSERT_EQ(traces.size(), 1u);
+  const Replay rep = replay_trace(traces[0]);
+  EXPECT_GT(rep.allocs[static_cast<unsigned>(Api::Malloc)], 100000u);
+  EXPECT_EQ(rep.double_allocs, 0u);
+  EXPECT_EQ(rep.unknown_frees, 0u);
+  EXPECT_EQ(rep.out_of_order, 0u) << "a record reached the file after a watermark that vouched for its time";
+  EXPECT_EQ(rep.exact_watermarks, membarrier_available());
+}
+
 // One thread frees, the other gets the same address back, 300,000 times: the replay never
 // sees an address allocated twice or freed twice.
 TEST(Ordering, CrossThreadAddressReuseReplaysExactly) {

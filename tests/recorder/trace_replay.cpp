@@ -78,6 +78,7 @@ struct Visitor : fmt::NullVisitor {
     r.bytes[api] += a.size;
     stacks_used.insert(a.stack);
     sized_stacks.emplace_back(a.size, a.stack);
+    if (auto& times = r.alloc_times[a.size]; times.size() < 64) times.push_back(a.time);
     r.max_stack_id_used = std::max(r.max_stack_id_used, a.stack);
     if (!fmt::is_heap(a.api) || a.api == fmt::Api::Custom) return;
     ++r.heap_allocs;

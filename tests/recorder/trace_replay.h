@@ -34,6 +34,7 @@ struct Replay {
   uint64_t live_bytes = 0, peak_bytes = 0, peak_time = 0;  // heap blocks only
   std::map<uint64_t, uint64_t> live_by_size;                // size -> blocks live at the end
   std::map<std::string, uint64_t> marker_times;
+  std::map<uint64_t, std::vector<uint64_t>> alloc_times;  // size -> times of its first 64 allocations
   uint64_t stack_defs = 0, max_stack_id_used = 0, max_stack_id_defined = 0;
   uint64_t stacks_undefined = 0;  // allocations whose stack id was never defined
   uint64_t module_unloads = 0;

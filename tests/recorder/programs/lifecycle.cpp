@@ -24,6 +24,9 @@
 //                           differ in one frame; each block freed at once (prints "callers ok")
 //   lifecycle clock N       N markers "m<i>" 1 ms apart, each between two CLOCK_MONOTONIC
 //                           readings, printed as "m<i> <before> <after>" (ns)
+//   lifecycle bursts N MS   one thread: N bursts of 20 mallocs of 5000+i bytes and their frees,
+//                           each between two CLOCK_MONOTONIC readings printed as
+//                           "b<i> <before> <after>" (ns), MS ms of sleep after each
 //   lifecycle usable        malloc_usable_size of malloc/calloc/realloc/memalign blocks is at
 //                           least what was asked (prints "usable ok")
 #include <dlfcn.h>
@@ -300,6 +303,24 @@ int main(int argc, char** argv) {
       const unsigned long long after = mono();
       std::printf("%s %llu %llu\n", label, before, after);
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return 0;
+  }
+  if (!std::strcmp(mode, "bursts") && argc > 3) {
+    const int n = std::atoi(argv[2]), ms = std::atoi(argv[3]);
+    auto mono = [] {
+      timespec ts;
+      clock_gettime(CLOCK_MONOTONIC, &ts);
+      return static_cast<unsigned long long>(ts.tv_sec) * 1000000000ull + static_cast<unsigned long long>(ts.tv_nsec);
+    };
+    for (int i = 0; i < n; ++i) {
+      void* blocks[20];
+      const unsigned long long before = mono();
+      for (void*& b : blocks) b = malloc(5000 + static_cast<size_t>(i));
+      for (void* b : blocks) free(b);
+      const unsigned long long after = mono();
+      std::printf("b%d %llu %llu\n", i, before, after);
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
     }
     return 0;
   }
