@@ -12,7 +12,6 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -209,7 +208,7 @@ json check_json(const Model& m, Symbolizer& sym, const SuppressionList& supp, co
 // written at all.
 std::string junit_escape(std::string_view s) { return xml_escape(s, '?', true); }
 
-bool write_junit(const std::string& path, const Model& m, Symbolizer& sym, const Evaluation& e, const CheckOptions& o) {
+std::string write_junit(const std::string& path, const Model& m, Symbolizer& sym, const Evaluation& e, const CheckOptions& o) {
   std::ostringstream x;
   std::size_t tests = 0, failures = 0;
   for (const Limit& l : e.limits)
@@ -241,10 +240,7 @@ bool write_junit(const std::string& path, const Model& m, Symbolizer& sym, const
     x << "    </testcase>\n";
   }
   x << "  </testsuite>\n</testsuites>\n";
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << x.str();
-  f.close();
-  return static_cast<bool>(f);
+  return write_whole_file(path, x.view());
 }
 
 // ---------------------------------------------------------------------------------------
@@ -280,9 +276,11 @@ int run_check(const CheckOptions& o) {
     print_text(*model, sym, supp, e, o);
   std::cout.flush();
   print_symbol_problems(o.file, sym);
-  if (!o.junit.empty() && !write_junit(o.junit, *model, sym, e, o)) {
-    print_error(o.junit, "cannot write the JUnit report");
-    return kExitError;
+  if (!o.junit.empty()) {
+    if (const std::string err = write_junit(o.junit, *model, sym, e, o); !err.empty()) {
+      print_error(o.junit, "cannot write the JUnit report: " + err);
+      return kExitError;
+    }
   }
   return e.failed() ? 1 : kExitOk;
 }

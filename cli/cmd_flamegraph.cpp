@@ -5,9 +5,9 @@
 #include <CLI/CLI.hpp>
 
 #include <cctype>
-#include <fstream>
 #include <iostream>
 #include <map>
+#include <sstream>
 
 #include "analysis/calltree.h"
 #include "analysis/flamegraph_svg.h"
@@ -57,16 +57,9 @@ int run_flamegraph(const FlameOptions& o) {
   CallTree tree;
   tree.build(*model, sym, Domain::Heap, o.metric, o.bottom_up);
 
-  std::ofstream file;
-  std::ostream* out = &std::cout;
-  if (o.out != "-") {
-    file.open(o.out, std::ios::binary | std::ios::trunc);
-    if (!file) {
-      print_error(o.out, "cannot write the output file");
-      return kExitError;
-    }
-    out = &file;
-  }
+  // A file is written whole at the end (write_whole_file says why it could not be).
+  std::ostringstream file;
+  std::ostream* out = o.out != "-" ? static_cast<std::ostream*>(&file) : &std::cout;
   std::string metric_name;
   for (const auto& [name, m] : kMetrics)
     if (m == o.metric) metric_name = name;
@@ -85,10 +78,11 @@ int run_flamegraph(const FlameOptions& o) {
   } else {
     tree.write_folded(*out);
   }
-  out->flush();
-  if (!*out) {
-    print_error(o.out, "write error");
-    return kExitError;
+  if (o.out != "-") {
+    if (const std::string err = write_whole_file(o.out, file.view()); !err.empty()) {
+      print_error(o.out, "cannot write the output file: " + err);
+      return kExitError;
+    }
   }
   print_symbol_problems(o.file, sym);
   return kExitOk;

@@ -1,7 +1,13 @@
 #include "cli/common.h"
 
+#include <ext/stdio_sync_filebuf.h>
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <iostream>
 
@@ -72,6 +78,72 @@ std::string format_duration(uint64_t ns) {
   else
     std::snprintf(buf, sizeof buf, "%llu ns", static_cast<unsigned long long>(ns));
   return buf;
+}
+
+std::string write_whole_file(const std::string& path, std::string_view data) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return std::strerror(errno);
+  std::string err;
+  for (std::size_t done = 0; done < data.size();) {
+    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      err = std::strerror(errno);
+      break;
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::close(fd) != 0 && err.empty()) err = std::strerror(errno);
+  return err;
+}
+
+namespace {
+int g_stdout_errno = 0;
+FILE* g_saved_stdout = nullptr;
+std::streambuf* g_saved_coutbuf = nullptr;
+
+ssize_t stdout_write(void*, const char* buf, std::size_t n) {
+  std::size_t done = 0;
+  while (done < n) {
+    const ssize_t w = ::write(STDOUT_FILENO, buf + done, n - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) {
+      if (!g_stdout_errno) g_stdout_errno = errno;
+      return done ? static_cast<ssize_t>(done) : -1;
+    }
+    done += static_cast<std::size_t>(w);
+  }
+  return static_cast<ssize_t>(n);
+}
+}  // namespace
+
+void capture_stdout() {
+  if (g_saved_stdout) return;
+  cookie_io_functions_t io{};
+  io.write = stdout_write;
+  FILE* f = fopencookie(nullptr, "w", io);
+  if (!f) return;  // stdout as it is: failures still detected, without their reason
+  setvbuf(f, nullptr, isatty(STDOUT_FILENO) ? _IOLBF : _IOFBF, std::size_t{1} << 16);
+  std::cout.flush();
+  std::fflush(stdout);
+  g_saved_stdout = stdout;
+  stdout = f;
+  static __gnu_cxx::stdio_sync_filebuf<char> buf(f);
+  g_saved_coutbuf = std::cout.rdbuf(&buf);
+}
+
+int stdout_error() {
+  std::cout.flush();
+  const bool failed = std::fflush(stdout) != 0 || std::ferror(stdout);
+  if (g_saved_stdout) {
+    std::cout.rdbuf(g_saved_coutbuf);
+    FILE* f = stdout;
+    stdout = g_saved_stdout;
+    g_saved_stdout = nullptr;
+    std::fclose(f);
+  }
+  if (g_stdout_errno) return g_stdout_errno;
+  return failed ? EIO : 0;
 }
 
 }  // namespace memtide::cli

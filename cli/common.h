@@ -30,4 +30,16 @@ std::string format_duration(uint64_t ns);
 // line has not that shape.
 bool manifest_trace_path(const std::string& line, std::string& path);
 
+// Writes `data` to `path` (created or truncated). Empty on success, else the reason
+// (strerror of the call that failed).
+std::string write_whole_file(const std::string& path, std::string_view data);
+
+// Standard output that remembers why it failed. stdio keeps only an error flag, and by the
+// time the output is flushed the error number of the write that failed (a full disk) is gone.
+// capture_stdout() routes stdout and std::cout (in that order of bytes) through a stream whose
+// writes keep the first error number; stdout_error() flushes and returns it (0: none),
+// putting the original streams back.
+void capture_stdout();
+int stdout_error();
+
 }  // namespace memtide::cli

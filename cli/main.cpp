@@ -39,14 +39,15 @@ int main(int argc, char** argv) {
   try {
     for (auto& [sub, action] : actions) {
       if (!sub->parsed()) continue;
+      capture_stdout();
       const int status = action();
       // Output that did not reach its file (a full disk, a closed pipe) is an error, not a
       // report: a CI job must not take a truncated report or an empty JSON file for a result.
-      std::cout.flush();
-      errno = 0;
-      const bool failed = std::fflush(stdout) != 0 || std::ferror(stdout) || !std::cout;
+      const bool stream_failed = !std::cout;
+      const int err = stdout_error();
+      const bool failed = err != 0 || stream_failed;
       if (failed && status != kExitError) {  // (a command that said so itself already failed)
-        std::cerr << "memtide: cannot write the output: " << (errno ? std::strerror(errno) : "write error") << '\n';
+        std::cerr << "memtide: cannot write the output: " << (err ? std::strerror(err) : "write error") << '\n';
         return kExitError;
       }
       return failed ? kExitError : status;

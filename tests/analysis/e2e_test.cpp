@@ -248,13 +248,20 @@ TEST(Errors, UsageAndFileErrorsExitTwoWithOneLine) {
   EXPECT_NE(window.err.find("--from 2s comes after --to 1s"), std::string::npos) << window.err;
   EXPECT_EQ(cli("flamegraph --from 3 --to 2 -o - " + leaky_trace()).status, 2);
   EXPECT_EQ(cli("report --from 1s --to 1s " + leaky_trace()).status, 0);
-  // Output that cannot be written (a full disk) is an error, however the command writes it.
+  // Output that cannot be written (a full disk) is an error, however the command writes it,
+  // and the message says why.
   for (const char* c : {"report", "report --json", "check", "info", "flamegraph -o -"}) {
     const Proc full = sh("(" + std::string(MT_CLI) + " " + c + " " + leaky_trace() + " >/dev/full) 2>&1");
     EXPECT_EQ(full.status, 2) << c;
-    EXPECT_NE(full.out.find("write error"), std::string::npos) << c << ": " << full.out;
+    EXPECT_NE(full.out.find("cannot write the output: No space left on device"), std::string::npos) << c << ": " << full.out;
     EXPECT_EQ(std::count(full.out.begin(), full.out.end(), '\n'), 1) << c << ": " << full.out;
   }
+  const Proc junit = cli("check --junit /dev/full " + leaky_trace());
+  EXPECT_EQ(junit.status, 2);
+  EXPECT_NE(junit.err.find("/dev/full: cannot write the JUnit report: No space left on device"), std::string::npos) << junit.err;
+  const Proc svg = cli("flamegraph -o " + temp_dir() + "/no/such/dir/f.svg " + leaky_trace());
+  EXPECT_EQ(svg.status, 2);
+  EXPECT_NE(svg.err.find("cannot write the output file: No such file or directory"), std::string::npos) << svg.err;
   for (const char* c : {"report", "check", "flamegraph", "diff", "summary", "symbolize"}) {
     const Proc h = cli(std::string(c) + " --help");
     EXPECT_EQ(h.status, 0) << c;
