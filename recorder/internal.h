@@ -171,14 +171,17 @@ inline void clock_tick() { g_clock_epoch.fetch_add(1, std::memory_order_seq_cst)
 // A second thread records: from now on every event reads the clock.
 inline void clock_share() { g_clock_epoch.fetch_or(kEpochShared, std::memory_order_seq_cst); }
 
-MT_NOINLINE uint64_t event_time_read(Stream* s);
+// Reads the clock and lets the next kReuseEvents events of `s` reuse its time in epoch `e`.
+MT_NOINLINE uint64_t event_time_read(Stream* s, uint64_t e);
 // The time of an Alloc or Free about to be written to `s` (after begin_record).
 inline uint64_t event_time(Stream* s) {
-  if (MT_LIKELY(s->reuse_left != 0) && s->reuse_epoch == g_clock_epoch.load(std::memory_order_relaxed)) {
+  const uint64_t e = g_clock_epoch.load(std::memory_order_relaxed);
+  if (MT_LIKELY(s->reuse_left != 0) && s->reuse_epoch == e) {
     --s->reuse_left;
     return s->last_time;
   }
-  return event_time_read(s);
+  if (e & kEpochShared) return now_ns();
+  return event_time_read(s, e);
 }
 
 // Timestamps within a stream never go backwards (a clamped time costs nothing in ordering:

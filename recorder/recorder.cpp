@@ -200,6 +200,9 @@ bool acquire_slow(Target& t, bool even_paused = false) {
     t = Target{tls_thread, &tls_thread->stream, false};
     return true;
   }
+  // A thread without its own stream records into the process stream: it counts as a second
+  // thread for event times (event_time), as it may be one.
+  clock_share();
   pthread_mutex_lock(&g.shared_mutex);
   t = Target{nullptr, &g.shared, true};
   return true;

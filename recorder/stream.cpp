@@ -15,13 +15,9 @@ namespace memtide::rec {
 TscClock g_tsc;
 std::atomic<uint64_t> g_clock_epoch{0};
 
-uint64_t event_time_read(Stream* s) {
-  const uint64_t e = g_clock_epoch.load(std::memory_order_relaxed);
-  if ((e & kEpochShared) || s->index == 0) {
-    s->reuse_left = 0;
-    return now_ns();
-  }
-  // The clock is read after the epoch: a reading paired with an epoch is never older than it.
+uint64_t event_time_read(Stream* s, uint64_t e) {
+  if (s->index == 0) return now_ns();  // the process stream: written by any thread
+  // The clock is read after the epoch was: a reading paired with an epoch is never older.
   __builtin_ia32_lfence();
   s->reuse_epoch = e;
   s->reuse_left = kReuseEvents;
