@@ -43,6 +43,7 @@
 #include "cli/analysis_cli.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/symbol_cache.h"
 #include "formats/reader.h"
 #include "formats/writer.h"
 
@@ -117,9 +118,24 @@ std::string wait_for_manifest(const SymbolizeOptions& o, std::size_t index) {
 struct Resolver {
   DefinitionReader& defs;
   Symbolizer& sym;
+  SymbolCache& cache;
   std::unordered_set<uint64_t> seen;
   std::vector<uint64_t> waiting;  // in no module read so far
   uint64_t outside = 0;
+
+  // The names of offset `off` of `m`: from the cache, else from the module's file (and then
+  // kept in the cache if the module has debug information). None when the file cannot be used.
+  std::optional<CachedFrames> names(const ModuleInfo& m, uint64_t off, bool* cached = nullptr) {
+    if (const CachedFrames* c = cache.find(m, off, cached)) return *c;
+    const ModuleState st = sym.file_state(m);
+    if (st != ModuleState::Ok && st != ModuleState::NoDebugInfo) return std::nullopt;
+    CachedFrames out;
+    const std::vector<Frame> frames = sym.resolve_in_file(m, off);
+    if (!(frames.empty() || (frames.size() == 1 && frames[0].function.empty() && frames[0].file.empty())))
+      for (const Frame& f : frames) out.push_back({std::string(f.function), std::string(f.file), f.line});
+    if (st == ModuleState::Ok) cache.put(m, off, out);
+    return out;
+  }
 
   void catch_up(bool last = false) {
     const Model& model = defs.model();
@@ -133,8 +149,7 @@ struct Resolver {
         else waiting.push_back(ip);
         continue;
       }
-      const ModuleState st = sym.file_state(*m);
-      if (st == ModuleState::Ok || st == ModuleState::NoDebugInfo) (void)sym.resolve_in_file(*m, ip - m->load_bias);
+      (void)names(*m, ip - m->load_bias);
     }
   }
 };
@@ -208,7 +223,8 @@ int symbolize_trace(const SymbolizeOptions& o) {
   Symbolizer::Options so;
   so.use_embedded = false;
   Symbolizer sym(defs.model(), so);
-  Resolver resolver{defs, sym, {}, {}, 0};
+  SymbolCache cache(SymbolCache::default_dir());
+  Resolver resolver{defs, sym, cache, {}, {}, 0};
 
   // Follow: read and resolve what the recorder has written until it lets go of the file.
   if (o.follow) {
@@ -274,7 +290,7 @@ int symbolize_trace(const SymbolizeOptions& o) {
     print_error(target, e.what());
     return kExitError;
   }
-  uint64_t modules = 0, addresses = 0, named = 0, skipped = 0;
+  uint64_t modules = 0, addresses = 0, named = 0, skipped = 0, from_cache = 0;
   try {
     for (auto& [m, offs] : offsets) {
       std::sort(offs.begin(), offs.end());
@@ -283,30 +299,40 @@ int symbolize_trace(const SymbolizeOptions& o) {
         ++skipped;
         continue;
       }
-      const ModuleState st = sym.file_state(*m);
-      if (st != ModuleState::Ok && st != ModuleState::NoDebugInfo) continue;  // reported below
+      if (!cache.known(*m)) {  // (a cached module was found with its debug information)
+        const ModuleState st = sym.file_state(*m);
+        if (st != ModuleState::Ok && st != ModuleState::NoDebugInfo) continue;  // reported below
+      }
       std::vector<fmt::SymbolEntry> entries;
+      std::vector<CachedFrames> held;  // what `entries` point into, until they are appended
       auto flush = [&] {
         if (entries.empty()) return;
         w.append_symbols(0, m->id.value, entries);
         entries.clear();
+        held.clear();
       };
+      held.reserve(20000);
       for (uint64_t off : offs) {
-        const std::vector<Frame> frames = sym.resolve_in_file(*m, off);
+        bool cached = false;
+        std::optional<CachedFrames> frames = resolver.names(*m, off, &cached);
+        if (!frames) continue;  // the file went away meanwhile: reported below
         ++addresses;
-        if (frames.empty() || (frames.size() == 1 && frames[0].function.empty() && frames[0].file.empty())) {
+        from_cache += cached;
+        if (frames->empty()) {
           entries.push_back({off, {}, {}, 0, 0});  // looked up: nothing to name it by
         } else {
           ++named;
+          held.push_back(std::move(*frames));
           uint64_t depth = 0;
-          for (const Frame& f : frames) entries.push_back({off, f.function, f.file, f.line, depth++});
+          for (const CachedFrame& f : held.back()) entries.push_back({off, f.function, f.file, f.line, depth++});
         }
-        if (entries.size() >= 20000) flush();
+        if (held.size() >= 20000 || entries.size() >= 20000) flush();
       }
       flush();
       ++modules;
     }
     w.close();
+    cache.save();
   } catch (const std::exception& e) {
     w.abandon();
     const bool restored = ::truncate(target.c_str(), static_cast<off_t>(end)) == 0;
@@ -317,6 +343,7 @@ int symbolize_trace(const SymbolizeOptions& o) {
   if (!o.quiet) {
     std::cout << printable(target) << ": " << named << " of " << addresses << " addresses named in " << modules
               << " modules";
+    if (from_cache) std::cout << " (" << from_cache << " from the symbol cache)";
     if (skipped) std::cout << " (" << skipped << " modules already symbolised; --force to redo)";
     std::cout << '\n';
   }

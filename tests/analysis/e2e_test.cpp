@@ -315,6 +315,59 @@ TEST(Symbolize, ACopyKeepsItsNamesWithoutTheBinary) {
   EXPECT_NE(r.err.find("missing"), std::string::npos) << r.err;
 }
 
+// The names found for a module are kept on disk (cli/symbol_cache.h): a second trace of the
+// same program takes them from there and reads the same, and a module whose file changed
+// (here: a new modification time) is looked up in its file again.
+TEST(Symbolize, TheSymbolCacheGivesTheSameNames) {
+  const std::string dir = temp_dir() + "/symcache";
+  ASSERT_EQ(sh("rm -rf " + dir + " && mkdir -p " + dir + " && cp " MT_LEAKY " " + dir + "/leaky_copy").status, 0);
+  const std::string env = "MEMTIDE_CACHE_DIR=" + dir + "/cache ";
+  auto from_cache = [](const std::string& out) -> uint64_t {
+    const auto at = out.find(" from the symbol cache)");
+    if (at == std::string::npos) return 0;
+    return std::stoull(out.substr(out.rfind('(', at) + 1));
+  };
+  std::vector<std::string> traces;
+  std::vector<uint64_t> cached;
+  for (int i = 0; i < 3; ++i) {
+    if (i == 2) {
+      ASSERT_EQ(sh("touch -d '2001-01-01' " + dir + "/leaky_copy").status, 0);
+    }
+    const std::string t = dir + "/t" + std::to_string(i) + ".mtide";
+    ASSERT_EQ(record(t, dir + "/leaky_copy").status, 0);
+    const Proc s = sh(env + MT_CLI " symbolize " + t);
+    ASSERT_EQ(s.status, 0) << s.err;
+    cached.push_back(from_cache(s.out));
+    traces.push_back(t);
+  }
+  EXPECT_EQ(cached[0], 0u) << "an empty cache named addresses";
+  EXPECT_GT(cached[1], 0u) << "the second trace did not use the cache";
+  EXPECT_LT(cached[2], cached[1]) << "the changed binary's entries were taken from the cache";
+  ASSERT_EQ(sh("rm " + dir + "/leaky_copy").status, 0);  // every name is now in the traces
+  for (const std::string& t : traces) {
+    const json j = report(t);
+    EXPECT_EQ(by_function(j["leaks"], "leak_a"), std::make_pair(uint64_t{500}, uint64_t{5})) << t;
+    EXPECT_EQ(by_function(j["leaks"], "leak_b"), std::make_pair(uint64_t{4000}, uint64_t{1})) << t;
+  }
+  auto stacks = [](const json& j) {
+    std::string all;
+    for (const json& leak : j["leaks"]) all += leak["stack"].dump() + "\n";
+    return all;
+  };
+  const std::string a = stacks(report(traces[0])), b = stacks(report(traces[1]));
+  EXPECT_NE(a.find("leak_a"), std::string::npos);
+  EXPECT_EQ(a, b) << "the cached names differ from the file's";
+  // A cache file that is not one is ignored.
+  ASSERT_EQ(sh("for f in " + dir + "/cache/symbols/*; do echo garbage > $f; done").status, 0);
+  ASSERT_EQ(sh("cp " MT_LEAKY " " + dir + "/leaky_copy").status, 0);
+  const std::string t = dir + "/t3.mtide";
+  ASSERT_EQ(record(t, dir + "/leaky_copy").status, 0);
+  const Proc s = sh(env + MT_CLI " symbolize " + t);
+  ASSERT_EQ(s.status, 0) << s.err;
+  EXPECT_EQ(from_cache(s.out), 0u) << s.out;
+  EXPECT_EQ(by_function(report(t)["leaks"], "leak_a"), std::make_pair(uint64_t{500}, uint64_t{5}));
+}
+
 // `memtide run` names the stacks' addresses while the program runs and appends the names when
 // it ends: the trace reads the same once the binary is gone. --no-symbolize leaves it raw.
 TEST(Symbolize, RunEmbedsTheNamesAsItRecords) {
