@@ -31,6 +31,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -304,14 +305,13 @@ int symbolize_trace(const SymbolizeOptions& o) {
         if (st != ModuleState::Ok && st != ModuleState::NoDebugInfo) continue;  // reported below
       }
       std::vector<fmt::SymbolEntry> entries;
-      std::vector<CachedFrames> held;  // what `entries` point into, until they are appended
+      std::deque<CachedFrames> held;  // what `entries` point into (a deque: they stay put)
       auto flush = [&] {
         if (entries.empty()) return;
         w.append_symbols(0, m->id.value, entries);
         entries.clear();
         held.clear();
       };
-      held.reserve(20000);
       for (uint64_t off : offs) {
         bool cached = false;
         std::optional<CachedFrames> frames = resolver.names(*m, off, &cached);
@@ -326,7 +326,7 @@ int symbolize_trace(const SymbolizeOptions& o) {
           uint64_t depth = 0;
           for (const CachedFrame& f : held.back()) entries.push_back({off, f.function, f.file, f.line, depth++});
         }
-        if (held.size() >= 20000 || entries.size() >= 20000) flush();
+        if (entries.size() >= 20000) flush();
       }
       flush();
       ++modules;

@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
       return failed ? kExitError : status;
     }
   } catch (const std::exception& e) {
-    std::cout.flush();
+    (void)stdout_error();  // flushed, and the original streams back
     std::cerr << "memtide: " << e.what() << '\n';
     return kExitError;
   }
