@@ -162,7 +162,7 @@ inline void end_record(Stream* s) { __atomic_store_n(&s->in_record, 0u, __ATOMIC
 // reaches another thread's allocation through the allocator's own synchronisation, so that
 // thread sees the bit by then.
 inline constexpr uint64_t kEpochShared = 1ull << 63;
-inline constexpr uint32_t kReuseEvents = 15;
+inline constexpr uint32_t kReuseEvents = 63;
 inline constexpr uint64_t kClockTickNs = 10000000;
 extern std::atomic<uint64_t> g_clock_epoch;
 

@@ -8,7 +8,8 @@
 //   lifecycle threads N     N short-lived threads, each leaking one 4321-byte block
 //   lifecycle dlopen LIB    dlopen LIB, call its dl_leak(), dlclose it
 //   lifecycle spin          allocates forever (1000 blocks of 3333 kept, the rest churned)
-//   lifecycle big N         N x 1 MiB blocks written to, then exits (fills a small disk)
+//   lifecycle big N         N x 1 MiB blocks written to, each followed by 2000 small blocks of
+//                           pseudo-random sizes freed at once, then exits (fills a small disk)
 //   lifecycle pause         leaks 2222 x1 before, 1111 x2 during and 3333 x1 after a pause; a
 //                           block made before the pause is freed during it, another realloc'd
 //   lifecycle closefds F    closes every descriptor above 2 (as daemons do), opens F for
@@ -326,12 +327,16 @@ int main(int argc, char** argv) {
   }
   if (!std::strcmp(mode, "big") && argc > 2) {
     const int n = std::atoi(argv[2]);
+    uint32_t x = 2463534242u;  // xorshift: sizes that do not compress away, so the trace grows
     for (int i = 0; i < n; ++i) {
       char* p = static_cast<char*>(malloc(1 << 20));
       std::memset(p, i, 1 << 20);
       sink = p;
       for (int k = 0; k < 2000; ++k) {
-        void* q = malloc(32 + k % 64);
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        void* q = malloc(32 + x % 1024);
         sink = q;
         free(q);
       }
