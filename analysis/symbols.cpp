@@ -191,8 +191,6 @@ struct detail::ModuleSession {
   }
 };
 
-namespace {
-
 std::string hex_bytes(std::string_view b) {
   std::string s;
   char buf[4];
@@ -202,6 +200,8 @@ std::string hex_bytes(std::string_view b) {
   }
   return s;
 }
+
+namespace {
 
 const Dwfl_Callbacks kCallbacks = {
     nullptr,  // find_elf: not used, the file is opened by us

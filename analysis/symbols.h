@@ -131,5 +131,7 @@ std::string format_frame(const Frame& f, bool short_file = true);
 // The label of a frame in flamegraphs and trees: the function, else module+0xoffset.
 std::string frame_label(const Frame& f);
 std::string_view basename_of(std::string_view path);
+// Bytes as lower-case hex ("a1b2..."), as build-ids are written.
+std::string hex_bytes(std::string_view bytes);
 
 }  // namespace memtide::analysis

@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "analysis/symbols.h"
+#include "cli/common.h"
 #include "formats/wire.h"
 
 namespace memtide::cli {
@@ -17,16 +19,6 @@ namespace {
 
 constexpr char kMagic[] = "MTSYMC1\n";
 constexpr std::size_t kMagicSize = sizeof kMagic - 1;
-
-std::string hex(std::string_view bytes) {
-  static const char digits[] = "0123456789abcdef";
-  std::string s;
-  for (unsigned char c : bytes) {
-    s += digits[c >> 4];
-    s += digits[c & 15];
-  }
-  return s;
-}
 
 // What identifies a file's contents without reading them: path, device, inode, size and
 // modification time; "-" when there is no such file.
@@ -107,7 +99,7 @@ SymbolCache::Module& SymbolCache::module(const analysis::ModuleInfo& m) {
   if (mod.loaded) return mod;
   mod.loaded = true;
   if (dir_.empty() || m.build_id.empty() || m.path.empty() || m.path[0] != '/') return mod;
-  const std::string id = hex(m.build_id);
+  const std::string id = analysis::hex_bytes(m.build_id);
   std::string key = id + "\n" + file_identity(m.path);
   if (id.size() > 2) key += file_identity("/usr/lib/debug/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug");
   char name[40];
@@ -152,20 +144,10 @@ void SymbolCache::save() {
         put_varint(out, f.line);
       }
     }
-    const std::string dir = mod.file.substr(0, mod.file.rfind('/'));
-    if (!make_dirs(dir)) continue;
-    std::string tmp = mod.file + ".XXXXXX";
-    const int fd = ::mkstemp(tmp.data());
-    if (fd < 0) continue;
-    bool ok = true;
-    for (std::size_t done = 0; ok && done < out.size();) {
-      const ssize_t n = ::write(fd, out.data() + done, out.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      ok = n > 0;
-      if (ok) done += static_cast<std::size_t>(n);
-    }
-    ok = ::close(fd) == 0 && ok;
-    if (!ok || ::rename(tmp.c_str(), mod.file.c_str()) != 0) ::unlink(tmp.c_str());
+    if (!make_dirs(mod.file.substr(0, mod.file.rfind('/')))) continue;
+    // Written aside under this process's own name, then renamed into place whole.
+    const std::string tmp = mod.file + ".tmp" + std::to_string(::getpid());
+    if (!write_whole_file(tmp, out).empty() || ::rename(tmp.c_str(), mod.file.c_str()) != 0) ::unlink(tmp.c_str());
   }
 }
 

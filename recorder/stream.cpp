@@ -16,7 +16,7 @@ TscClock g_tsc;
 std::atomic<uint64_t> g_clock_epoch{0};
 
 uint64_t event_time_read(Stream* s, uint64_t e) {
-  if (s->index == 0) return now_ns();  // the process stream: written by any thread
+  // (Never the process stream: a thread that records into it set kEpochShared first.)
   // The clock is read after the epoch was: a reading paired with an epoch is never older.
   __builtin_ia32_lfence();
   s->reuse_epoch = e;
