@@ -263,7 +263,7 @@ struct UnwindMemo {
   UnwindFrame f[kMemoFrames];      // outermost first
   UnwindFrame walk[kMemoFrames];   // the current walk, leaf first (until overwritten, the
                                    // previous one: its rules are reused at equal ips)
-  // kSeenStacks of them (about 150 KiB), allocated once the thread has walked kSeenRound
+  // kSeenStacks of them (608 KiB), allocated once the thread has walked kSeenRound
   // stacks (unwind.cpp): a thread that allocates now and then never pays for them. Freed
   // with the thread's state.
   SeenStack* seen = nullptr;
