@@ -15,11 +15,12 @@
 // --follow (how `memtide run` calls it) the trace is read while the recorder writes it: the
 // modules' files are opened and new addresses resolved as they appear, and the symbols are
 // appended once the recorder has let go of the file. --manifest names the traces by a
-// `memtide run` manifest instead, waiting for each line; `memtide run` creates
-// MANIFEST.ended when the program has ended, after which the follower waits at most 2 s more
-// for the file to be let go of (a child process may have inherited it). It also sends SIGUSR1
-// then, which cuts the follower's current pause short, so that the names are appended as soon
-// as the recorder has let go rather than at the next poll.
+// `memtide run` manifest instead, following them all side by side as their lines appear
+// (run_symbolize); `memtide run` creates MANIFEST.ended when the program has ended, after
+// which the follower waits at most 2 s more for each file to be let go of (a child process
+// may have inherited it). It also sends SIGUSR1 then, which cuts the follower's current pause
+// short, so that the names are appended as soon as the recorder has let go rather than at the
+// next poll.
 #include <CLI/CLI.hpp>
 
 #include <fcntl.h>
@@ -35,6 +36,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <unordered_set>
 #include <utility>
@@ -90,26 +92,6 @@ void sleep_ms(double ms) {
   const auto ns = static_cast<long long>(ms * 1e6);
   timespec ts{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
   if (::nanosleep(&ts, nullptr) != 0) g_woken = 0;
-}
-
-// The trace named by line `index` of a `memtide run` manifest ("pid\tppid\tpath\n": the
-// program's trace first, then those of the programs it started), once the recorder has written
-// it. Empty when the manifest goes away (the run is over) or the program ended without it.
-std::string wait_for_manifest(const SymbolizeOptions& o, std::size_t index) {
-  for (;;) {
-    const bool ended = program_ended(o);  // before reading: a line written before it is seen
-    std::ifstream in(o.manifest);
-    if (!in) return {};
-    std::string line;
-    std::size_t i = 0;
-    while (std::getline(in, line) && !in.eof()) {
-      if (i++ < index) continue;
-      std::string path;
-      return manifest_trace_path(line, path) ? path : std::string();
-    }
-    if (ended) return {};
-    sleep_ms(o.poll_ms);
-  }
 }
 
 // Resolves the return addresses of the stacks read so far that it has not seen yet: while
@@ -215,40 +197,66 @@ bool copy_prefix(const std::string& from, const std::string& to, uint64_t n, std
   return ok;
 }
 
-int symbolize_trace(const SymbolizeOptions& o) {
-  DefinitionReader defs;
-  if (std::string e = defs.open(o.file); !e.empty()) {
-    print_error(o.file, e);
-    return kExitError;
-  }
-  Symbolizer::Options so;
-  so.use_embedded = false;
-  Symbolizer sym(defs.model(), so);
-  SymbolCache cache(SymbolCache::default_dir());
-  Resolver resolver{defs, sym, cache, {}, {}, 0};
+// One trace being symbolised: opened, followed while its recorder writes it (follow_step),
+// then given its names (finish). Not movable (the Symbolizer refers to the reader's model).
+class TraceJob {
+ public:
+  explicit TraceJob(SymbolizeOptions o) : o_(std::move(o)) {}
+  TraceJob(const TraceJob&) = delete;
+  TraceJob& operator=(const TraceJob&) = delete;
 
-  // Follow: read and resolve what the recorder has written until it lets go of the file.
-  if (o.follow) {
-    std::optional<std::chrono::steady_clock::time_point> ended_at;
-    for (;;) {
-      const bool alive = defs.writer_alive();
-      defs.advance();
-      resolver.catch_up();
-      if (!alive) break;
-      const bool ended = program_ended(o);
-      if (ended) {
-        const auto now = std::chrono::steady_clock::now();
-        if (!ended_at) ended_at = now;
-        if (now - *ended_at > std::chrono::seconds(2)) {
-          print_warning(o.file, "another process still writes this trace; not symbolised (run memtide symbolize on it "
-                                "once it has ended)");
-          return kExitOk;
-        }
-      }
-      sleep_ms(o.poll_ms);
+  // kExitOk, or kExitError when the trace cannot be read (said on stderr).
+  int open() {
+    if (std::string e = defs_.open(o_.file); !e.empty()) {
+      print_error(o_.file, e);
+      return kExitError;
     }
+    Symbolizer::Options so;
+    so.use_embedded = false;
+    sym_.emplace(defs_.model(), so);
+    resolver_.emplace(Resolver{defs_, *sym_, cache_, {}, {}, 0});
+    return kExitOk;
   }
 
+  enum class Step { Going, Done, GaveUp };
+  // Reads and resolves what the recorder has written since the last step. Done once it has let
+  // go of the file; GaveUp when the program ended more than 2 s ago and a process still
+  // writes the trace (said on stderr: the trace is left without names).
+  Step follow_step() {
+    const bool alive = defs_.writer_alive();
+    defs_.advance();
+    resolver_->catch_up();
+    if (!alive) return Step::Done;
+    if (program_ended(o_)) {
+      const auto now = std::chrono::steady_clock::now();
+      if (!ended_at_) ended_at_ = now;
+      if (now - *ended_at_ > std::chrono::seconds(2)) {
+        print_warning(o_.file, "another process still writes this trace; not symbolised (run memtide symbolize on it "
+                               "once it has ended)");
+        return Step::GaveUp;
+      }
+    }
+    return Step::Going;
+  }
+
+  // Resolves the rest and appends the names. The exit status of the command for this trace.
+  int finish();
+
+ private:
+  const SymbolizeOptions o_;
+  DefinitionReader defs_;
+  SymbolCache cache_{SymbolCache::default_dir()};
+  std::optional<Symbolizer> sym_;
+  std::optional<Resolver> resolver_;
+  std::optional<std::chrono::steady_clock::time_point> ended_at_;
+};
+
+int TraceJob::finish() {
+  const SymbolizeOptions& o = o_;
+  DefinitionReader& defs = defs_;
+  Symbolizer& sym = *sym_;
+  SymbolCache& cache = cache_;
+  Resolver& resolver = *resolver_;
   const std::string target = o.out.empty() ? o.file : o.out;
   uint64_t end = 0;
   bool whole = false;
@@ -354,16 +362,64 @@ int symbolize_trace(const SymbolizeOptions& o) {
   return kExitOk;
 }
 
-// With a manifest, its traces one after the other, as each recorder lets go of its file (a
-// program's trace ends when it execs another, whose trace comes next).
+int symbolize_trace(const SymbolizeOptions& o) {
+  TraceJob job(o);
+  if (int e = job.open(); e != kExitOk) return e;
+  if (o.follow) {
+    TraceJob::Step st;
+    while ((st = job.follow_step()) == TraceJob::Step::Going) sleep_ms(o.poll_ms);
+    if (st == TraceJob::Step::GaveUp) return kExitOk;
+  }
+  return job.finish();
+}
+
+// With a manifest, every trace it names, followed side by side: the program's, and those of
+// the programs it started (a program's trace also ends when it execs another, whose trace
+// comes next), so that a child's names are resolved while it runs, not after the parent ends.
+// Each trace gets its names as soon as its recorder lets go of it. The manifest's lines are
+// read until the program has ended (MANIFEST.ended, checked before each read, so that every
+// line written before the end is seen) or the manifest goes away.
 int run_symbolize(SymbolizeOptions o) {
   if (o.manifest.empty()) return symbolize_trace(o);
   catch_wake();
   int status = kExitOk;
-  for (std::size_t i = 0;; ++i) {
-    o.file = wait_for_manifest(o, i);
-    if (o.file.empty()) return status;
-    status = std::max(status, symbolize_trace(o));
+  std::vector<std::unique_ptr<TraceJob>> jobs;
+  std::size_t lines = 0;  // manifest lines taken
+  bool all_lines = false;
+  for (;;) {
+    if (!all_lines) {
+      const bool ended = program_ended(o);
+      std::ifstream in(o.manifest);
+      if (!in) {
+        all_lines = true;
+      } else {
+        std::string line;
+        for (std::size_t i = 0; std::getline(in, line) && !in.eof(); ++i) {  // whole lines only
+          if (i < lines) continue;
+          ++lines;
+          SymbolizeOptions to = o;
+          if (!manifest_trace_path(line, to.file)) continue;
+          auto job = std::make_unique<TraceJob>(to);
+          if (int e = job->open(); e != kExitOk) {
+            status = std::max(status, e);
+            continue;
+          }
+          jobs.push_back(std::move(job));
+        }
+        all_lines = ended;
+      }
+    }
+    for (auto it = jobs.begin(); it != jobs.end();) {
+      const TraceJob::Step st = (*it)->follow_step();
+      if (st == TraceJob::Step::Going) {
+        ++it;
+        continue;
+      }
+      if (st == TraceJob::Step::Done) status = std::max(status, (*it)->finish());
+      it = jobs.erase(it);
+    }
+    if (all_lines && jobs.empty()) return status;
+    sleep_ms(o.poll_ms);
   }
 }
 
@@ -375,7 +431,7 @@ Command symbolize_command() {
             auto o = std::make_shared<SymbolizeOptions>();
             auto* file = sub.add_option("file", o->file, "Trace file (.mtide)");
             auto* manifest = sub.add_option("--manifest", o->manifest,
-                                            "The traces named by this `memtide run` manifest, in turn (waits for them; implies --follow)");
+                                            "The traces named by this `memtide run` manifest, followed side by side as they appear (implies --follow)");
             file->excludes(manifest);
             sub.add_option("-o,--output", o->out, "Write a symbolised copy here instead of appending to FILE");
             sub.add_flag("--force", o->force, "Symbolise modules again even if the trace already has their names");

@@ -3,6 +3,8 @@
 // the traces. Numbers are compared with what the programs are known to have done.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -430,6 +432,37 @@ TEST(Symbolize, RunFollowsALongerProgram) {
   const auto [bytes, count] = by_function(j["leaks"], "write_audit_line");
   EXPECT_GT(count, 0u);
   EXPECT_EQ(bytes, 128 * count);
+}
+
+// A program's children are followed side by side with it: a child's trace gets its names as
+// soon as the child ends, while the program that started it still runs and records (here a
+// shell that then waits, in a process it does not trace, for the child's names to appear),
+// not only once the whole run is over.
+TEST(Symbolize, RunNamesAChildsTraceWhileItsParentRuns) {
+  const std::string dir = temp_dir() + "/runsym3";
+  ASSERT_EQ(sh("rm -rf " + dir + " && mkdir -p " + dir + " && cp " MT_LEAKY " " + dir + "/leaky_copy").status, 0);
+  std::ofstream(dir + "/wait_named.py") << "import glob, json, subprocess, sys, time\n"
+                                           "for _ in range(400):\n"
+                                           "    for f in glob.glob(sys.argv[1] + '/p.mtide.*'):\n"
+                                           "        p = subprocess.run(['" MT_CLI "', 'info', '--json', f], capture_output=True)\n"
+                                           "        if p.returncode != 0: continue\n"
+                                           "        j = json.loads(p.stdout)\n"
+                                           "        if j['process']['exe'].endswith('/leaky_copy') and j['records']['symbols'] > 0:\n"
+                                           "            print('named')\n"
+                                           "            sys.exit(0)\n"
+                                           "    time.sleep(0.05)\n"
+                                           "print('unnamed')\n";
+  std::ofstream(dir + "/parent.sh") << dir << "/leaky_copy\n"
+                                    << "env -u LD_PRELOAD python3 " << dir << "/wait_named.py " << dir << " > " << dir
+                                    << "/flag\n";
+  const Proc r = sh(std::string(MT_WRAPPER) + " run -q -o " + dir + "/p.mtide -- bash " + dir + "/parent.sh");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(read_file(dir + "/flag"), "named\n") << r.err;
+  // Every trace of the run has its names once it is over.
+  const Proc n = sh("for f in " + dir + "/p.mtide*; do " MT_CLI " info --json $f | grep -c '\"symbols\": [1-9]'; done");
+  EXPECT_EQ(n.status, 0) << n.out;
+  EXPECT_EQ(n.out.find("0\n"), std::string::npos) << n.out;
+  EXPECT_GE(std::count(n.out.begin(), n.out.end(), '\n'), 3) << n.out;
 }
 
 TEST(Diff, StacksMatchedByFunctionAcrossRuns) {
