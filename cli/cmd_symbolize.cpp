@@ -378,9 +378,11 @@ int symbolize_trace(const SymbolizeOptions& o) {
 // comes next), so that a child's names are resolved while it runs, not after the parent ends.
 // Each trace gets its names as soon as its recorder lets go of it. The manifest's lines are
 // read until the program has ended (MANIFEST.ended, checked before each read, so that every
-// line written before the end is seen) or the manifest goes away.
+// line written before the end is seen) or the manifest goes away. At most kMaxJobs traces are
+// open at a time (each may hold modules' debug information); later lines wait for a place.
 int run_symbolize(SymbolizeOptions o) {
   if (o.manifest.empty()) return symbolize_trace(o);
+  constexpr std::size_t kMaxJobs = 16;
   catch_wake();
   int status = kExitOk;
   std::vector<std::unique_ptr<TraceJob>> jobs;
@@ -394,8 +396,13 @@ int run_symbolize(SymbolizeOptions o) {
         all_lines = true;
       } else {
         std::string line;
+        bool full = false;
         for (std::size_t i = 0; std::getline(in, line) && !in.eof(); ++i) {  // whole lines only
           if (i < lines) continue;
+          if (jobs.size() >= kMaxJobs) {
+            full = true;
+            break;
+          }
           ++lines;
           SymbolizeOptions to = o;
           if (!manifest_trace_path(line, to.file)) continue;
@@ -406,7 +413,7 @@ int run_symbolize(SymbolizeOptions o) {
           }
           jobs.push_back(std::move(job));
         }
-        all_lines = ended;
+        all_lines = ended && !full;
       }
     }
     for (auto it = jobs.begin(); it != jobs.end();) {
