@@ -373,7 +373,8 @@ int symbolize_trace(const SymbolizeOptions& o) {
   return job.finish();
 }
 
-// With a manifest, every trace it names, followed side by side: the program's, and those of
+// With a manifest (lines "pid\tppid\tpath\n", written as each recorder opens its trace), every
+// trace it names, followed side by side: the program's, and those of
 // the programs it started (a program's trace also ends when it execs another, whose trace
 // comes next), so that a child's names are resolved while it runs, not after the parent ends.
 // Each trace gets its names as soon as its recorder lets go of it. The manifest's lines are
