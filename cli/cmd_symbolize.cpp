@@ -374,10 +374,9 @@ int symbolize_trace(const SymbolizeOptions& o) {
 }
 
 // With a manifest (lines "pid\tppid\tpath\n", written as each recorder opens its trace), every
-// trace it names, followed side by side: the program's, and those of
-// the programs it started (a program's trace also ends when it execs another, whose trace
-// comes next), so that a child's names are resolved while it runs, not after the parent ends.
-// Each trace gets its names as soon as its recorder lets go of it. The manifest's lines are
+// trace it names, followed side by side: the program's, and those of the programs it started
+// (a program's trace also ends when it execs another, whose trace comes next), so that a
+// child's names are resolved while it runs, not after the parent ends. Each trace gets its names as soon as its recorder lets go of it. The manifest's lines are
 // read until the program has ended (MANIFEST.ended, checked before each read, so that every
 // line written before the end is seen) or the manifest goes away. At most kMaxJobs traces are
 // open at a time (each may hold modules' debug information); later lines wait for a place.
