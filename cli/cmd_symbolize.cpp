@@ -252,42 +252,37 @@ class TraceJob {
 };
 
 int TraceJob::finish() {
-  const SymbolizeOptions& o = o_;
-  DefinitionReader& defs = defs_;
-  Symbolizer& sym = *sym_;
-  SymbolCache& cache = cache_;
-  Resolver& resolver = *resolver_;
-  const std::string target = o.out.empty() ? o.file : o.out;
+  const std::string target = o_.out.empty() ? o_.file : o_.out;
   uint64_t end = 0;
   bool whole = false;
   std::string err;
-  if (!readable_end(o.file, end, whole, err)) {
-    print_error(o.file, err);
+  if (!readable_end(o_.file, end, whole, err)) {
+    print_error(o_.file, err);
     return kExitError;
   }
-  if (o.out.empty()) {
-    if (fmt::is_being_written(o.file)) {
-      print_error(o.file, "a recorder is still writing this trace; symbolize it when the program has ended");
+  if (o_.out.empty()) {
+    if (fmt::is_being_written(o_.file)) {
+      print_error(o_.file, "a recorder is still writing this trace; symbolize it when the program has ended");
       return kExitError;
     }
     if (!whole) {
-      print_error(o.file, "the trace ends inside a block (truncated); use -o OUT to write a symbolised copy of the "
+      print_error(o_.file, "the trace ends inside a block (truncated); use -o OUT to write a symbolised copy of the "
                           "readable part");
       return kExitError;
     }
   }
-  defs.advance();
-  defs.finish();
-  resolver.catch_up(true);
-  const Model& model = defs.model();
-  if (!o.out.empty() && !copy_prefix(o.file, o.out, end, err)) {
-    print_error(o.out, err);
+  defs_.advance();
+  defs_.finish();
+  resolver_->catch_up(true);
+  const Model& model = defs_.model();
+  if (!o_.out.empty() && !copy_prefix(o_.file, o_.out, end, err)) {
+    print_error(o_.out, err);
     return kExitError;
   }
 
   // Distinct return addresses per module.
   std::map<const ModuleInfo*, std::vector<uint64_t>> offsets;
-  for (uint64_t ip : resolver.seen)
+  for (uint64_t ip : resolver_->seen)
     if (const ModuleInfo* m = model.module_at(ip)) offsets[m].push_back(ip - m->load_bias);
 
   // A failed append (a full disk) leaves the file as it was: the pending block is dropped and
@@ -304,12 +299,12 @@ int TraceJob::finish() {
     for (auto& [m, offs] : offsets) {
       std::sort(offs.begin(), offs.end());
       offs.erase(std::unique(offs.begin(), offs.end()), offs.end());
-      if (!o.force && model.embedded.count(m->id.value)) {
+      if (!o_.force && model.embedded.count(m->id.value)) {
         ++skipped;
         continue;
       }
-      if (!cache.known(*m)) {  // (a cached module was found with its debug information)
-        const ModuleState st = sym.file_state(*m);
+      if (!cache_.known(*m)) {  // (a cached module was found with its debug information)
+        const ModuleState st = sym_->file_state(*m);
         if (st != ModuleState::Ok && st != ModuleState::NoDebugInfo) continue;  // reported below
       }
       std::vector<fmt::SymbolEntry> entries;
@@ -322,7 +317,7 @@ int TraceJob::finish() {
       };
       for (uint64_t off : offs) {
         bool cached = false;
-        std::optional<CachedFrames> frames = resolver.names(*m, off, &cached);
+        std::optional<CachedFrames> frames = resolver_->names(*m, off, &cached);
         if (!frames) continue;  // the file went away meanwhile: reported below
         ++addresses;
         from_cache += cached;
@@ -340,7 +335,7 @@ int TraceJob::finish() {
       ++modules;
     }
     w.close();
-    cache.save();
+    cache_.save();
   } catch (const std::exception& e) {
     w.abandon();
     const bool restored = ::truncate(target.c_str(), static_cast<off_t>(end)) == 0;
@@ -348,17 +343,17 @@ int TraceJob::finish() {
                             (restored ? "; the trace is left as it was" : "; and cannot cut it back: " + std::string(std::strerror(errno))));
     return kExitError;
   }
-  if (!o.quiet) {
+  if (!o_.quiet) {
     std::cout << printable(target) << ": " << named << " of " << addresses << " addresses named in " << modules
               << " modules";
     if (from_cache) std::cout << " (" << from_cache << " from the symbol cache)";
     if (skipped) std::cout << " (" << skipped << " modules already symbolised; --force to redo)";
     std::cout << '\n';
   }
-  if (resolver.outside && !o.quiet)
-    print_warning(o.file, std::to_string(resolver.outside) + " frames are outside every recorded module");
-  for (const ModuleProblem& p : sym.problems())
-    print_warning(o.file, printable(p.path) + ": " + module_state_name(p.state) + ": " + p.detail + "; not symbolised");
+  if (resolver_->outside && !o_.quiet)
+    print_warning(o_.file, std::to_string(resolver_->outside) + " frames are outside every recorded module");
+  for (const ModuleProblem& p : sym_->problems())
+    print_warning(o_.file, printable(p.path) + ": " + module_state_name(p.state) + ": " + p.detail + "; not symbolised");
   return kExitOk;
 }
 

@@ -80,19 +80,28 @@ std::string format_duration(uint64_t ns) {
   return buf;
 }
 
+namespace {
+
+// Writes all `n` bytes (again after EINTR). Returns 0, or the errno of the write that failed;
+// `done` is what was written.
+int write_all(int fd, const char* p, std::size_t n, std::size_t& done) {
+  for (done = 0; done < n;) {
+    const ssize_t w = ::write(fd, p + done, n - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) return errno;
+    done += static_cast<std::size_t>(w);
+  }
+  return 0;
+}
+
+}  // namespace
+
 std::string write_whole_file(const std::string& path, std::string_view data) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return std::strerror(errno);
-  std::string err;
-  for (std::size_t done = 0; done < data.size();) {
-    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      err = std::strerror(errno);
-      break;
-    }
-    done += static_cast<std::size_t>(n);
-  }
+  std::size_t done = 0;
+  const int e = write_all(fd, data.data(), data.size(), done);
+  std::string err = e ? std::strerror(e) : "";
   if (::close(fd) != 0 && err.empty()) err = std::strerror(errno);
   return err;
 }
@@ -104,14 +113,9 @@ std::streambuf* g_saved_coutbuf = nullptr;
 
 ssize_t stdout_write(void*, const char* buf, std::size_t n) {
   std::size_t done = 0;
-  while (done < n) {
-    const ssize_t w = ::write(STDOUT_FILENO, buf + done, n - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0) {
-      if (!g_stdout_errno) g_stdout_errno = errno;
-      return done ? static_cast<ssize_t>(done) : -1;
-    }
-    done += static_cast<std::size_t>(w);
+  if (const int e = write_all(STDOUT_FILENO, buf, n, done); e != 0) {
+    if (!g_stdout_errno) g_stdout_errno = e;
+    return done ? static_cast<ssize_t>(done) : -1;
   }
   return static_cast<ssize_t>(n);
 }
