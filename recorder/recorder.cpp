@@ -637,6 +637,7 @@ void fork_child() {
   g.start_time = now_ns();
   g.next_stream.store(1);
   g_clock_epoch.store(0);  // the child's one thread
+  g_seen_tables.store(0);  // (the parent's threads' tables are not the child's)
   stream_init(&g.shared, 0, g.start_time);
   tls_thread = nullptr;  // the parent's state of this thread stays with the parent
   tls_exited = 0;

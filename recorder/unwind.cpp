@@ -27,6 +27,8 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <link.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -360,15 +362,37 @@ inline bool slot_at(uint64_t addr, uint64_t base, uint32_t& at) {
 // keeping them exceeds what the hits save). Decided per 256 walks; after a poor round the set
 // rests for 4096 walks.
 constexpr uint32_t kSeenRound = 256, kSeenRest = 4096;
+}  // namespace
+
+std::atomic<uint32_t> g_seen_tables{0};
+
+void seen_table_free(SeenStack* t) {
+  if (!t) return;
+  syscall(SYS_munmap, t, sizeof(SeenStack) * kSeenStacks);
+  g_seen_tables.fetch_sub(1, std::memory_order_relaxed);
+}
+
+namespace {
 
 // The thread's table of kept stacks, made at its kSeenRound-th walk; false until then (and
 // for good when there is no memory for it).
 inline bool seen_table(UnwindMemo* m) {
   if (MT_LIKELY(m->seen != nullptr)) return true;
   if (++m->seen_wait < kSeenRound) return false;
-  m->seen = static_cast<SeenStack*>(mem_alloc(sizeof(SeenStack) * kSeenStacks));  // zeroed: all empty
-  if (!m->seen) m->seen_wait = 0;  // try again later
-  return m->seen != nullptr;
+  m->seen_wait = 0;  // if none can be had now, try again after another round
+  if (g_seen_tables.fetch_add(1, std::memory_order_relaxed) >= kMaxSeenTables) {
+    g_seen_tables.fetch_sub(1, std::memory_order_relaxed);
+    return false;
+  }
+  // Zero pages: all empty. (The system call, not mmap(): that is the program's, interposed.)
+  void* t = reinterpret_cast<void*>(syscall(SYS_mmap, nullptr, sizeof(SeenStack) * kSeenStacks, PROT_READ | PROT_WRITE,
+                                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  if (t == MAP_FAILED) {
+    g_seen_tables.fetch_sub(1, std::memory_order_relaxed);
+    return false;
+  }
+  m->seen = static_cast<SeenStack*>(t);
+  return true;
 }
 
 inline bool seen_wanted(UnwindMemo* m) {

@@ -206,7 +206,7 @@ uint64_t flush_all() {
       if (s->reg_next) s->reg_next->reg_prev = s->reg_prev;
       g.exited_allocs += s->allocs;
       g.exited_frees += s->frees;
-      mem_free(reinterpret_cast<ThreadState*>(s)->memo.seen);
+      seen_table_free(reinterpret_cast<ThreadState*>(s)->memo.seen);
       mem_free(reinterpret_cast<ThreadState*>(s));  // Stream is ThreadState's first member
     } else {
       flush_current(s);

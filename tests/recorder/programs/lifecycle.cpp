@@ -6,6 +6,9 @@
 //   lifecycle abort         leaks 6666 x1, then abort()
 //   lifecycle exit-thread   a second thread leaks 4444 x1 and calls exit(5) while main waits
 //   lifecycle threads N     N short-lived threads, each leaking one 4321-byte block
+//   lifecycle resident N    N threads at once, each making 2000 allocations (freed at once)
+//                           from 16 call depths; while all of them are alive and done, prints
+//                           "rss_kb <VmRSS of the process>"
 //   lifecycle dlopen LIB    dlopen LIB, call its dl_leak(), dlclose it
 //   lifecycle spin          allocates forever (1000 blocks of 3333 kept, the rest churned)
 //   lifecycle big N         N x 1 MiB blocks written to, each followed by 2000 small blocks of
@@ -131,6 +134,45 @@ extern "C" __attribute__((noinline)) void* via_b(size_t size) {
   return p;
 }
 
+__attribute__((noinline)) static void at_depth(int d, int size) {
+  if (d > 0) {
+    at_depth(d - 1, size);
+    sink = nullptr;  // (not a tail call)
+    return;
+  }
+  void* p = malloc(static_cast<size_t>(size));
+  sink = p;
+  free(p);
+}
+
+static long vm_rss_kb() {
+  FILE* f = std::fopen("/proc/self/status", "r");
+  if (!f) return -1;
+  char line[256];
+  long kb = -1;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "VmRSS: %ld kB", &kb) == 1) break;
+  std::fclose(f);
+  return kb;
+}
+
+static int resident(int n) {
+  std::atomic<int> done{0};
+  std::atomic<bool> go{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < n; ++t) threads.emplace_back([&] {
+    for (int i = 0; i < 2000; ++i) at_depth(i % 16, 64 + i % 512);
+    done.fetch_add(1);
+    while (!go.load()) usleep(1000);
+  });
+  while (done.load() < n) usleep(1000);
+  std::printf("rss_kb %ld\n", vm_rss_kb());
+  std::fflush(stdout);
+  go.store(true);
+  for (auto& t : threads) t.join();
+  return 0;
+}
+
 static int callers(long n) {
   uint32_t x = 12345;
   for (long i = 0; i < n; ++i) {
@@ -197,6 +239,7 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
+  if (!std::strcmp(mode, "resident") && argc > 2) return resident(std::atoi(argv[2]));
   if (!std::strcmp(mode, "dlopen") && argc > 2) {
     void* h = dlopen(argv[2], RTLD_NOW);
     if (!h) {
