@@ -397,7 +397,7 @@ TEST(Lifecycle, ThousandShortLivedThreads) {
 
 // What the recorder keeps per thread stays small: 200 threads alive at once, each having made
 // 2000 allocations (enough walks for a table of kept stacks). With a table from the recorder's
-// heap for each (touched whole) the traced process had about 1.4 MB more resident per thread;
+// heap for each (touched whole) the traced process had about 1.2 MB more resident per thread;
 // now about 0.2 MB.
 TEST(Lifecycle, ResidentMemoryPerThreadStaysSmall) {
   TempDir dir;
