@@ -619,6 +619,9 @@ void Replayer::finish_into(Model& out) const {
   std::sort(out.threads.begin(), out.threads.end(),
             [](const ThreadInfo& a, const ThreadInfo& b) { return a.id < b.id; });
   sort_embedded(out);
+  if (out.end && out.end->reason == EndReason::Detached)
+    out.warnings.push_back("the recording stopped before the program ended (the trace reached its size limit, "
+                           "MEMTIDE_MAX_SIZE): blocks not freed by then count as not freed");
   if (out.end && out.end->lost_events)
     out.warnings.push_back("the recorder lost " + std::to_string(out.end->lost_events) +
                            " events (see its messages): totals may be short");

@@ -22,6 +22,7 @@ const char* kind_word(rec::OptKind k) {
     case rec::OptKind::Str: return "FILE";
     case rec::OptKind::Enum: return "NAME";
     case rec::OptKind::Bool: return "";
+    case rec::OptKind::Size: return "SIZE";
   }
   return "";
 }

@@ -10,7 +10,7 @@
 
 namespace memtide::rec {
 
-enum class OptKind : uint8_t { Str, Int, Bool, Enum };
+enum class OptKind : uint8_t { Str, Int, Bool, Enum, Size };
 
 struct OptionInfo {
   const char* field;
@@ -40,6 +40,7 @@ struct Options {
   uint32_t counter_interval_ms = 10;
   uint32_t flush_interval_ms = 20;
   int compression = 0;
+  uint64_t max_size = 0;  // bytes; 0: no limit
   bool quiet = false;
 };
 
@@ -52,6 +53,33 @@ inline const char* parse_int(const char* s, long lo, long hi, long& out) {
   if (errno || *end) return "expected a number";
   if (v < lo || v > hi) return "out of range";
   out = v;
+  return nullptr;
+}
+
+// A size in bytes: digits, optionally followed by B, k/KB (1000), KiB (1024), M/MB, MiB, G/GB,
+// GiB, T/TB, TiB (case-insensitive, no space).
+inline const char* parse_size(const char* s, uint64_t& out) {
+  if (!s || *s < '0' || *s > '9') return "expected a size such as 500MB or 10GiB";
+  uint64_t v = 0;
+  for (; *s >= '0' && *s <= '9'; ++s) {
+    if (v > (UINT64_MAX - 9) / 10) return "out of range";
+    v = v * 10 + static_cast<uint64_t>(*s - '0');
+  }
+  auto lower = [](char c) { return static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c); };
+  uint64_t unit = 1;
+  if (*s && lower(*s) != 'b') {
+    const char* units = "kmgt";
+    const char* u = std::strchr(units, lower(*s));
+    if (!u) return "expected a size such as 500MB or 10GiB";
+    ++s;
+    const bool binary = lower(*s) == 'i';
+    if (binary) ++s;
+    for (const char* k = units; k <= u; ++k) unit *= binary ? 1024 : 1000;
+  }
+  if (lower(*s) == 'b') ++s;
+  if (*s) return "expected a size such as 500MB or 10GiB";
+  if (v > UINT64_MAX / unit) return "out of range";
+  out = v * unit;
   return nullptr;
 }
 
@@ -93,6 +121,12 @@ inline const char* apply_option(Options& o, const char* env, const char* value) 
     if (!(err = parse_int(value, 10, 500, n))) o.flush_interval_ms = static_cast<uint32_t>(n);
   } else if (!std::strcmp(env, "MEMTIDE_COMPRESSION")) {
     if (!(err = parse_int(value, 0, 12, n))) o.compression = static_cast<int>(n);
+  } else if (!std::strcmp(env, "MEMTIDE_MAX_SIZE")) {
+    uint64_t v = 0;
+    if (!(err = parse_size(value, v))) {
+      if (v != 0 && v < 64 * 1024) err = "too small (at least 64KiB, or 0 for no limit)";
+      else o.max_size = v;
+    }
   } else if (!std::strcmp(env, "MEMTIDE_QUIET")) {
     err = parse_bool(value, o.quiet);
   } else {

@@ -80,6 +80,13 @@ void stop_writing(const char* why) {
   g.state.store(kStopped, std::memory_order_release);
 }
 
+// Bytes written to the trace file, and whether the size limit (MEMTIDE_MAX_SIZE) stopped the
+// recording: the block that would have passed it and everything after it are dropped, and one
+// more block, the End record's, is written in the room kept for it (kEndRoom).
+uint64_t g_file_bytes = 0;
+bool g_capped = false, g_capped_ended = false;
+constexpr uint64_t kEndRoom = 256;
+
 void write_all(const uint8_t* p, size_t n) {
   if (g_write_failed) return;
   // A program may close descriptors it did not open (daemons close them all); the number may
@@ -98,7 +105,18 @@ void write_all(const uint8_t* p, size_t n) {
     }
     p += w;
     n -= static_cast<size_t>(w);
+    g_file_bytes += static_cast<uint64_t>(w);
   }
+}
+
+// The next block (`total` bytes) would pass the size limit: recording stops, the program goes
+// on; the writer ends the trace with an End record (write_capped_end).
+void reach_size_limit() {
+  g_capped = true;
+  g_write_failed = true;
+  g.state.store(kStopped, std::memory_order_release);
+  message("%s reached its size limit (%llu bytes, MEMTIDE_MAX_SIZE): recording stopped, the program goes on", g.path,
+          static_cast<unsigned long long>(g.opts.max_size));
 }
 
 // Frames [p, p + n) of stream `s` as one block and appends it. `end` (when known: the rest
@@ -133,6 +151,10 @@ void emit(Stream* s, const uint8_t* p, size_t n, uint16_t flags, const Registers
     }
   }
   const size_t total = fmt::encode_block(h, p, n, g_out, g_out_cap, g.opts.compression);
+  if (g.opts.max_size && g_file_bytes + total + kEndRoom > g.opts.max_size) {
+    reach_size_limit();
+    return;
+  }
   write_all(g_out, total);
 }
 
@@ -262,6 +284,40 @@ void append_end(fmt::EndReason reason, uint64_t status) {
   pthread_mutex_unlock(&g.shared_mutex);
 }
 
+// Ends a trace the size limit stopped: an End record (reason Detached: stopped on request) in a
+// block of its own, timed after every record of stream 0, in the room kept for it; then lets go
+// of the file's lock, so that readers (memtide run's follower) know it is final while the
+// program goes on. No lock is held by the caller.
+void write_capped_end() {
+  g_capped_ended = true;
+  uint64_t allocs = g.exited_allocs, frees = g.exited_frees;
+  pthread_mutex_lock(&g.registry_mutex);
+  for (Stream* s = g.registry; s; s = s->reg_next) {
+    allocs += __atomic_load_n(&s->allocs, __ATOMIC_RELAXED);
+    frees += __atomic_load_n(&s->frees, __ATOMIC_RELAXED);
+  }
+  pthread_mutex_unlock(&g.registry_mutex);
+  Stream* s = &g.shared;
+  const uint64_t now = now_ns();
+  const uint64_t t = now > s->w_time ? now : s->w_time;  // w_time: past every stream-0 record
+  uint8_t rec[64];
+  fmt::RecordBuilder b(rec, sizeof rec, fmt::RecordType::End);
+  b.varint(t - s->w_time).u8(static_cast<uint8_t>(fmt::EndReason::Detached)).varint(0).varint(allocs).varint(frees).varint(0);
+  const size_t n = b.finish();
+  fmt::BlockHeader h;
+  h.stream = 0;
+  h.base_time = s->w_time;
+  h.base_addr = s->w_addr;
+  uint8_t block[fmt::kBlockHeaderSize + 2 * sizeof rec + 64];  // >= block_bound(sizeof rec)
+  const size_t total = n ? fmt::encode_block(h, rec, n, block, sizeof block, 0) : 0;
+  if (total && g_file_bytes + total <= g.opts.max_size) {
+    g_write_failed = false;
+    write_all(block, total);
+    g_write_failed = true;
+  }
+  flock(g.fd, LOCK_UN);
+}
+
 // The file's watermarks are exact (kFileFlagExactWatermarks): this process registered for
 // expedited private membarrier when the file was opened.
 bool g_exact_watermarks = false;
@@ -362,12 +418,14 @@ void* writer_main(void*) {
       append_counters(&g.shared);
       next_counter = now + counter_ns;
     }
+    if (g_capped && !g_capped_ended) write_capped_end();
     if (stop) break;
   }
   // Final pass: everything recorded so far, then the End record.
   flush_pass();
   append_end(static_cast<fmt::EndReason>(g.end_reason), g.end_status);
   flush_current(&g.shared);
+  if (g_capped && !g_capped_ended) write_capped_end();
   pthread_mutex_lock(&g_done_mutex);
   g_finished = true;
   pthread_cond_broadcast(&g_done_cond);
@@ -461,6 +519,8 @@ bool open_trace_file(bool child) {
   g.fd = fd;
   remember_identity();
   g_write_failed = false;
+  g_file_bytes = 0;
+  g_capped = g_capped_ended = false;
   g_finished = false;
   g_last_watermark = 0;
 

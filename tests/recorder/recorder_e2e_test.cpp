@@ -24,6 +24,7 @@
 
 #include <gtest/gtest.h>
 
+#include "recorder/options.h"
 #include "tests/recorder/test_support.h"
 #include "tests/recorder/trace_replay.h"
 
@@ -506,6 +507,65 @@ TEST(Lifecycle, FullDiskStopsRecordingNotTheProgram) {
   const Replay t = replay_trace(traces[0]);
   EXPECT_GT(t.allocs[static_cast<unsigned>(Api::Malloc)], 0u) << "what was written before the disk filled is readable";
   umount(mnt.c_str());
+}
+
+TEST(Options, SizesParseWithDecimalAndBinaryUnits) {
+  struct Case {
+    const char* text;
+    uint64_t bytes;
+  };
+  for (const Case& c : {Case{"0", 0}, Case{"65536", 65536}, Case{"64KiB", 65536}, Case{"500MB", 500000000},
+                        Case{"500mb", 500000000}, Case{"10GiB", 10ull << 30}, Case{"2G", 2000000000}, Case{"1TB", 1000000000000},
+                        Case{"3b", 3}}) {
+    uint64_t v = 1;
+    EXPECT_EQ(memtide::rec::parse_size(c.text, v), nullptr) << c.text;
+    EXPECT_EQ(v, c.bytes) << c.text;
+  }
+  for (const char* bad : {"", "MB", "-1", "5 MB", "5XB", "5MiBs", "99999999999999999999", "20000000TB"}) {
+    uint64_t v = 0;
+    EXPECT_NE(memtide::rec::parse_size(bad, v), nullptr) << bad;
+  }
+  memtide::rec::Options o;
+  EXPECT_NE(memtide::rec::apply_option(o, "MEMTIDE_MAX_SIZE", "1000"), nullptr) << "a limit below 64 KiB is refused";
+  EXPECT_EQ(memtide::rec::apply_option(o, "MEMTIDE_MAX_SIZE", "64KiB"), nullptr);
+  EXPECT_EQ(o.max_size, 65536u);
+}
+
+// A size limit: the trace stops short of it and ends with an End record (stopped on request);
+// the program goes on and memtide says so once. `big 300` writes about 2.5 MB of trace.
+TEST(Lifecycle, SizeLimitStopsRecordingNotTheProgram) {
+  TempDir dir;
+  const fs::path out = dir.path() / "t.mtide";
+  RunResult r;
+  auto traces = traced({MT_LIFECYCLE, "big", "300"}, dir.path(), &r,
+                       {{"MEMTIDE_OUTPUT", out.string()}, {"MEMTIDE_MAX_SIZE", "256KiB"}});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("big done"), std::string::npos);
+  size_t messages = 0;
+  for (size_t pos = 0; (pos = r.err.find("memtide[", pos)) != std::string::npos; ++pos) ++messages;
+  EXPECT_EQ(messages, 1u) << r.err;
+  EXPECT_NE(r.err.find("size limit"), std::string::npos) << r.err;
+  ASSERT_EQ(traces.size(), 1u);
+  EXPECT_LE(fs::file_size(out), 256u * 1024u);
+  EXPECT_GT(fs::file_size(out), 128u * 1024u) << "the trace stopped far short of its limit";
+  const Replay t = replay_trace(traces[0]);
+  ASSERT_TRUE(t.read_ok) << t.error;
+  expect_consistent(t);
+  EXPECT_TRUE(t.ended);
+  EXPECT_EQ(t.end_reason, memtide::fmt::EndReason::Detached);
+  EXPECT_GT(t.allocs[static_cast<unsigned>(Api::Malloc)], 1000u);
+  EXPECT_LT(t.allocs[static_cast<unsigned>(Api::Malloc)], 300u * 2001u) << "recording went on past the limit";
+  // Through the wrapper: --max-size, with the names appended to the stopped trace.
+  const fs::path w = dir.path() / "w.mtide";
+  RunResult rw = run({MT_WRAPPER, "run", "--max-size", "300KB", "-o", w.string(), "--", MT_LIFECYCLE, "big", "300"}, {},
+                     dir.path());
+  EXPECT_EQ(rw.status, 0) << rw.err;
+  const Replay tw = replay_trace(w.string());
+  ASSERT_TRUE(tw.read_ok) << tw.error;
+  EXPECT_EQ(tw.end_reason, memtide::fmt::EndReason::Detached);
+  RunResult bad = run({MT_WRAPPER, "run", "--max-size", "lots", "--", MT_LIFECYCLE, "quick-exit"}, {}, dir.path());
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("MEMTIDE_MAX_SIZE"), std::string::npos) << bad.err;
 }
 
 TEST(Wrapper, RunPassesExitStatusAndWritesPrivateFile) {
