@@ -265,14 +265,21 @@ bool append_watermark(uint64_t w) {
   return written;
 }
 
-void append_end(fmt::EndReason reason, uint64_t status) {
-  uint64_t allocs = g.exited_allocs, frees = g.exited_frees;
+// The recorder's counts of allocations and frees so far, for the End record.
+void recorded_counts(uint64_t& allocs, uint64_t& frees) {
+  allocs = g.exited_allocs;
+  frees = g.exited_frees;
   pthread_mutex_lock(&g.registry_mutex);
   for (Stream* s = g.registry; s; s = s->reg_next) {
     allocs += __atomic_load_n(&s->allocs, __ATOMIC_RELAXED);
     frees += __atomic_load_n(&s->frees, __ATOMIC_RELAXED);
   }
   pthread_mutex_unlock(&g.registry_mutex);
+}
+
+void append_end(fmt::EndReason reason, uint64_t status) {
+  uint64_t allocs, frees;
+  recorded_counts(allocs, frees);
   uint8_t rec[64];
   Stream* s = &g.shared;
   pthread_mutex_lock(&g.shared_mutex);
@@ -290,13 +297,8 @@ void append_end(fmt::EndReason reason, uint64_t status) {
 // program goes on. No lock is held by the caller.
 void write_capped_end() {
   g_capped_ended = true;
-  uint64_t allocs = g.exited_allocs, frees = g.exited_frees;
-  pthread_mutex_lock(&g.registry_mutex);
-  for (Stream* s = g.registry; s; s = s->reg_next) {
-    allocs += __atomic_load_n(&s->allocs, __ATOMIC_RELAXED);
-    frees += __atomic_load_n(&s->frees, __ATOMIC_RELAXED);
-  }
-  pthread_mutex_unlock(&g.registry_mutex);
+  uint64_t allocs, frees;
+  recorded_counts(allocs, frees);
   Stream* s = &g.shared;
   const uint64_t now = now_ns();
   const uint64_t t = now > s->w_time ? now : s->w_time;  // w_time: past every stream-0 record

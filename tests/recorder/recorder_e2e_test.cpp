@@ -488,6 +488,13 @@ TEST(Lifecycle, SigkillLosesAtMostTheLastFlush) {
   EXPECT_EQ(t.double_allocs, 0u);
 }
 
+// How many messages the recorder printed ("memtide[pid]: ...").
+size_t recorder_messages(const std::string& err) {
+  size_t n = 0;
+  for (size_t pos = 0; (pos = err.find("memtide[", pos)) != std::string::npos; ++pos) ++n;
+  return n;
+}
+
 // A full disk: the program goes on, memtide says so once and stops recording.
 TEST(Lifecycle, FullDiskStopsRecordingNotTheProgram) {
   TempDir dir;
@@ -499,9 +506,7 @@ TEST(Lifecycle, FullDiskStopsRecordingNotTheProgram) {
   auto traces = traced({MT_LIFECYCLE, "big", "300"}, dir.path(), &r, {{"MEMTIDE_OUTPUT", (mnt / "t.mtide").string()}});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("big done"), std::string::npos);
-  size_t messages = 0;
-  for (size_t pos = 0; (pos = r.err.find("memtide[", pos)) != std::string::npos; ++pos) ++messages;
-  EXPECT_EQ(messages, 1u) << r.err;
+  EXPECT_EQ(recorder_messages(r.err), 1u) << r.err;
   EXPECT_NE(r.err.find("recording stopped"), std::string::npos) << r.err;
   ASSERT_EQ(traces.size(), 1u);
   const Replay t = replay_trace(traces[0]);
@@ -541,9 +546,7 @@ TEST(Lifecycle, SizeLimitStopsRecordingNotTheProgram) {
                        {{"MEMTIDE_OUTPUT", out.string()}, {"MEMTIDE_MAX_SIZE", "256KiB"}});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("big done"), std::string::npos);
-  size_t messages = 0;
-  for (size_t pos = 0; (pos = r.err.find("memtide[", pos)) != std::string::npos; ++pos) ++messages;
-  EXPECT_EQ(messages, 1u) << r.err;
+  EXPECT_EQ(recorder_messages(r.err), 1u) << r.err;
   EXPECT_NE(r.err.find("size limit"), std::string::npos) << r.err;
   ASSERT_EQ(traces.size(), 1u);
   EXPECT_LE(fs::file_size(out), 256u * 1024u);
