@@ -31,7 +31,7 @@ std::string end_description(const Model& m) {
     case fmt::EndReason::Signal: return "killed by " + signal_name(e.status);
     case fmt::EndReason::Exec: return "exec'd another program";
     case fmt::EndReason::Error: return "recording stopped after an error";
-    case fmt::EndReason::Detached: return "recording stopped on request";
+    case fmt::EndReason::Detached: return "recording stopped at the trace's size limit";
     default: return "unknown end";
   }
 }
