@@ -66,6 +66,7 @@ int run_summary(const std::string& manifest) {
               << " blocks not freed";
     if (m.truncated) std::cout << " (truncated trace)";
     else if (!m.complete) std::cout << " (no end record)";
+    else if (m.end && m.end->reason == fmt::EndReason::Detached) std::cout << " (recording stopped at the size limit)";
     std::cout << '\n';
   }
   return status;
