@@ -374,8 +374,8 @@ void seen_table_free(SeenStack* t) {
 
 namespace {
 
-// The thread's table of kept stacks, made at its kSeenRound-th walk; false until then (and
-// for good when there is no memory for it).
+// The thread's table of kept stacks, mapped at its kSeenRound-th walk; false until then, and
+// for another round whenever kMaxSeenTables threads hold one or the mapping fails.
 inline bool seen_table(UnwindMemo* m) {
   if (MT_LIKELY(m->seen != nullptr)) return true;
   if (++m->seen_wait < kSeenRound) return false;
