@@ -69,6 +69,11 @@ struct StackMetrics {
   uint64_t peak_blocks = 0, peak_bytes = 0;  // live at the domain's high-water mark
   uint64_t at_blocks = 0, at_bytes = 0;      // live at ReplayOptions::at
   uint64_t first_leak_time = 0, last_leak_time = 0;  // allocation times of the leaked blocks
+  // Of the leaked heap blocks, when the trace has a complete leak scan (LeakScanInfo): those
+  // still reachable at exit, and the indirect leaks (reachable only from other leaks). The
+  // definite leaks are the rest.
+  uint64_t reachable_blocks = 0, reachable_bytes = 0;
+  uint64_t indirect_blocks = 0, indirect_bytes = 0;
 
   uint64_t value(Metric m) const {
     switch (m) {
@@ -111,6 +116,8 @@ struct Totals {
   uint64_t temporaries = 0, temporary_bytes = 0;
   uint64_t peak_bytes = 0, peak_blocks = 0, peak_time = 0;  // high-water mark of counted live bytes
   uint64_t leaked_bytes = 0, leaked_blocks = 0;             // counted blocks live at the end
+  uint64_t reachable_bytes = 0, reachable_blocks = 0;       // of those, still reachable (leak scan)
+  uint64_t indirect_bytes = 0, indirect_blocks = 0;         // of those, indirect leaks (leak scan)
   uint64_t at_bytes = 0, at_blocks = 0;                     // counted blocks live at `at`
 };
 
@@ -247,6 +254,12 @@ struct EmbeddedSymbol {
 struct Model {
   // Where the trace stands.
   bool complete = false;          // an End record was read
+  // The reachability scan the recorder made at exit (--leak-scan), if any: with a complete one
+  // the heap's leaks are classified (StackMetrics::reachable_*, indirect_*).
+  struct LeakScanInfo {
+    bool present = false, complete = false;
+    uint64_t regions = 0, words = 0, refs = 0, duration_ns = 0;
+  } leak_scan;
   std::optional<fmt::End> end;
   bool truncated = false;         // the file ended inside a block: analysed up to the cut
   bool corrupt = false;           // a bad block or record was skipped

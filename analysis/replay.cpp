@@ -32,6 +32,7 @@
 #include <unordered_map>
 
 #include "analysis/live_map.h"
+#include "analysis/reach.h"
 #include "formats/decoder.h"
 #include "formats/merge.h"
 #include "formats/reader.h"
@@ -225,6 +226,7 @@ class Replayer : public NullVisitor {
     m_.end = x;
   }
   void on_symbols(uint32_t, const Symbols& x) { add_embedded(m_, x); }
+  void on_scan(uint32_t, const Scan& x) { scan_.add(x); }
 
   void on_alloc(uint32_t stream, const Alloc& a) {
     note_time(a.time);
@@ -327,6 +329,7 @@ class Replayer : public NullVisitor {
   uint64_t next_mapping_ = 1;
   std::map<std::tuple<uint64_t, uint8_t, uint8_t>, size_t> mismatch_index_;
   std::map<std::tuple<uint8_t, uint32_t, uint8_t>, size_t> unknown_index_;
+  ScanData scan_;  // the leak scan at exit
 };
 
 // ---------------------------------------------------------------------------------------
@@ -579,6 +582,38 @@ void Replayer::finish_into(Model& out) const {
       if (b.counted && b.stack != kNoStack) leak(v[b.stack], b.bytes, b.time);
     });
   }
+  // With a complete leak scan: which of the heap's leaked blocks are still reachable, and
+  // which are indirect leaks.
+  uint64_t reach_bytes[3] = {}, reach_blocks[3] = {};
+  if (scan_.complete()) {
+    std::vector<std::pair<uint64_t, const LiveBlock*>> live;
+    live.reserve(live_[0].size());
+    live_[0].for_each([&](uint64_t addr, const LiveBlock& b) { live.emplace_back(addr, &b); });
+    std::sort(live.begin(), live.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<ScanData::Block> blocks;
+    blocks.reserve(live.size());
+    for (const auto& [addr, b] : live) blocks.push_back({addr, b->bytes});
+    const std::vector<Reach> cls = scan_.classify(blocks);
+    for (std::size_t i = 0; i < live.size(); ++i) {
+      const LiveBlock& b = *live[i].second;
+      if (!b.counted || cls[i] == Reach::Definite) continue;
+      const auto k = static_cast<unsigned>(cls[i]);
+      reach_bytes[k] += b.bytes;
+      ++reach_blocks[k];
+      if (b.stack == kNoStack) continue;
+      StackMetrics& m = ms[0][b.stack];
+      if (cls[i] == Reach::Reachable) {
+        ++m.reachable_blocks;
+        m.reachable_bytes += b.bytes;
+      } else {
+        ++m.indirect_blocks;
+        m.indirect_bytes += b.bytes;
+      }
+    }
+  }
+  out.leak_scan = {scan_.present(), scan_.complete(), scan_.regions(), scan_.words(), scan_.refs(), scan_.duration_ns()};
+  if (scan_.present() && !scan_.complete())
+    out.warnings.push_back("the leak scan at exit did not complete: every block not freed counts as leaked");
   std::vector<StackMetrics>& mv = ms[static_cast<unsigned>(Domain::Mmap)];
   for (const auto& [id, mp] : mappings_)
     if (mp.counted && mp.stack != kNoStack) leak(mv[mp.stack], mp.live, mp.time);
@@ -588,6 +623,12 @@ void Replayer::finish_into(Model& out) const {
     Totals t = ds.t;
     t.leaked_bytes = ds.live_bytes;
     t.leaked_blocks = ds.live_blocks;
+    if (di == static_cast<unsigned>(Domain::Heap)) {
+      t.reachable_bytes = reach_bytes[static_cast<unsigned>(Reach::Reachable)];
+      t.reachable_blocks = reach_blocks[static_cast<unsigned>(Reach::Reachable)];
+      t.indirect_bytes = reach_bytes[static_cast<unsigned>(Reach::Indirect)];
+      t.indirect_blocks = reach_blocks[static_cast<unsigned>(Reach::Indirect)];
+    }
     if (at_now) {
       t.at_bytes = ds.live_bytes;
       t.at_blocks = ds.live_blocks;

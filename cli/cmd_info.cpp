@@ -103,6 +103,7 @@ struct InfoCollector : NullVisitor {
     end = x;
   }
   void on_symbols(uint32_t, const Symbols&) { count(RecordType::Symbols); }
+  void on_scan(uint32_t, const Scan&) { count(RecordType::Scan); }
   void on_alloc(uint32_t, const Alloc& x) { timed(RecordType::Alloc, x.time); }
   void on_free(uint32_t, const Free& x) { timed(RecordType::Free, x.time); }
   void on_unknown(uint32_t, uint8_t tag, std::span<const uint8_t>) { ++unknown[tag]; }

@@ -54,6 +54,15 @@ json stack_items(const Model& m, Symbolizer& sym, Domain d, Metric metric, const
     if (metric == Metric::Leaked) {
       j["first_alloc_time_ns"] = rel(m, s->m.first_leak_time);
       j["last_alloc_time_ns"] = rel(m, s->m.last_leak_time);
+      if (m.leak_scan.complete && d == Domain::Heap) {
+        const StackMetrics& x = s->m;
+        j["definite_bytes"] = x.leaked_bytes - x.reachable_bytes - x.indirect_bytes;
+        j["definite_count"] = x.leaked_blocks - x.reachable_blocks - x.indirect_blocks;
+        j["indirect_bytes"] = x.indirect_bytes;
+        j["indirect_count"] = x.indirect_blocks;
+        j["reachable_bytes"] = x.reachable_bytes;
+        j["reachable_count"] = x.reachable_blocks;
+      }
     }
     if (metric == Metric::Allocated) {
       j["temporary_count"] = s->m.temp_count;
@@ -115,6 +124,17 @@ json report_json(const Model& m, Symbolizer& sym, const ReportOptions& o) {
   j["peak_time_ns"] = rel(m, h.peak_time);
   j["leaked_bytes"] = h.leaked_bytes;
   j["leaked_blocks"] = h.leaked_blocks;
+  j["leak_scan"] = m.leak_scan.complete
+                       ? json{{"definite_bytes", h.leaked_bytes - h.reachable_bytes - h.indirect_bytes},
+                              {"definite_blocks", h.leaked_blocks - h.reachable_blocks - h.indirect_blocks},
+                              {"indirect_bytes", h.indirect_bytes},
+                              {"indirect_blocks", h.indirect_blocks},
+                              {"reachable_bytes", h.reachable_bytes},
+                              {"reachable_blocks", h.reachable_blocks},
+                              {"words_scanned", m.leak_scan.words},
+                              {"pointers", m.leak_scan.refs},
+                              {"duration_ns", m.leak_scan.duration_ns}}
+                       : json(nullptr);
   j["temporary_allocations"] = h.temporaries;
   j["temporary_bytes"] = h.temporary_bytes;
   j["peak_rss_bytes"] = m.peak_rss;
@@ -170,6 +190,19 @@ std::string percent(uint64_t part, uint64_t whole) {
   return buf;
 }
 
+// "definite 516 B in 2 blocks, indirect 48 B in 2 blocks, still reachable 1.1 KiB in 6 blocks"
+std::string leak_kinds(const StackMetrics& x) {
+  std::string out;
+  auto part = [&](const char* what, uint64_t bytes, uint64_t blocks) {
+    if (!blocks) return;
+    out += (out.empty() ? "" : ", ") + std::string(what) + " " + human_bytes(bytes) + " in " + count_of(blocks, "block", "blocks");
+  };
+  part("definite", x.leaked_bytes - x.reachable_bytes - x.indirect_bytes, x.leaked_blocks - x.reachable_blocks - x.indirect_blocks);
+  part("indirect", x.indirect_bytes, x.indirect_blocks);
+  part("still reachable", x.reachable_bytes, x.reachable_blocks);
+  return out;
+}
+
 void row(const char* label, const std::string& v) { std::printf("%-11s %s\n", label, v.c_str()); }
 
 void print_section(const Model& m, Symbolizer& sym, const char* title, Domain d, Metric metric, const ReportOptions& o) {
@@ -183,6 +216,7 @@ void print_section(const Model& m, Symbolizer& sym, const char* title, Domain d,
       case Metric::Leaked:
         line = human_bytes(s->m.leaked_bytes) + " in " + count_of(s->m.leaked_blocks, "block", "blocks") + ", allocated " +
                rel_time(m, s->m.first_leak_time) + " .. " + rel_time(m, s->m.last_leak_time);
+        if (m.leak_scan.complete && d == Domain::Heap) line += " (" + leak_kinds(s->m) + ")";
         break;
       case Metric::Peak:
         line = human_bytes(s->m.peak_bytes) + " in " + count_of(s->m.peak_blocks, "block", "blocks");
@@ -222,7 +256,20 @@ void report_text(const Model& m, Symbolizer& sym, const ReportOptions& o) {
                   percent(h.temporaries, h.allocations));
   row("peak", human_bytes(h.peak_bytes) + " in " + count_of(h.peak_blocks, "block", "blocks") + " at " +
                   rel_time(m, h.peak_time));
-  row("leaked", human_bytes(h.leaked_bytes) + " in " + count_of(h.leaked_blocks, "block", "blocks"));
+  {
+    std::string leaked = human_bytes(h.leaked_bytes) + " in " + count_of(h.leaked_blocks, "block", "blocks");
+    if (m.leak_scan.complete) {
+      StackMetrics x;
+      x.leaked_bytes = h.leaked_bytes;
+      x.leaked_blocks = h.leaked_blocks;
+      x.reachable_bytes = h.reachable_bytes;
+      x.reachable_blocks = h.reachable_blocks;
+      x.indirect_bytes = h.indirect_bytes;
+      x.indirect_blocks = h.indirect_blocks;
+      leaked += " not freed: " + leak_kinds(x);
+    }
+    row("leaked", leaked);
+  }
   for (Domain d : {Domain::Mmap, Domain::Custom}) {
     const Totals& t = m.totals[static_cast<unsigned>(d)];
     if (!t.allocations && !t.frees) continue;

@@ -48,6 +48,7 @@ class RecordVisitor {
   virtual void on_watermark(uint32_t, const Watermark&) {}
   virtual void on_end(uint32_t, const End&) {}
   virtual void on_symbols(uint32_t, const Symbols&) {}
+  virtual void on_scan(uint32_t, const Scan&) {}
   virtual void on_alloc(uint32_t, const Alloc&) {}
   virtual void on_free(uint32_t, const Free&) {}
   // A length-prefixed record whose tag this reader does not know; it has been skipped.
@@ -71,6 +72,7 @@ struct NullVisitor {
   void on_watermark(uint32_t, const Watermark&) {}
   void on_end(uint32_t, const End&) {}
   void on_symbols(uint32_t, const Symbols&) {}
+  void on_scan(uint32_t, const Scan&) {}
   void on_alloc(uint32_t, const Alloc&) {}
   void on_free(uint32_t, const Free&) {}
   void on_unknown(uint32_t, uint8_t, std::span<const uint8_t>) {}
@@ -305,6 +307,33 @@ template <class V>
       v.on_symbols(stream, x);
       break;
     }
+    case tag_of(RecordType::Scan): {
+      Scan x;
+      uint8_t op;
+      if (!c.get_u8(op)) return DecodeError::Fields;
+      x.op = static_cast<ScanOp>(op);
+      if (x.op == ScanOp::Region) {
+        uint8_t kind;
+        if (!(c.get_varint(x.index) && c.get_u8(kind) && c.get_varint(x.start) && c.get_varint(x.end)))
+          return DecodeError::Fields;
+        x.kind = static_cast<ScanKind>(kind);
+      } else if (x.op == ScanOp::Refs) {
+        if (!c.get_varint(x.count)) return DecodeError::Fields;
+        if (x.count > c.remaining() / 2) return DecodeError::Fields;  // a pair takes >= 2 bytes
+        x.data = c.pos();
+        for (uint64_t i = 0; i < x.count; ++i) {
+          uint64_t u;
+          int64_t d;
+          if (!(c.get_varint(u) && c.get_svarint(d))) return DecodeError::Fields;
+        }
+        x.data_end = c.pos();
+      } else if (x.op == ScanOp::Done) {
+        if (!(c.get_varint(x.regions) && c.get_varint(x.words) && c.get_varint(x.refs) && c.get_varint(x.duration_ns)))
+          return DecodeError::Fields;
+      }  // (another op: a newer version's; passed on, readers ignore it)
+      v.on_scan(stream, x);
+      break;
+    }
     default:
       v.on_unknown(stream, tag, std::span<const uint8_t>(body, body_end));
       break;
@@ -441,6 +470,28 @@ class ArgvIterator {
  private:
   wire::Cursor c_;
   uint64_t left_;
+};
+
+// The (address, value) pairs of a Scan Refs record, in order.
+class ScanRefIterator {
+ public:
+  explicit ScanRefIterator(const Scan& s) : c_(s.data, s.data_end), left_(s.count) {}
+  bool next(uint64_t& loc, uint64_t& value) {
+    uint64_t dloc;
+    int64_t dval;
+    if (left_ == 0 || !(c_.get_varint(dloc) && c_.get_svarint(dval))) return false;
+    --left_;
+    loc_ += dloc * 8;
+    value_ += static_cast<uint64_t>(dval);
+    loc = loc_;
+    value = value_;
+    return true;
+  }
+
+ private:
+  wire::Cursor c_;
+  uint64_t left_;
+  uint64_t loc_ = 0, value_ = 0;
 };
 
 // One entry of a Symbols record: the code at module offset `offset` belongs to `function`

@@ -53,6 +53,33 @@ std::size_t RecordBuilder::finish() {
   return 1 + len_size + payload;
 }
 
+std::size_t encode_scan_region(uint8_t* out, std::size_t cap, uint64_t index, ScanKind kind, uint64_t start,
+                               uint64_t end) {
+  RecordBuilder b(out, cap, RecordType::Scan);
+  b.u8(static_cast<uint8_t>(ScanOp::Region)).varint(index).u8(static_cast<uint8_t>(kind)).varint(start).varint(end);
+  return b.finish();
+}
+
+std::size_t encode_scan_refs(uint8_t* out, std::size_t cap, const uint64_t* locs, const uint64_t* values,
+                             std::size_t n) {
+  RecordBuilder b(out, cap, RecordType::Scan);
+  b.u8(static_cast<uint8_t>(ScanOp::Refs)).varint(n);
+  uint64_t loc = 0, value = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    b.varint((locs[i] - loc) / 8).svarint(static_cast<int64_t>(values[i] - value));
+    loc = locs[i];
+    value = values[i];
+  }
+  return b.finish();
+}
+
+std::size_t encode_scan_done(uint8_t* out, std::size_t cap, uint64_t regions, uint64_t words, uint64_t refs,
+                             uint64_t duration_ns) {
+  RecordBuilder b(out, cap, RecordType::Scan);
+  b.u8(static_cast<uint8_t>(ScanOp::Done)).varint(regions).varint(words).varint(refs).varint(duration_ns);
+  return b.finish();
+}
+
 uint32_t checksum32(const void* data, std::size_t n) {
   return static_cast<uint32_t>(XXH3_64bits(data, n));
 }

@@ -40,6 +40,16 @@ class RecordBuilder {
 
 inline constexpr std::size_t kLengthSlot = 5;
 
+// Scan records (records.h), written whole into `out`. Each returns the record's size, or 0 when
+// it does not fit in `cap` bytes. encode_scan_refs takes `n` pairs whose addresses ascend in
+// steps of multiples of 8 (the first may be any multiple of 8); at most 11 + 20 * n bytes.
+std::size_t encode_scan_region(uint8_t* out, std::size_t cap, uint64_t index, ScanKind kind, uint64_t start,
+                               uint64_t end);
+std::size_t encode_scan_refs(uint8_t* out, std::size_t cap, const uint64_t* locs, const uint64_t* values,
+                             std::size_t n);
+std::size_t encode_scan_done(uint8_t* out, std::size_t cap, uint64_t regions, uint64_t words, uint64_t refs,
+                             uint64_t duration_ns);
+
 // File header (kFileHeaderSize bytes).
 void encode_file_header(uint8_t* out, uint32_t flags);
 

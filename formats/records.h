@@ -32,7 +32,7 @@ namespace memtide::fmt {
 //   28 u32    checksum: low 32 bits of XXH3_64 over bytes [0, 28)
 inline constexpr uint8_t kFileMagic[8] = {0x8A, 'M', 'T', 'I', 'D', 'E', '\r', '\n'};
 inline constexpr uint16_t kVersionMajor = 1;
-inline constexpr uint16_t kVersionMinor = 2;
+inline constexpr uint16_t kVersionMinor = 3;
 inline constexpr uint32_t kFileHeaderSize = 32;
 inline constexpr uint32_t kFileFlagSampled = 1u << 0;
 // Set by writers that flag every block holding StackDef or Symbols records (below), so that a
@@ -171,6 +171,7 @@ enum class RecordType : uint8_t {
   Watermark,
   End,
   Symbols,
+  Scan,
   Alloc,
   Free,
   Count
@@ -195,6 +196,7 @@ inline constexpr uint8_t kRecordTag[kRecordTypeCount] = {
     0x0B,  // Watermark
     0x0C,  // End
     0x0D,  // Symbols
+    0x0E,  // Scan
     kTagAllocBase,
     kTagFreeBase,
 };
@@ -208,7 +210,7 @@ constexpr std::string_view record_type_name(RecordType t) {
   constexpr std::string_view names[] = {"process",    "module_load", "module_unload", "thread_start",
                                         "thread_name", "thread_exit", "stack",         "counters",
                                         "marker",     "sample_weight", "watermark",    "end",
-                                        "symbols",    "alloc",       "free"};
+                                        "symbols",    "scan",        "alloc",        "free"};
   static_assert(sizeof(names) / sizeof(names[0]) == kRecordTypeCount);
   const auto i = static_cast<unsigned>(t);
   return i < kRecordTypeCount ? names[i] : std::string_view("?");
@@ -218,7 +220,7 @@ constexpr std::string_view record_type_name(RecordType t) {
 constexpr bool is_timed(RecordType t) {
   switch (t) {
     case RecordType::ProcessInfo: case RecordType::StackDef: case RecordType::SampleWeight:
-    case RecordType::Symbols: return false;
+    case RecordType::Symbols: case RecordType::Scan: return false;
     default: return true;
   }
 }
@@ -357,6 +359,33 @@ struct Symbols {
   uint64_t count = 0;
   const uint8_t* data = nullptr;
   const uint8_t* end = nullptr;
+};
+
+// Scan (0x0E), untimed, stream 0: the reachability scan made at exit (`--leak-scan`). A u8
+// op, then:
+//   1 Region: varint index, u8 kind (ScanKind), varint start, varint end
+//       a range of memory the scan read, [start, end)
+//   2 Refs:   varint count, count x (varint dloc, svarint dvalue)
+//       words that hold a value inside some writable anonymous mapping or the heap: the word's
+//       address is the previous one + 8 * dloc, its value the previous value + dvalue (both
+//       start at 0 in each record)
+//   3 Done:   varint regions, varint words, varint refs, varint duration_ns
+//       the scan is complete; a trace without it has no usable scan
+enum class ScanOp : uint8_t { Region = 1, Refs = 2, Done = 3 };
+enum class ScanKind : uint8_t {
+  Root = 1,     // always a root: module data, the scanning thread's stack above its stack
+                // pointer, its static TLS
+  Mapping = 2,  // another writable mapping: a root unless heap blocks live in it
+  Heap = 3,     // the brk heap: never a root, only the live blocks in it count
+};
+struct Scan {
+  ScanOp op = ScanOp::Region;
+  ScanKind kind = ScanKind::Root;  // Region
+  uint64_t index = 0, start = 0, end = 0;  // Region
+  uint64_t count = 0;  // Refs: the number of pairs in [data, data_end)
+  const uint8_t* data = nullptr;
+  const uint8_t* data_end = nullptr;
+  uint64_t regions = 0, words = 0, refs = 0, duration_ns = 0;  // Done
 };
 
 // Alloc (0x40 + api): varint dt, svarint daddr, varint size, varint stack

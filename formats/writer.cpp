@@ -333,6 +333,13 @@ void TraceWriter::append_symbols(uint32_t s, uint64_t module_id, std::span<const
   build(s, p, b, max);
 }
 
+void TraceWriter::append_record(uint32_t s, std::span<const uint8_t> record) {
+  Pending& p = pending(s);
+  uint8_t* out = reserve(s, p, record.size());
+  if (!record.empty()) std::memcpy(out, record.data(), record.size());
+  commit(s, p, record.size());
+}
+
 void TraceWriter::append_unknown(uint32_t s, uint8_t tag, std::span<const uint8_t> payload) {
   Pending& p = pending(s);
   const std::size_t max = 1 + wire::kMaxVarint + payload.size();

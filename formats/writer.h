@@ -68,6 +68,8 @@ class TraceWriter {
   void append_symbols(uint32_t stream, uint64_t module_id, std::span<const SymbolEntry> entries);
   // A length-prefixed record with any tag and payload (for extension tests).
   void append_unknown(uint32_t stream, uint8_t tag, std::span<const uint8_t> payload);
+  // A whole untimed record, already encoded (e.g. by encode_scan_refs).
+  void append_record(uint32_t stream, std::span<const uint8_t> record);
   // Already-encoded record bytes; the caller states the registers after them.
   void append_raw(uint32_t stream, std::span<const uint8_t> bytes, uint64_t time_after, uint64_t addr_after);
 

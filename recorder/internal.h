@@ -391,6 +391,13 @@ void writer_finish(fmt::EndReason reason, uint64_t status, int timeout_ms);
 // (only callers that hold no lock the writer takes: not the process stream's).
 void enqueue_chunk(Chunk* c, bool may_wait);
 void writer_reset_after_fork();
+// Waits (a few seconds at most) while much is queued for the writer: for long runs of records
+// into the process stream, whose appends never wait themselves.
+void wait_for_writer();
+
+// leak_scan.cpp: the reachability scan at exit (--leak-scan). `sp`: the scanning thread's stack
+// is read from there up.
+void leak_scan(uintptr_t sp);
 void writer_reopened();  // after on_exec_failed reopened g.fd
 
 }  // namespace memtide::rec

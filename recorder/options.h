@@ -41,6 +41,7 @@ struct Options {
   uint32_t flush_interval_ms = 20;
   int compression = 0;
   uint64_t max_size = 0;  // bytes; 0: no limit
+  bool leak_scan = false;
   bool quiet = false;
 };
 
@@ -127,6 +128,8 @@ inline const char* apply_option(Options& o, const char* env, const char* value) 
       if (v != 0 && v < 64 * 1024) err = "too small (at least 64KiB, or 0 for no limit)";
       else o.max_size = v;
     }
+  } else if (!std::strcmp(env, "MEMTIDE_LEAK_SCAN")) {
+    err = parse_bool(value, o.leak_scan);
   } else if (!std::strcmp(env, "MEMTIDE_QUIET")) {
     err = parse_bool(value, o.quiet);
   } else {

@@ -192,6 +192,29 @@ constexpr size_t kWakeQueued = 1u << 20;
 std::atomic<size_t> g_queued{0};
 pthread_cond_t g_space_cond = PTHREAD_COND_INITIALIZER;
 
+}  // namespace
+
+void wait_for_writer() {
+  if (g_queued.load(std::memory_order_relaxed) <= kMaxQueued) return;
+  pthread_mutex_lock(&g.queue_mutex);
+  pthread_cond_signal(&g.queue_cond);
+  for (int i = 0; i < 200 && g.writer_running && !g.writer_stop &&
+                  g_queued.load(std::memory_order_relaxed) > kMaxQueued / 2;
+       ++i) {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_nsec += 20000000;
+    if (ts.tv_nsec >= 1000000000L) {
+      ts.tv_sec += 1;
+      ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&g_space_cond, &g.queue_mutex, &ts);
+  }
+  pthread_mutex_unlock(&g.queue_mutex);
+}
+
+namespace {
+
 void drain_queue() {
   for (Chunk* c = take_queue(); c;) {
     Chunk* next = c->next;

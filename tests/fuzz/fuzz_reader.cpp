@@ -50,6 +50,11 @@ struct Toucher : NullVisitor {
       bytes(e.file);
     }
   }
+  void on_scan(uint32_t, const Scan& x) {
+    sum += x.start ^ x.end ^ x.regions;
+    ScanRefIterator it(x);
+    for (uint64_t loc, value; it.next(loc, value);) sum += loc ^ value;
+  }
   void on_alloc(uint32_t, const Alloc& x) { sum += x.time ^ x.addr ^ x.size ^ x.stack ^ x.weight; }
   void on_free(uint32_t, const Free& x) { sum += x.time ^ x.addr ^ x.length; }
   void on_unknown(uint32_t, uint8_t, std::span<const uint8_t> p) {

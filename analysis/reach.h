@@ -1,0 +1,53 @@
+// Reachability of the heap blocks live at the end of a trace, from the recorder's scan at exit
+// (recorder/leak_scan.cpp, Scan records in formats/records.h), as LeakSanitizer classifies
+// leaks:
+//
+//   - roots: words in Root regions, and in Mapping regions that hold no live block (other
+//     threads' stacks, module .bss, the program's own mappings);
+//   - a block is reachable when a root or a reachable block holds a pointer to it, to its first
+//     byte or any byte inside it (an interior pointer, as LeakSanitizer counts them);
+//   - an unreachable block that another unreachable block points to is an indirect leak; the
+//     other unreachable blocks are definite leaks.
+//
+// Words in the brk heap and in Mapping regions that hold live blocks count only when they lie
+// inside a live block: the rest there is free memory or the allocator's own, whose stale
+// pointers must not keep blocks alive.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "formats/records.h"
+
+namespace memtide::analysis {
+
+enum class Reach : uint8_t { Definite = 0, Indirect = 1, Reachable = 2 };
+
+class ScanData {
+ public:
+  void add(const fmt::Scan& x);
+  bool present() const { return present_; }
+  bool complete() const { return done_; }
+  uint64_t regions() const { return regions_.size(); }
+  uint64_t refs() const { return refs_.size(); }
+  uint64_t words() const { return words_; }
+  uint64_t duration_ns() const { return duration_ns_; }
+
+  struct Block {
+    uint64_t addr = 0, size = 0;
+  };
+  // One class per block of `blocks`, which must be sorted by address and not overlap.
+  std::vector<Reach> classify(const std::vector<Block>& blocks) const;
+
+ private:
+  struct Region {
+    uint64_t start, end;
+    fmt::ScanKind kind;
+  };
+  bool present_ = false, done_ = false;
+  uint64_t words_ = 0, duration_ns_ = 0;
+  std::vector<Region> regions_;
+  std::vector<std::pair<uint64_t, uint64_t>> refs_;  // (address of the word, its value)
+};
+
+}  // namespace memtide::analysis
