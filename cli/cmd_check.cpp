@@ -3,8 +3,9 @@
 //   exit 0  within every limit          exit 1  a limit is broken (offending stacks printed,
 //   exit 2  usage or file error                 largest first, readable in a CI log)
 //
-// Leaks are heap blocks (malloc family, new/delete) not freed when the trace ended, minus
-// those whose stack matches a suppression (LSan format, see analysis/suppressions.h, plus the
+// Leaks are heap blocks (malloc family, new/delete) not freed when the trace ended (when the
+// trace has a complete leak scan, analysis/reach.h: only those unreachable at exit, definite
+// and indirect, unless --include-reachable), minus those whose stack matches a suppression (LSan format, see analysis/suppressions.h, plus the
 // built-in ones unless --no-builtin-suppressions). The report says what each suppression hid.
 // --junit writes a JUnit XML file (one test case per limit); --json prints JSON instead of text.
 //
@@ -33,6 +34,7 @@ struct CheckOptions {
   std::string max_leaked_bytes, max_leaked_blocks, max_peak_bytes;  // empty: not set
   std::vector<std::string> suppressions;
   bool no_builtin = false;
+  bool include_reachable = false;
   std::string junit;
   bool json = false;
   std::size_t top = 20;
@@ -58,7 +60,12 @@ struct Limit {
 };
 
 struct Evaluation {
-  std::vector<const StackStats*> leaks;  // unsuppressed, largest first
+  // Per leaking stack, what counts: with a complete leak scan, its definite and indirect leaks
+  // (unless --include-reachable), else every block not freed.
+  std::vector<StackStats> counted;
+  std::vector<const StackStats*> leaks;  // unsuppressed, largest first (into `counted`)
+  bool scanned = false;                  // leaks are the unreachable blocks
+  uint64_t reachable_bytes = 0, reachable_blocks = 0;  // not counted
   uint64_t leaked_bytes = 0, leaked_blocks = 0;
   uint64_t suppressed_bytes = 0, suppressed_blocks = 0;
   std::vector<Limit> limits;
@@ -71,8 +78,24 @@ struct Evaluation {
 
 Evaluation evaluate(const Model& m, Symbolizer& sym, SuppressionList& supp, const CheckOptions& o) {
   Evaluation e;
-  std::vector<Frame> frames;
+  e.scanned = m.leak_scan.complete && !o.include_reachable;
   for (const StackStats* s : top_stacks(m, Domain::Heap, Metric::Leaked, SIZE_MAX)) {
+    StackStats c = *s;
+    if (e.scanned) {
+      c.m.leaked_bytes -= s->m.reachable_bytes;
+      c.m.leaked_blocks -= s->m.reachable_blocks;
+      e.reachable_bytes += s->m.reachable_bytes;
+      e.reachable_blocks += s->m.reachable_blocks;
+      if (c.m.leaked_blocks == 0) continue;
+    }
+    e.counted.push_back(c);
+  }
+  std::stable_sort(e.counted.begin(), e.counted.end(), [](const StackStats& a, const StackStats& b) {
+    return a.m.leaked_bytes != b.m.leaked_bytes ? a.m.leaked_bytes > b.m.leaked_bytes : a.stack < b.stack;
+  });
+  std::vector<Frame> frames;
+  for (const StackStats& counted : e.counted) {
+    const StackStats* s = &counted;
     sym.stack(s->stack, frames);
     const int i = supp.match(frames);
     if (i >= 0) {
@@ -126,6 +149,13 @@ void print_text(const Model& m, Symbolizer& sym, const SuppressionList& supp, co
     std::printf("  %s %s: %s (limit %s)\n", l.broken() ? "FAIL" : "ok  ", l.what.c_str(), l.value(l.actual).c_str(),
                 l.value(l.limit).c_str());
   }
+  if (e.scanned)
+    std::printf("  leaks: blocks unreachable at exit (leak scan); %s in %s still reachable, not counted "
+                "(--include-reachable counts them)\n",
+                human_bytes(e.reachable_bytes).c_str(), count_of(e.reachable_blocks, "block", "blocks").c_str());
+  else if (!m.leak_scan.complete)
+    std::printf("  leaks: every block not freed (the trace has no leak scan: record with --leak-scan, or with "
+                "memtide run --check, to count only unreachable blocks)\n");
   if (!e.leaks.empty()) {
     std::printf("\n%s leaked in %s from %s (largest first):\n", human_bytes(e.leaked_bytes).c_str(),
                 count_of(e.leaked_blocks, "block", "blocks").c_str(), count_of(e.leaks.size(), "stack", "stacks").c_str());
@@ -135,9 +165,13 @@ void print_text(const Model& m, Symbolizer& sym, const SuppressionList& supp, co
         std::printf("  ... %zu more stacks (--top to see them)\n", e.leaks.size() - i);
         break;
       }
-      std::printf("  %zu. %s in %s, allocated %s .. %s\n", ++i, human_bytes(s->m.leaked_bytes).c_str(),
-                  count_of(s->m.leaked_blocks, "block", "blocks").c_str(), rel_time(m, s->m.first_leak_time).c_str(),
-                  rel_time(m, s->m.last_leak_time).c_str());
+      std::string kinds;
+      if (e.scanned && s->m.indirect_blocks)
+        kinds = s->m.indirect_blocks == s->m.leaked_blocks ? " (indirect)"
+                                                           : " (" + human_bytes(s->m.indirect_bytes) + " indirect)";
+      std::printf("  %zu. %s in %s%s, allocated %s .. %s\n", ++i, human_bytes(s->m.leaked_bytes).c_str(),
+                  count_of(s->m.leaked_blocks, "block", "blocks").c_str(), kinds.c_str(),
+                  rel_time(m, s->m.first_leak_time).c_str(), rel_time(m, s->m.last_leak_time).c_str());
       std::fputs(stack_text(sym, s->stack, o.frames, "      ").c_str(), stdout);
     }
   }
@@ -175,6 +209,10 @@ json check_json(const Model& m, Symbolizer& sym, const SuppressionList& supp, co
   j["leaked_blocks"] = e.leaked_blocks;
   j["suppressed_bytes"] = e.suppressed_bytes;
   j["suppressed_blocks"] = e.suppressed_blocks;
+  j["leak_scan"] = m.leak_scan.complete;
+  j["leaks_counted"] = e.scanned ? "unreachable" : "not freed";
+  j["reachable_bytes"] = e.reachable_bytes;
+  j["reachable_blocks"] = e.reachable_blocks;
   j["peak_bytes"] = m.heap().peak_bytes;
   j["total_allocations"] = m.heap().allocations;
   json leaks = json::array();
@@ -182,6 +220,8 @@ json check_json(const Model& m, Symbolizer& sym, const SuppressionList& supp, co
     if (leaks.size() == o.top) break;
     leaks.push_back({{"bytes", s->m.leaked_bytes},
                      {"count", s->m.leaked_blocks},
+                     {"indirect_bytes", e.scanned ? s->m.indirect_bytes : 0},
+                     {"indirect_count", e.scanned ? s->m.indirect_blocks : 0},
                      {"stack_id", s->stack.value},
                      {"stack", stack_json(sym, s->stack, o.frames)}});
   }
@@ -308,6 +348,8 @@ Command check_command() {
                 ->check(CLI::ExistingFile);
             sub.add_flag("--no-builtin-suppressions", o->no_builtin,
                          "Do not hide the known one-time allocations of glibc and libstdc++");
+            sub.add_flag("--include-reachable", o->include_reachable,
+                         "With a leak scan in the trace, count still-reachable blocks as leaks too");
             sub.add_option("--junit", o->junit, "Also write a JUnit XML report to this file");
             sub.add_flag("--json", o->json, "Print the result as JSON instead of text");
             sub.add_option("--top", o->top, "Leak stacks printed (default 20)")->check(CLI::Range(1, 1000000));

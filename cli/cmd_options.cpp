@@ -36,7 +36,8 @@ int print_table() {
     std::printf("  %-28s %s\n  %-28s (default: %s; environment: %s)\n", flag.c_str(), o.help, "", o.def, o.env);
   }
   std::printf("  %-28s %s\n", "--check", "after the run, apply `memtide check` to the trace (exit 1 on a breach;");
-  std::printf("  %-28s %s\n", "", "the program's own failure wins); takes check's limits and --suppressions");
+  std::printf("  %-28s %s\n", "", "the program's own failure wins); takes check's limits, --suppressions and");
+  std::printf("  %-28s %s\n", "", "--include-reachable; turns --leak-scan on (--no-leak-scan: off)");
   std::printf("  %-28s %s\n", "--no-symbolize", "do not name the stacks' addresses while the program runs (memtide symbolize");
   std::printf("  %-28s %s\n", "", "--follow) nor append the names to the trace when it ends");
   std::printf("  %-28s %s\n", "", "(default: names appended; environment: MEMTIDE_SYMBOLIZE=0 turns it off)");

@@ -3,6 +3,7 @@
 // the traces. Numbers are compared with what the programs are known to have done.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -193,6 +194,93 @@ TEST(Check, BuiltinSuppressionsCanBeTurnedOff) {
   EXPECT_GT(def["suppressed_bytes"].get<uint64_t>(), 0u);
   EXPECT_EQ(j["leaked_bytes"], def["suppressed_bytes"]);
   EXPECT_EQ(r.status, 1);
+}
+
+// The leak scan at exit (recorder/leak_scan.cpp, analysis/reach.h) on tests/analysis/programs/reach.
+const std::string& reach_trace() {
+  static const std::string t = [] {
+    const std::string p = temp_dir() + "/reach.mtide";
+    const Proc r = record(p, "MEMTIDE_LEAK_SCAN=1 " MT_REACH);
+    EXPECT_EQ(r.status, 0) << r.err;
+    return p;
+  }();
+  return t;
+}
+
+// Bytes and blocks of one class (definite, indirect, reachable) of the leaks through `fn`.
+std::pair<uint64_t, uint64_t> leak_class(const json& leaks, const std::string& fn, const std::string& cls) {
+  uint64_t bytes = 0, count = 0;
+  for (const json& it : leaks)
+    if (has_function(it["stack"], fn)) {
+      bytes += it.at(cls + "_bytes").get<uint64_t>();
+      count += it.at(cls + "_count").get<uint64_t>();
+    }
+  return {bytes, count};
+}
+
+TEST(LeakScan, ClassifiesDefiniteIndirectAndStillReachable) {
+  const json j = report(reach_trace());
+  ASSERT_TRUE(j["leak_scan"].is_object()) << j.dump(1);
+  const json& l = j["leaks"];
+  using P = std::pair<uint64_t, uint64_t>;
+  // Pointer dropped: definite. A lost pair of pointers: the pair definite, what it held indirect.
+  EXPECT_EQ(leak_class(l, "lost()", "definite"), P(500, 1));
+  EXPECT_EQ(leak_class(l, "lost_pair", "definite"), P(16, 1));
+  EXPECT_EQ(leak_class(l, "pair_child", "indirect"), P(48, 2));
+  EXPECT_EQ(leak_class(l, "pair_child", "definite"), P(0, 0));
+  // Held by a global, through a list from a global, by the main thread's thread_local, by a
+  // local of a thread still running at exit: still reachable.
+  EXPECT_EQ(leak_class(l, "held_by_global", "reachable"), P(200, 1));
+  EXPECT_EQ(leak_class(l, "held_in_list", "reachable"), P(192, 3));
+  EXPECT_EQ(leak_class(l, "held_by_tls", "reachable"), P(300, 1));
+  EXPECT_EQ(leak_class(l, "held_by_thread_alloc", "reachable"), P(400, 1));
+  for (const char* fn : {"held_by_global", "held_in_list", "held_by_tls", "held_by_thread_alloc"})
+    EXPECT_EQ(leak_class(l, fn, "definite").first + leak_class(l, fn, "indirect").first, 0u) << fn;
+  // The program's own definite and indirect leaks are all there is (glibc's stdout buffer and
+  // the thread's TLS are reachable).
+  EXPECT_EQ(j["leak_scan"]["definite_bytes"], 516);
+  EXPECT_EQ(j["leak_scan"]["definite_blocks"], 2);
+  EXPECT_EQ(j["leak_scan"]["indirect_bytes"], 48);
+  EXPECT_EQ(j["leak_scan"]["indirect_blocks"], 2);
+  EXPECT_EQ(j["leaked_bytes"].get<uint64_t>(),
+            516 + 48 + j["leak_scan"]["reachable_bytes"].get<uint64_t>());
+  EXPECT_GT(j["leak_scan"]["pointers"].get<uint64_t>(), 0u);
+  // Without the scan, nothing is classified.
+  EXPECT_TRUE(report(leaky_trace())["leak_scan"].is_null());
+}
+
+TEST(LeakScan, CheckCountsOnlyUnreachableBlocks) {
+  const Proc bad = cli("check " + reach_trace());
+  EXPECT_EQ(bad.status, 1) << bad.out << bad.err;
+  EXPECT_NE(bad.out.find("564 B leaked in 4 blocks"), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find("lost()"), std::string::npos);
+  EXPECT_NE(bad.out.find("(indirect)"), std::string::npos);
+  EXPECT_EQ(bad.out.find("held_by_global"), std::string::npos) << bad.out;
+  EXPECT_EQ(cli("check --max-leaked-bytes 564 " + reach_trace()).status, 0);
+  EXPECT_EQ(cli("check --max-leaked-bytes 563 " + reach_trace()).status, 1);
+  // Suppressions see only what is counted: hiding lost_pair hides the pair and its children.
+  const std::string supp = temp_dir() + "/reach.supp";
+  {
+    std::ofstream f(supp);
+    f << "leak:lost_pair\n";
+  }
+  const json sj = json::parse(cli("check --json --suppressions " + supp + " " + reach_trace()).out);
+  EXPECT_EQ(sj["leaked_bytes"], 500);
+  EXPECT_EQ(sj["suppressed_bytes"], 64);
+  EXPECT_EQ(sj["leaks_counted"], "unreachable");
+
+  // memtide run --check scans by itself: a program whose blocks are all still reachable passes,
+  // unless reachable blocks are counted too or the scan is turned off.
+  const std::string t = temp_dir() + "/reach-ok.mtide";
+  const Proc ok = sh(std::string(MT_WRAPPER) + " run -q -o " + t + " --check -- " MT_REACH " reachable");
+  EXPECT_EQ(ok.status, 0) << ok.out << ok.err;
+  EXPECT_NE(ok.out.find("still reachable"), std::string::npos) << ok.out;
+  EXPECT_EQ(cli("check --include-reachable " + t).status, 1);
+  const Proc off = sh(std::string(MT_WRAPPER) + " run -q -o " + t + " --no-leak-scan --check -- " MT_REACH " reachable");
+  EXPECT_EQ(off.status, 1) << off.out << off.err;
+  EXPECT_NE(off.out.find("no leak scan"), std::string::npos) << off.out;
+  const Proc leaking = sh(std::string(MT_WRAPPER) + " run -q -o " + t + " --check -- " MT_REACH);
+  EXPECT_EQ(leaking.status, 1) << leaking.out << leaking.err;
 }
 
 TEST(Flamegraph, FoldedOutputSumsToTheTotals) {
