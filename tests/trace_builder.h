@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "formats/encoder.h"
 #include "formats/writer.h"
 
 namespace memtide::test {
@@ -65,6 +66,28 @@ class TraceBuilder {
     d.count = static_cast<uint32_t>(v.size());
     d.ips = v.data();
     w_.append(stream, d);
+    return *this;
+  }
+  // Leak scan records (formats/records.h, Scan), as the recorder writes them at exit.
+  TraceBuilder& scan_region(uint64_t index, fmt::ScanKind kind, uint64_t start, uint64_t end) {
+    uint8_t buf[64];
+    const std::size_t n = fmt::encode_scan_region(buf, sizeof buf, index, kind, start, end);
+    w_.append_record(0, {buf, n});
+    return *this;
+  }
+  // (address of the word, its value) pairs, addresses ascending.
+  TraceBuilder& scan_refs(std::initializer_list<std::pair<uint64_t, uint64_t>> refs) {
+    std::vector<uint64_t> locs, values;
+    for (const auto& [l, v] : refs) locs.push_back(l), values.push_back(v);
+    std::vector<uint8_t> buf(16 + 24 * refs.size());
+    const std::size_t n = fmt::encode_scan_refs(buf.data(), buf.size(), locs.data(), values.data(), locs.size());
+    w_.append_record(0, {buf.data(), n});
+    return *this;
+  }
+  TraceBuilder& scan_done(uint64_t regions, uint64_t words, uint64_t refs) {
+    uint8_t buf[64];
+    const std::size_t n = fmt::encode_scan_done(buf, sizeof buf, regions, words, refs, 1000);
+    w_.append_record(0, {buf, n});
     return *this;
   }
   // Any API: malloc, anonymous mmap (Api::Mmap), a custom pool's block (Api::Custom), ...

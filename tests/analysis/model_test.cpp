@@ -50,6 +50,65 @@ TEST(Leaks, GroupedByStackWithBytesBlocksAndAllocationTimes) {
   EXPECT_EQ(m->duration(), 100u);
 }
 
+// The leak scan: roots, interior pointers, transitive reach, cycles, free heap memory, and a
+// mapping that is heap because a live block lies in it.
+TEST(LeakScan, ReachableIndirectAndDefiniteByStack) {
+  using fmt::ScanKind;
+  TraceBuilder b;
+  add_stacks(b);
+  b.malloc(1, 1, 0x10000, 64, 2)    // A: a root points inside it
+      .malloc(1, 2, 0x10100, 32, 2)  // B: A points to it
+      .malloc(1, 3, 0x30200, 8, 2)   // F: a word of a mapping without live blocks points to it
+      .malloc(1, 4, 0x20000, 16, 3)  // C and D point to each other, nothing else to them
+      .malloc(1, 5, 0x20100, 16, 3)
+      .malloc(1, 6, 0x30000, 48, 4)   // E: only free heap memory points to it
+      .malloc(1, 7, 0x700010, 16, 4)  // G: lives in a mapping, which is therefore heap
+      .malloc(1, 8, 0x30300, 24, 4)   // H: a word of that mapping outside G points to it
+      .malloc(1, 9, 0x30400, 8, 4)
+      .free(1, 10, 0x30400);  // freed: a pointer to it changes nothing
+  b.scan_region(0, ScanKind::Heap, 0x10000, 0x40000)
+      .scan_region(1, ScanKind::Root, 0x500000, 0x501000)
+      .scan_region(2, ScanKind::Mapping, 0x600000, 0x601000)
+      .scan_region(3, ScanKind::Mapping, 0x700000, 0x701000)
+      .scan_refs({{0x10008, 0x10100}, {0x20000, 0x20100}, {0x20100, 0x20008}, {0x30100, 0x30000}})
+      .scan_refs({{0x500000, 0x10010}, {0x500008, 0x30400}, {0x600010, 0x30200}, {0x700800, 0x30300}})
+      .scan_done(4, 1000, 8);
+  auto m = analyze(b.end(100));
+  ASSERT_TRUE(m);
+  EXPECT_TRUE(m->leak_scan.complete);
+  EXPECT_EQ(m->heap().leaked_bytes, 224u);
+  EXPECT_EQ(m->heap().reachable_bytes, 104u);  // A, B, F
+  EXPECT_EQ(m->heap().reachable_blocks, 3u);
+  EXPECT_EQ(m->heap().indirect_bytes, 32u);  // C, D
+  EXPECT_EQ(m->heap().indirect_blocks, 2u);
+  const auto* s2 = stack_metrics(*m, 2);
+  const auto* s3 = stack_metrics(*m, 3);
+  const auto* s4 = stack_metrics(*m, 4);
+  ASSERT_TRUE(s2 && s3 && s4);
+  EXPECT_EQ(s2->reachable_bytes, 104u);
+  EXPECT_EQ(s2->indirect_bytes, 0u);
+  EXPECT_EQ(s3->indirect_bytes, 32u);
+  EXPECT_EQ(s3->reachable_bytes, 0u);
+  EXPECT_EQ(s4->leaked_bytes, 88u);  // E, G, H: definite
+  EXPECT_EQ(s4->reachable_bytes + s4->indirect_bytes, 0u);
+}
+
+TEST(LeakScan, AnIncompleteScanClassifiesNothing) {
+  TraceBuilder b;
+  add_stacks(b);
+  b.malloc(1, 1, 0x10000, 64, 2);
+  b.scan_region(0, fmt::ScanKind::Root, 0x500000, 0x501000).scan_refs({{0x500000, 0x10000}});
+  auto m = analyze(b.end(100));
+  ASSERT_TRUE(m);
+  EXPECT_TRUE(m->leak_scan.present);
+  EXPECT_FALSE(m->leak_scan.complete);
+  EXPECT_EQ(m->heap().reachable_bytes, 0u);
+  EXPECT_EQ(m->heap().leaked_bytes, 64u);
+  bool warned = false;
+  for (const auto& w : m->warnings) warned |= w.find("leak scan") != std::string::npos;
+  EXPECT_TRUE(warned);
+}
+
 TEST(Peak, TimeBytesAndLiveBytesByStack) {
   TraceBuilder b;
   add_stacks(b);

@@ -76,6 +76,16 @@ std::string to_text(uint32_t s, const Symbols& x) {
          std::to_string(e.line) + "/" + std::to_string(e.inline_depth) + ";";
   return t + "]";
 }
+std::string to_text(uint32_t s, const Scan& x) {
+  std::string t = head("scan", s) + " op=" + std::to_string(static_cast<unsigned>(x.op));
+  if (x.op == ScanOp::Region)
+    return t + F(index) + " kind=" + std::to_string(static_cast<unsigned>(x.kind)) + F(start) + F(end);
+  if (x.op == ScanOp::Done) return t + F(regions) + F(words) + F(refs) + F(duration_ns);
+  t += F(count) + " refs=[";
+  ScanRefIterator it(x);
+  for (uint64_t loc, value; it.next(loc, value);) t += std::to_string(loc) + ":" + std::to_string(value) + ";";
+  return t + "]";
+}
 std::string to_text(uint32_t s, const Alloc& x) {
   return head("alloc", s) + F(time) + F(addr) + F(size) + F(stack) + F(weight) + " api=" + std::string(api_name(x.api));
 }
@@ -221,6 +231,29 @@ std::vector<uint8_t> sample_trace(std::vector<std::string>* lines) {
     sy.data = tmp.data();
     sy.end = tmp.data() + tmp.size();
     log.push_back(to_text(0, sy));
+  }
+  {
+    uint8_t b[128];
+    const uint64_t locs[] = {0x7f0000000000ull, 0x7f0000000010ull}, values[] = {0x7f0000000800ull, 0x1000};
+    Scan region;
+    region.op = ScanOp::Region;
+    region.kind = ScanKind::Mapping;
+    region.index = 0;
+    region.start = 0x7f0000000000ull;
+    region.end = 0x7f0000002000ull;
+    w.append_record(0, {b, encode_scan_region(b, sizeof b, 0, ScanKind::Mapping, region.start, region.end)});
+    log.push_back(to_text(0, region));
+    w.append_record(0, {b, encode_scan_refs(b, sizeof b, locs, values, 2)});
+    log.push_back(head("scan", 0) + " op=2 count=2 refs=[" + std::to_string(locs[0]) + ":" + std::to_string(values[0]) +
+                  ";" + std::to_string(locs[1]) + ":" + std::to_string(values[1]) + ";]");
+    Scan done;
+    done.op = ScanOp::Done;
+    done.regions = 1;
+    done.words = 1024;
+    done.refs = 2;
+    done.duration_ns = 5000;
+    w.append_record(0, {b, encode_scan_done(b, sizeof b, 1, 1024, 2, 5000)});
+    log.push_back(to_text(0, done));
   }
   put(0, ThreadExit{1600, 1});
   put(0, ModuleUnload{1700, 1});

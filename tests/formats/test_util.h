@@ -26,6 +26,7 @@ std::string to_text(uint32_t s, const fmt::SampleWeight& x);
 std::string to_text(uint32_t s, const fmt::Watermark& x);
 std::string to_text(uint32_t s, const fmt::End& x);
 std::string to_text(uint32_t s, const fmt::Symbols& x);
+std::string to_text(uint32_t s, const fmt::Scan& x);
 std::string to_text(uint32_t s, const fmt::Alloc& x);
 std::string to_text(uint32_t s, const fmt::Free& x);
 std::string unknown_text(uint32_t s, uint8_t tag, std::span<const uint8_t> payload);
@@ -46,6 +47,7 @@ struct LogVisitor : fmt::NullVisitor {
   void on_watermark(uint32_t s, const fmt::Watermark& x) { lines.push_back(to_text(s, x)); }
   void on_end(uint32_t s, const fmt::End& x) { lines.push_back(to_text(s, x)); }
   void on_symbols(uint32_t s, const fmt::Symbols& x) { lines.push_back(to_text(s, x)); }
+  void on_scan(uint32_t s, const fmt::Scan& x) { lines.push_back(to_text(s, x)); }
   void on_alloc(uint32_t s, const fmt::Alloc& x) { lines.push_back(to_text(s, x)); }
   void on_free(uint32_t s, const fmt::Free& x) { lines.push_back(to_text(s, x)); }
   void on_unknown(uint32_t s, uint8_t tag, std::span<const uint8_t> p) { lines.push_back(unknown_text(s, tag, p)); }
@@ -67,6 +69,7 @@ struct VirtualLogVisitor : fmt::RecordVisitor {
   void on_watermark(uint32_t s, const fmt::Watermark& x) override { log.on_watermark(s, x); }
   void on_end(uint32_t s, const fmt::End& x) override { log.on_end(s, x); }
   void on_symbols(uint32_t s, const fmt::Symbols& x) override { log.on_symbols(s, x); }
+  void on_scan(uint32_t s, const fmt::Scan& x) override { log.on_scan(s, x); }
   void on_alloc(uint32_t s, const fmt::Alloc& x) override { log.on_alloc(s, x); }
   void on_free(uint32_t s, const fmt::Free& x) override { log.on_free(s, x); }
   void on_unknown(uint32_t s, uint8_t tag, std::span<const uint8_t> p) override { log.on_unknown(s, tag, p); }
