@@ -13,28 +13,60 @@ void ScanData::add(const fmt::Scan& x) {
       if (x.end > x.start) regions_.push_back({x.start, x.end, x.kind});
       break;
     case fmt::ScanOp::Refs: {
+      if (done_) break;
+      const auto size = static_cast<std::size_t>(x.data_end - x.data);
+      records_.push_back({raw_.size(), size, x.count});
+      raw_.insert(raw_.end(), x.data, x.data_end);
+      nrefs_ += x.count;
       fmt::ScanRefIterator it(x);
-      for (uint64_t loc, value; it.next(loc, value);) refs_.emplace_back(loc, value);
+      for (uint64_t loc, value; it.next(loc, value);) {
+        if (loc < last_loc_) sorted_ = false;
+        last_loc_ = loc;
+      }
       break;
     }
     case fmt::ScanOp::Done:
       done_ = true;
       words_ = x.words;
       duration_ns_ = x.duration_ns;
+      if (!sorted_) {  // (not as the recorder writes them)
+        for_each_ref([&](uint64_t loc, uint64_t value) { pairs_.emplace_back(loc, value); });
+        std::sort(pairs_.begin(), pairs_.end());
+        raw_.clear();
+        raw_.shrink_to_fit();
+      }
       break;
+  }
+}
+
+template <class F>
+void ScanData::for_each_ref(F&& f) const {
+  if (!sorted_ && !pairs_.empty()) {
+    for (const auto& [loc, value] : pairs_) f(loc, value);
+    return;
+  }
+  for (const RecordSpan& r : records_) {
+    fmt::Scan x;
+    x.op = fmt::ScanOp::Refs;
+    x.count = r.count;
+    x.data = raw_.data() + r.offset;
+    x.data_end = x.data + r.size;
+    fmt::ScanRefIterator it(x);
+    for (uint64_t loc, value; it.next(loc, value);) f(loc, value);
   }
 }
 
 std::vector<Reach> ScanData::classify(const std::vector<Block>& blocks) const {
   const std::size_t n = blocks.size();
   std::vector<Reach> out(n, Reach::Definite);
-  if (n == 0) return out;
+  if (n == 0 || !done_) return out;
+  auto end_of = [&](std::size_t i) { return blocks[i].addr + std::max<uint64_t>(blocks[i].size, 1); };
   // The block holding address a, or n.
   auto block_of = [&](uint64_t a) -> std::size_t {
+    if (a < blocks.front().addr) return n;
     auto it = std::upper_bound(blocks.begin(), blocks.end(), a, [](uint64_t v, const Block& b) { return v < b.addr; });
-    if (it == blocks.begin()) return n;
-    --it;
-    return a - it->addr < std::max<uint64_t>(it->size, 1) ? static_cast<std::size_t>(it - blocks.begin()) : n;
+    const auto i = static_cast<std::size_t>(it - blocks.begin()) - 1;
+    return a < end_of(i) ? i : n;
   };
   // Root ranges: Root regions, and Mapping regions without a live block.
   std::vector<std::pair<uint64_t, uint64_t>> roots;
@@ -52,47 +84,46 @@ std::vector<Reach> ScanData::classify(const std::vector<Block>& blocks) const {
     if (!merged.empty() && r.first <= merged.back().second) merged.back().second = std::max(merged.back().second, r.second);
     else merged.push_back(r);
   }
-  auto in_root = [&](uint64_t a) {
-    auto it = std::upper_bound(merged.begin(), merged.end(), a, [](uint64_t v, const auto& r) { return v < r.first; });
-    return it != merged.begin() && a < std::prev(it)->second;
-  };
 
-  // Edges: the refs held inside each block (by the block's index), and the roots' targets.
-  std::vector<std::pair<uint64_t, uint64_t>> refs = refs_;
-  std::sort(refs.begin(), refs.end());
-  refs.erase(std::unique(refs.begin(), refs.end()), refs.end());
+  // One walk over the words (in address order) beside the blocks and the roots: a word inside
+  // a block that points to a block is an edge (the edges of each block are one range of
+  // `edges`, [first[i], last[i])); a root's target goes on the stack.
+  std::vector<std::size_t> first(n, 0), last(n, 0);
+  std::vector<uint32_t> edges;
   std::vector<std::size_t> stack;
   std::vector<uint8_t> seen(n, 0);
-  auto reach = [&](uint64_t value) {
-    const std::size_t t = block_of(value);
-    if (t < n && !seen[t]) {
+  auto mark = [&](std::size_t t) {
+    if (!seen[t]) {
       seen[t] = 1;
       stack.push_back(t);
     }
   };
-  for (const auto& [loc, value] : refs)
-    if (block_of(loc) == n && in_root(loc)) reach(value);
-  // The refs inside block i.
-  auto refs_in = [&](std::size_t i, auto&& f) {
-    const uint64_t lo = blocks[i].addr, hi = blocks[i].addr + blocks[i].size;
-    for (auto it = std::lower_bound(refs.begin(), refs.end(), std::make_pair(lo, uint64_t{0}));
-         it != refs.end() && it->first < hi; ++it)
-      f(it->second);
-  };
+  std::size_t bi = 0, ri = 0;
+  for_each_ref([&](uint64_t loc, uint64_t value) {
+    const std::size_t t = block_of(value);
+    if (t == n) return;
+    while (bi < n && end_of(bi) <= loc) ++bi;
+    if (bi < n && blocks[bi].addr <= loc) {
+      if (last[bi] == 0) first[bi] = edges.size();
+      edges.push_back(static_cast<uint32_t>(t));
+      last[bi] = edges.size();
+      return;
+    }
+    while (ri < merged.size() && merged[ri].second <= loc) ++ri;
+    if (ri < merged.size() && merged[ri].first <= loc) mark(t);
+  });
   while (!stack.empty()) {
     const std::size_t i = stack.back();
     stack.pop_back();
-    refs_in(i, reach);
+    for (std::size_t k = first[i]; k < last[i]; ++k) mark(edges[k]);
   }
   for (std::size_t i = 0; i < n; ++i)
     if (seen[i]) out[i] = Reach::Reachable;
   // Indirect: pointed to by another unreachable block.
   for (std::size_t i = 0; i < n; ++i) {
     if (seen[i]) continue;
-    refs_in(i, [&](uint64_t value) {
-      const std::size_t t = block_of(value);
-      if (t < n && t != i && !seen[t]) out[t] = Reach::Indirect;
-    });
+    for (std::size_t k = first[i]; k < last[i]; ++k)
+      if (edges[k] != i && !seen[edges[k]]) out[edges[k]] = Reach::Indirect;
   }
   return out;
 }

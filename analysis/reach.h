@@ -29,7 +29,7 @@ class ScanData {
   bool present() const { return present_; }
   bool complete() const { return done_; }
   uint64_t regions() const { return regions_.size(); }
-  uint64_t refs() const { return refs_.size(); }
+  uint64_t refs() const { return nrefs_; }
   uint64_t words() const { return words_; }
   uint64_t duration_ns() const { return duration_ns_; }
 
@@ -44,10 +44,26 @@ class ScanData {
     uint64_t start, end;
     fmt::ScanKind kind;
   };
+  // Calls f(loc, value) for every word, in address order.
+  template <class F>
+  void for_each_ref(F&& f) const;
+
   bool present_ = false, done_ = false;
   uint64_t words_ = 0, duration_ns_ = 0;
   std::vector<Region> regions_;
-  std::vector<std::pair<uint64_t, uint64_t>> refs_;  // (address of the word, its value)
+  // The Refs records' pairs as they are in the file (a few bytes each, not 16): `raw_` holds
+  // their bytes, `records_` where each record starts and its count. `sorted_`: the words come
+  // in address order, as the recorder writes them; otherwise they are decoded and sorted into
+  // `pairs_` when the scan is done.
+  std::vector<uint8_t> raw_;
+  struct RecordSpan {
+    std::size_t offset, size;
+    uint64_t count;
+  };
+  std::vector<RecordSpan> records_;
+  uint64_t nrefs_ = 0, last_loc_ = 0;
+  bool sorted_ = true;
+  std::vector<std::pair<uint64_t, uint64_t>> pairs_;
 };
 
 }  // namespace memtide::analysis

@@ -108,7 +108,8 @@ class Scanner {
       }
       if (!region(kind, lo, m.hi)) return false;
     }
-    // The scanning thread's static TLS (the main thread's lies in the brk heap).
+    // The scanning thread's static TLS blocks: roots, whose words were read with the mapping
+    // that holds them (the brk heap for the main thread, else the thread's stack mapping).
     tls_ok_ = true;
     dl_iterate_phdr(
         [](dl_phdr_info* info, size_t, void* self) {
@@ -118,7 +119,8 @@ class Scanner {
             const ElfW(Phdr)& ph = info->dlpi_phdr[i];
             if (ph.p_type != PT_TLS || ph.p_memsz == 0) continue;
             const auto lo = reinterpret_cast<uintptr_t>(info->dlpi_tls_data) & ~uintptr_t{7};
-            if (!s->region(fmt::ScanKind::Root, lo, reinterpret_cast<uintptr_t>(info->dlpi_tls_data) + ph.p_memsz)) {
+            if (!s->region(fmt::ScanKind::Root, lo, reinterpret_cast<uintptr_t>(info->dlpi_tls_data) + ph.p_memsz,
+                           /*read=*/false)) {
               s->tls_ok_ = false;
               return 1;
             }
@@ -234,11 +236,12 @@ class Scanner {
     return a < ntargets_ && v >= targets_[a].lo;
   }
 
-  bool region(fmt::ScanKind kind, uintptr_t lo, uintptr_t hi) {
+  // A Region record, then (with `read`) the words of [lo, hi).
+  bool region(fmt::ScanKind kind, uintptr_t lo, uintptr_t hi, bool read = true) {
     const size_t n = fmt::encode_scan_region(rec_, kMaxRecord, regions_, kind, lo, hi);
     if (!n || !append(n)) return false;
     ++regions_;
-    return scan(lo, hi, 0);
+    return !read || scan(lo, hi, 0);
   }
 
   // Reads [lo, hi) minus libmemtide's own segments (from own_[k] on).
