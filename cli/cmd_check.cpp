@@ -5,8 +5,9 @@
 //
 // Leaks are heap blocks (malloc family, new/delete) not freed when the trace ended (when the
 // trace has a complete leak scan, analysis/reach.h: only those unreachable at exit, definite
-// and indirect, unless --include-reachable), minus those whose stack matches a suppression (LSan format, see analysis/suppressions.h, plus the
-// built-in ones unless --no-builtin-suppressions). The report says what each suppression hid.
+// and indirect, unless --include-reachable), minus those whose stack matches a suppression
+// (LSan format, see analysis/suppressions.h, plus the built-in ones unless
+// --no-builtin-suppressions). The report says what each suppression hid.
 // --junit writes a JUnit XML file (one test case per limit); --json prints JSON instead of text.
 //
 // Sections: [1] evaluation  [2] text  [3] JSON  [4] JUnit  [5] command

@@ -294,8 +294,12 @@ class Scanner {
     return n && append(n);
   }
 
+  // Timed: exit() may be called from a signal handler that interrupted a holder of the lock.
   bool append(size_t n) {
-    pthread_mutex_lock(&g.shared_mutex);
+    timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += 2;
+    if (pthread_mutex_timedlock(&g.shared_mutex, &deadline) != 0) return false;
     const bool ok = append_record(&g.shared, rec_, n);
     pthread_mutex_unlock(&g.shared_mutex);
     wait_for_writer();

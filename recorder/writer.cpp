@@ -196,7 +196,10 @@ pthread_cond_t g_space_cond = PTHREAD_COND_INITIALIZER;
 
 void wait_for_writer() {
   if (g_queued.load(std::memory_order_relaxed) <= kMaxQueued) return;
-  pthread_mutex_lock(&g.queue_mutex);
+  timespec deadline;
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  deadline.tv_sec += 2;
+  if (pthread_mutex_timedlock(&g.queue_mutex, &deadline) != 0) return;
   pthread_cond_signal(&g.queue_cond);
   for (int i = 0; i < 200 && g.writer_running && !g.writer_stop &&
                   g_queued.load(std::memory_order_relaxed) > kMaxQueued / 2;
