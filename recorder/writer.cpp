@@ -192,15 +192,9 @@ constexpr size_t kWakeQueued = 1u << 20;
 std::atomic<size_t> g_queued{0};
 pthread_cond_t g_space_cond = PTHREAD_COND_INITIALIZER;
 
-}  // namespace
-
-void wait_for_writer() {
-  if (g_queued.load(std::memory_order_relaxed) <= kMaxQueued) return;
-  timespec deadline;
-  clock_gettime(CLOCK_REALTIME, &deadline);
-  deadline.tv_sec += 2;
-  if (pthread_mutex_timedlock(&g.queue_mutex, &deadline) != 0) return;
-  pthread_cond_signal(&g.queue_cond);
+// With queue_mutex held: waits in short steps while the writer is far behind, and never once
+// it stops (exit).
+void wait_for_space_locked() {
   for (int i = 0; i < 200 && g.writer_running && !g.writer_stop &&
                   g_queued.load(std::memory_order_relaxed) > kMaxQueued / 2;
        ++i) {
@@ -213,6 +207,18 @@ void wait_for_writer() {
     }
     pthread_cond_timedwait(&g_space_cond, &g.queue_mutex, &ts);
   }
+}
+
+}  // namespace
+
+void wait_for_writer() {
+  if (g_queued.load(std::memory_order_relaxed) <= kMaxQueued) return;
+  timespec deadline;
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  deadline.tv_sec += 2;
+  if (pthread_mutex_timedlock(&g.queue_mutex, &deadline) != 0) return;
+  pthread_cond_signal(&g.queue_cond);
+  wait_for_space_locked();
   pthread_mutex_unlock(&g.queue_mutex);
 }
 
@@ -510,20 +516,7 @@ void enqueue_chunk(Chunk* c, bool may_wait) {
   if (queued >= kWakeQueued) pthread_cond_signal(&g.queue_cond);
   // Backpressure: the writer is this far behind. Wait in short steps while it catches up, and
   // never once it stops (exit) or when the caller holds a lock the writer needs.
-  if (may_wait && queued > kMaxQueued) {
-    for (int i = 0; i < 200 && g.writer_running && !g.writer_stop &&
-                    g_queued.load(std::memory_order_relaxed) > kMaxQueued / 2;
-         ++i) {
-      timespec ts;
-      clock_gettime(CLOCK_MONOTONIC, &ts);
-      ts.tv_nsec += 20000000;
-      if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec += 1;
-        ts.tv_nsec -= 1000000000L;
-      }
-      pthread_cond_timedwait(&g_space_cond, &g.queue_mutex, &ts);
-    }
-  }
+  if (may_wait && queued > kMaxQueued) wait_for_space_locked();
   pthread_mutex_unlock(&g.queue_mutex);
 }
 
