@@ -41,6 +41,7 @@ std::size_t suggested_frame(const std::vector<LeakFrame>& frames) {
 LeaksData make_leaks(const analysis::Model& m, analysis::Symbolizer& sym, analysis::Domain domain,
                      std::size_t max_frames, std::size_t max_rows_with_frames) {
   LeaksData d;
+  d.scanned = m.leak_scan.complete && domain == analysis::Domain::Heap;
   const auto& stacks = m.stacks[static_cast<unsigned>(domain)];
   std::vector<const analysis::StackStats*> leaking;
   for (const analysis::StackStats& s : stacks)
@@ -58,8 +59,14 @@ LeaksData make_leaks(const analysis::Model& m, analysis::Symbolizer& sym, analys
     r.blocks = s->m.leaked_blocks;
     r.first = rel(s->m.first_leak_time);
     r.last = rel(s->m.last_leak_time);
+    r.reachable_bytes = s->m.reachable_bytes;
+    r.reachable_blocks = s->m.reachable_blocks;
+    r.indirect_bytes = s->m.indirect_bytes;
+    r.indirect_blocks = s->m.indirect_blocks;
     d.total_bytes += r.bytes;
     d.total_blocks += r.blocks;
+    d.reachable_bytes += r.reachable_bytes;
+    d.indirect_bytes += r.indirect_bytes;
     if (d.rows.size() < max_rows_with_frames) {
       sym.stack(s->stack, frames);
       // Allocation site first, as LSan and `memtide report` print them.
@@ -92,12 +99,29 @@ LeaksData make_leaks(const analysis::Model& m, analysis::Symbolizer& sym, analys
   return d;
 }
 
+std::string leak_kind(const LeaksData& d, const LeakRow& r) {
+  if (!d.scanned) return "";
+  const uint64_t definite = r.blocks - r.reachable_blocks - r.indirect_blocks;
+  if (r.reachable_blocks == r.blocks) return "reachable";
+  if (r.indirect_blocks == r.blocks) return "indirect";
+  if (definite == r.blocks) return "definite";
+  std::string out;
+  auto part = [&](uint64_t n, const char* what) {
+    if (n) out += (out.empty() ? "" : ", ") + std::to_string(n) + " " + what;
+  };
+  part(definite, "definite");
+  part(r.indirect_blocks, "indirect");
+  part(r.reachable_blocks, "reachable");
+  return out;
+}
+
 std::vector<uint32_t> filter_and_sort_leaks(const LeaksData& d, std::string_view filter, LeakColumn column,
-                                           bool ascending) {
+                                           bool ascending, bool hide_reachable) {
   std::vector<uint32_t> idx;
   idx.reserve(d.rows.size());
   for (uint32_t i = 0; i < d.rows.size(); ++i) {
     const LeakRow& r = d.rows[i];
+    if (hide_reachable && d.scanned && r.reachable_blocks == r.blocks) continue;
     bool keep = filter.empty() || contains_nocase(r.site, filter);
     for (std::size_t k = 0; !keep && k < r.frames.size(); ++k) {
       const LeakFrame& f = r.frames[k];

@@ -23,6 +23,10 @@ struct LeakRow {
   uint64_t stack = 0;
   uint64_t bytes = 0, blocks = 0;
   uint64_t first = 0, last = 0;  // allocation times of the leaked blocks (relative)
+  // With a leak scan (heap only): of bytes/blocks, those still reachable at exit and the
+  // indirect leaks; the rest are definite leaks.
+  uint64_t reachable_bytes = 0, reachable_blocks = 0;
+  uint64_t indirect_bytes = 0, indirect_blocks = 0;
   std::string site;               // the allocation site: function of the last frame
   std::string module;             // its module (file name only)
   std::vector<LeakFrame> frames;  // allocation site first
@@ -32,6 +36,8 @@ struct LeakRow {
 struct LeaksData {
   std::vector<LeakRow> rows;  // by bytes, largest first
   uint64_t total_bytes = 0, total_blocks = 0;
+  bool scanned = false;  // the trace has a complete leak scan: rows carry their classes
+  uint64_t reachable_bytes = 0, indirect_bytes = 0;
   uint64_t stacks_without_frames = 0;  // rows beyond the frame budget
   uint64_t serial = next_serial();
 };
@@ -46,9 +52,14 @@ LeaksData make_leaks(const analysis::Model& m, analysis::Symbolizer& sym,
 enum class LeakColumn : uint8_t { Bytes, Blocks, First, Last, Site, Module, Count_ };
 
 // Indices of the rows that pass `filter` (case-insensitive substring of any frame's function,
-// location or module; empty: all), ordered by `column`.
+// location or module; empty: all), ordered by `column`. With `hide_reachable`, rows whose
+// blocks are all still reachable (leak scan) are left out.
 std::vector<uint32_t> filter_and_sort_leaks(const LeaksData& d, std::string_view filter, LeakColumn column,
-                                           bool ascending);
+                                           bool ascending, bool hide_reachable = false);
+
+// "definite", "indirect", "reachable", or a mix such as "1 of 3 reachable"; empty without a
+// leak scan.
+std::string leak_kind(const LeaksData& d, const LeakRow& r);
 
 // "leak:<function>" for the row, using frame `frame` (its function; else its module).
 // Characters that LSan's pattern syntax gives a meaning to (`*`, `^`, `$`) are replaced by '*'.

@@ -29,6 +29,14 @@ void LeaksView::draw(Frame& f) {
                                                      : "%s not freed in %s blocks from %s stacks",
               format_bytes(data->total_bytes).c_str(), format_count(data->total_blocks).c_str(),
               format_count(data->rows.size()).c_str());
+  if (data->scanned) {
+    ImGui::SameLine(0, 20 * sc);
+    ImGui::Text("definite %s, indirect %s, still reachable %s",
+                format_bytes(data->total_bytes - data->reachable_bytes - data->indirect_bytes).c_str(),
+                format_bytes(data->indirect_bytes).c_str(), format_bytes(data->reachable_bytes).c_str());
+    ImGui::SameLine(0, 20 * sc);
+    if (ImGui::Checkbox("hide still reachable", &hide_reachable_)) dirty_ = true;
+  }
   ImGui::SameLine(0, 20 * sc);
   ImGui::SetNextItemWidth(260 * sc);
   ImGui::InputTextWithHint("##filter", "filter: function, file or module", &filter);
@@ -38,7 +46,7 @@ void LeaksView::draw(Frame& f) {
   const ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_ScrollY | ImGuiTableFlags_RowBg |
                                 ImGuiTableFlags_BordersOuter | ImGuiTableFlags_BordersV | ImGuiTableFlags_Resizable |
                                 ImGuiTableFlags_Reorderable | ImGuiTableFlags_Hideable;
-  if (ImGui::BeginTable("leaks", 6, flags, ImVec2(0, -stack_h))) {
+  if (ImGui::BeginTable("leaks", 7, flags, ImVec2(0, -stack_h))) {
     ImGui::TableSetupScrollFreeze(0, 1);
     ImGui::TableSetupColumn("bytes", ImGuiTableColumnFlags_WidthFixed | ImGuiTableColumnFlags_DefaultSort |
                                          ImGuiTableColumnFlags_PreferSortDescending, 90 * sc, static_cast<ImGuiID>(LeakColumn::Bytes));
@@ -46,6 +54,9 @@ void LeaksView::draw(Frame& f) {
                             static_cast<ImGuiID>(LeakColumn::Blocks));
     ImGui::TableSetupColumn("first", ImGuiTableColumnFlags_WidthFixed, 80 * sc, static_cast<ImGuiID>(LeakColumn::First));
     ImGui::TableSetupColumn("last", ImGuiTableColumnFlags_WidthFixed, 80 * sc, static_cast<ImGuiID>(LeakColumn::Last));
+    ImGui::TableSetupColumn("kind", ImGuiTableColumnFlags_WidthFixed | ImGuiTableColumnFlags_NoSort |
+                                        (data->scanned ? 0 : ImGuiTableColumnFlags_DefaultHide),
+                            110 * sc, static_cast<ImGuiID>(LeakColumn::Count_));
     ImGui::TableSetupColumn("allocation site", ImGuiTableColumnFlags_WidthStretch, 0, static_cast<ImGuiID>(LeakColumn::Site));
     ImGui::TableSetupColumn("module", ImGuiTableColumnFlags_WidthFixed, 170 * sc, static_cast<ImGuiID>(LeakColumn::Module));
     ImGui::TableHeadersRow();
@@ -58,7 +69,7 @@ void LeaksView::draw(Frame& f) {
       dirty_ = true;
     }
     if (dirty_) {  // only when the data, the filter or the sort order changed
-      order_ = filter_and_sort_leaks(*data, filter, column_, ascending_);
+      order_ = filter_and_sort_leaks(*data, filter, column_, ascending_, hide_reachable_);
       applied_filter_ = filter;
       dirty_ = false;
     }
@@ -84,6 +95,8 @@ void LeaksView::draw(Frame& f) {
         ImGui::TextUnformatted(format_duration(r.first).c_str());
         ImGui::TableNextColumn();
         ImGui::TextUnformatted(format_duration(r.last).c_str());
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(leak_kind(*data, r).c_str());
         ImGui::TableNextColumn();
         ImGui::TextUnformatted(r.site.c_str());
         ImGui::TableNextColumn();

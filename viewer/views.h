@@ -134,6 +134,7 @@ class LeaksView {
   std::string applied_filter_;
   LeakColumn column_ = LeakColumn::Bytes;
   bool ascending_ = false;
+  bool hide_reachable_ = false;
   bool dirty_ = true;
   std::vector<uint32_t> order_;
   int selected_ = -1;  // row index into data_->rows

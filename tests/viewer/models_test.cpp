@@ -113,6 +113,32 @@ TEST(Leaks, OfEachDomain) {
   EXPECT_EQ(cu.rows[0].site, label(0x7000));
 }
 
+TEST(Leaks, LeakScanClassesAndHidingStillReachableRows) {
+  test::Synthetic s;
+  s.stack(1, 0, {0x1000}).stack(2, 0, {0x2000}).stack(3, 0, {0x3000});
+  s.malloc(1 * test::kMs, 0x10000, 100, 1)   // held by a root: reachable
+      .malloc(2 * test::kMs, 0x20000, 40, 2)  // lost: definite
+      .malloc(3 * test::kMs, 0x30000, 8, 3)   // only the lost block points to it: indirect
+      .malloc(4 * test::kMs, 0x30100, 8, 3);  // a root points to it: reachable
+  // The brk heap holds the blocks; a root region points to the first and the last.
+  s.scan(fmt::ScanKind::Root, 0x500000, 0x501000, {{0x500000, 0x10000}, {0x500008, 0x30100}});
+  Loaded l = load(s.end(10 * test::kMs));
+  const LeaksData d = make_leaks(*l.model, *l.sym);
+  ASSERT_TRUE(d.scanned);
+  ASSERT_EQ(d.rows.size(), 3u);
+  EXPECT_EQ(d.reachable_bytes, 108u);
+  EXPECT_EQ(d.indirect_bytes, 0u);  // (the lost block's words were not in the scan)
+  std::vector<std::string> kinds;
+  for (const LeakRow& r : d.rows) kinds.push_back(leak_kind(d, r));
+  EXPECT_EQ(kinds, (std::vector<std::string>{"reachable", "definite", "1 definite, 1 reachable"}));
+  const auto shown = filter_and_sort_leaks(d, "", LeakColumn::Bytes, false, /*hide_reachable=*/true);
+  ASSERT_EQ(shown.size(), 2u);
+  EXPECT_EQ(d.rows[shown[0]].bytes, 40u);
+  EXPECT_EQ(d.rows[shown[1]].bytes, 16u);
+  // Without a scan: no classes.
+  EXPECT_TRUE(leak_kind(table(), table().rows[0]).empty());
+}
+
 TEST(Leaks, SortsByEveryColumnBothWays) {
   const LeaksData d = table();
   using V = std::vector<std::string>;

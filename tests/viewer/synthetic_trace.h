@@ -55,6 +55,12 @@ class Synthetic {
     b_.watermark(t);
     return *this;
   }
+  // The leak scan's records (formats/records.h, Scan): one region and its words, complete.
+  Synthetic& scan(fmt::ScanKind kind, uint64_t start, uint64_t end,
+                  std::initializer_list<std::pair<uint64_t, uint64_t>> refs) {
+    b_.scan_region(0, kind, start, end).scan_refs(refs).scan_done(1, (end - start) / 8, refs.size());
+    return *this;
+  }
   const std::vector<uint8_t>& end(uint64_t t) { return b_.end(t); }
   void close() { b_.close(); }
 
