@@ -68,6 +68,15 @@ std::vector<Reach> ScanData::classify(const std::vector<Block>& blocks) const {
     const auto i = static_cast<std::size_t>(it - blocks.begin()) - 1;
     return a < end_of(i) ? i : n;
   };
+  // The block a pointer keeps alive, or n. Not a 16-byte aligned address in a block's last 8
+  // bytes: with glibc's allocator the header of the next chunk can lie there (a block of 500
+  // bytes at p is followed by a chunk at p + 496), and glibc's own lists (its top chunk, its
+  // bins, in libc's data) point at free chunks' headers.
+  auto target_of = [&](uint64_t v) -> std::size_t {
+    const std::size_t t = block_of(v);
+    if (t < n && v != blocks[t].addr && (v & 15) == 0 && end_of(t) - v <= 8) return n;
+    return t;
+  };
   // Root ranges: Root regions, and Mapping regions without a live block.
   std::vector<std::pair<uint64_t, uint64_t>> roots;
   for (const Region& r : regions_) {
@@ -100,7 +109,7 @@ std::vector<Reach> ScanData::classify(const std::vector<Block>& blocks) const {
   };
   std::size_t bi = 0, ri = 0;
   for_each_ref([&](uint64_t loc, uint64_t value) {
-    const std::size_t t = block_of(value);
+    const std::size_t t = target_of(value);
     if (t == n) return;
     while (bi < n && end_of(bi) <= loc) ++bi;
     if (bi < n && blocks[bi].addr <= loc) {

@@ -5,7 +5,9 @@
 //   - roots: words in Root regions, and in Mapping regions that hold no live block (other
 //     threads' stacks, module .bss, the program's own mappings);
 //   - a block is reachable when a root or a reachable block holds a pointer to it, to its first
-//     byte or any byte inside it (an interior pointer, as LeakSanitizer counts them);
+//     byte or any byte inside it (an interior pointer, as LeakSanitizer counts them), except a
+//     16-byte aligned address in its last 8 bytes, where glibc's allocator keeps the next
+//     chunk's header (its free lists point there);
 //   - an unreachable block that another unreachable block points to is an indirect leak; the
 //     other unreachable blocks are definite leaks.
 //

@@ -93,6 +93,24 @@ TEST(LeakScan, ReachableIndirectAndDefiniteByStack) {
   EXPECT_EQ(s4->reachable_bytes + s4->indirect_bytes, 0u);
 }
 
+// glibc's lists point at free chunks' headers, which can lie in the last 8 bytes of the block
+// before them: such a pointer keeps nothing alive; any other pointer inside a block does.
+TEST(LeakScan, APointerToTheNextChunksHeaderKeepsNothingAlive) {
+  TraceBuilder b;
+  add_stacks(b);
+  b.malloc(1, 1, 0x10000, 500, 2)   // the next chunk's header is at 0x10000 + 496
+      .malloc(1, 2, 0x20000, 500, 3)  // the same, pointed to 8 bytes before that
+      .malloc(1, 3, 0x30000, 24, 4);  // a pointer to its last 8 bytes, not 16-byte aligned
+  b.scan_region(0, fmt::ScanKind::Root, 0x500000, 0x501000)
+      .scan_refs({{0x500000, 0x10000 + 496}, {0x500008, 0x20000 + 488}, {0x500010, 0x30000 + 20}})
+      .scan_done(1, 512, 3);
+  auto m = analyze(b.end(100));
+  ASSERT_TRUE(m);
+  EXPECT_EQ(stack_metrics(*m, 2)->reachable_bytes, 0u);
+  EXPECT_EQ(stack_metrics(*m, 3)->reachable_bytes, 500u);
+  EXPECT_EQ(stack_metrics(*m, 4)->reachable_bytes, 24u);
+}
+
 TEST(LeakScan, AnIncompleteScanClassifiesNothing) {
   TraceBuilder b;
   add_stacks(b);
