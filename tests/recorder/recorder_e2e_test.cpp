@@ -572,6 +572,39 @@ TEST(Lifecycle, SizeLimitStopsRecordingNotTheProgram) {
   EXPECT_NE(bad.err.find("MEMTIDE_MAX_SIZE"), std::string::npos) << bad.err;
 }
 
+// The leak scan at exit reads memory that another thread maps and unmaps meanwhile: the
+// program exits normally every time and the trace ends with a complete scan.
+TEST(Lifecycle, LeakScanWhileAnotherThreadUnmapsMemory) {
+  for (int i = 0; i < 5; ++i) {
+    TempDir dir;  // (one manifest per run)
+    const fs::path out = dir.path() / "s.mtide";
+    RunResult r;
+    auto traces = traced({MT_LIFECYCLE, "unmapping", std::to_string(20 + 10 * i)}, dir.path(), &r,
+                         {{"MEMTIDE_OUTPUT", out.string()}, {"MEMTIDE_LEAK_SCAN", "1"}});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("unmapping done"), std::string::npos);
+    EXPECT_EQ(recorder_messages(r.err), 0u) << r.err;
+    ASSERT_EQ(traces.size(), 1u);
+    const Replay t = replay_trace(traces[0]);
+    ASSERT_TRUE(t.read_ok) << t.error;
+    expect_consistent(t);
+    EXPECT_TRUE(t.ended);
+    EXPECT_EQ(t.end_reason, memtide::fmt::EndReason::Exit);
+    EXPECT_TRUE(t.scan_done);
+    EXPECT_GT(t.scan_regions, 3u);
+    EXPECT_GT(t.scan_refs, 0u);
+  }
+  // Without the option, no scan.
+  TempDir dir;
+  const fs::path out = dir.path() / "none.mtide";
+  RunResult r;
+  auto traces = traced({MT_LIFECYCLE, "unmapping", "20"}, dir.path(), &r, {{"MEMTIDE_OUTPUT", out.string()}});
+  ASSERT_EQ(traces.size(), 1u);
+  const Replay t = replay_trace(traces[0]);
+  EXPECT_EQ(t.scan_regions, 0u);
+  EXPECT_FALSE(t.scan_done);
+}
+
 TEST(Wrapper, RunPassesExitStatusAndWritesPrivateFile) {
   TempDir dir;
   const fs::path out = dir.path() / "w.mtide";

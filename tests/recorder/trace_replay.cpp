@@ -65,6 +65,11 @@ struct Visitor : fmt::NullVisitor {
     r.marker_times[std::string(m.label)] = m.time;
   }
   void on_watermark(uint32_t, const fmt::Watermark& w) { timed(w.time); }
+  void on_scan(uint32_t, const fmt::Scan& x) {
+    if (x.op == fmt::ScanOp::Region) ++r.scan_regions;
+    if (x.op == fmt::ScanOp::Refs) r.scan_refs += x.count;
+    if (x.op == fmt::ScanOp::Done) r.scan_done = true;
+  }
   void on_end(uint32_t, const fmt::End& e) {
     timed(e.time);
     r.ended = true;

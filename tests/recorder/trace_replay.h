@@ -17,6 +17,8 @@ struct Replay {
   bool read_ok = false;
   std::string error;            // reader error, if any
   bool ended = false;           // End record seen
+  uint64_t scan_regions = 0, scan_refs = 0;  // leak scan records (Scan Region, Refs pairs)
+  bool scan_done = false;                    // a Scan Done record
   fmt::EndReason end_reason = fmt::EndReason::Exit;
   uint64_t end_status = 0;
   uint64_t pid = 0, ppid = 0;

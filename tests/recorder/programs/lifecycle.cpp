@@ -31,11 +31,15 @@
 //   lifecycle bursts N MS   one thread: N bursts of 20 mallocs of 5000+i bytes and their frees,
 //                           each between two CLOCK_MONOTONIC readings printed as
 //                           "b<i> <before> <after>" (ns), MS ms of sleep after each
+//   lifecycle unmapping MS  a second thread maps, touches and unmaps memory and makes and frees
+//                           large (mmap-served) blocks without a pause; main returns after MS ms,
+//                           so the process exits (and a leak scan reads its memory) meanwhile
 //   lifecycle usable        malloc_usable_size of malloc/calloc/realloc/memalign blocks is at
 //                           least what was asked (prints "usable ok")
 #include <dlfcn.h>
 #include <malloc.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <ucontext.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -282,6 +286,25 @@ int main(int argc, char** argv) {
     stop.store(true);
     churn.join();
     std::printf("slow realloc ok\n");
+    return 0;
+  }
+  if (!std::strcmp(mode, "unmapping") && argc > 2) {
+    leak(1212, 3);
+    std::thread([] {
+      for (unsigned i = 0;; ++i) {
+        const size_t n = (1u << 20) + (i % 7) * 4096;
+        void* m = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m != MAP_FAILED) {
+          std::memset(m, 1, n);
+          munmap(m, n);
+        }
+        void* big = malloc(256 * 1024 + i % 4096);
+        sink = big;
+        free(big);
+      }
+    }).detach();
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(argv[2])));
+    std::printf("unmapping done\n");
     return 0;
   }
   if (!std::strcmp(mode, "spin")) {
