@@ -64,6 +64,9 @@ int run_summary(const std::string& manifest) {
     std::cout << "  " << with_commas(h.allocations) << " allocations, peak heap " << human_bytes(h.peak_bytes) << " at "
               << rel_time(m, h.peak_time) << ", " << human_bytes(h.leaked_bytes) << " in " << with_commas(h.leaked_blocks)
               << " blocks not freed";
+    if (m.leak_scan.complete)
+      std::cout << " (" << human_bytes(h.leaked_bytes - h.reachable_bytes) << " unreachable, "
+                << human_bytes(h.reachable_bytes) << " still reachable)";
     if (m.truncated) std::cout << " (truncated trace)";
     else if (!m.complete) std::cout << " (no end record)";
     else if (m.end && m.end->reason == fmt::EndReason::Detached) std::cout << " (recording stopped at the size limit)";

@@ -281,6 +281,10 @@ TEST(LeakScan, CheckCountsOnlyUnreachableBlocks) {
   EXPECT_NE(off.out.find("no leak scan"), std::string::npos) << off.out;
   const Proc leaking = sh(std::string(MT_WRAPPER) + " run -q -o " + t + " --check -- " MT_REACH);
   EXPECT_EQ(leaking.status, 1) << leaking.out << leaking.err;
+  // The run's summary line splits what was not freed.
+  const Proc summary = sh(std::string(MT_WRAPPER) + " run -o " + t + " --leak-scan -- " MT_REACH);
+  EXPECT_EQ(summary.status, 0) << summary.err;
+  EXPECT_NE(summary.err.find("not freed (564 B unreachable, "), std::string::npos) << summary.err;
 }
 
 TEST(Flamegraph, FoldedOutputSumsToTheTotals) {
