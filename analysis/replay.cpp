@@ -228,7 +228,7 @@ class Replayer : public NullVisitor {
   void on_symbols(uint32_t, const Symbols& x) { add_embedded(m_, x); }
   void on_scan(uint32_t, const Scan& x) { scan_.add(x); }
 
-  void on_alloc(uint32_t stream, const Alloc& a) {
+  [[gnu::always_inline]] void on_alloc(uint32_t stream, const Alloc& a) {
     note_time(a.time);
     ++m_.events;
     if (static_cast<unsigned>(a.api) >= kApiCount) [[unlikely]] {
@@ -243,7 +243,7 @@ class Replayer : public NullVisitor {
       heap_alloc(d, stream, a, bytes);
   }
 
-  void on_free(uint32_t stream, const Free& f) {
+  [[gnu::always_inline]] void on_free(uint32_t stream, const Free& f) {
     note_time(f.time);
     ++m_.events;
     if (static_cast<unsigned>(f.api) >= kApiCount) [[unlikely]] {
