@@ -86,9 +86,10 @@ class Scanner {
       if (next) next[-1] = '\n';
       line = next;
     }
-    if (ntargets_ == 0) return true;
-    tmin_ = targets_[0].lo;
-    tspan_ = targets_[ntargets_ - 1].hi - tmin_;
+    if (ntargets_ > 0) {  // (else no word can point to a block: tspan_ 0)
+      tmin_ = targets_[0].lo;
+      tspan_ = targets_[ntargets_ - 1].hi - tmin_;
+    }
 
     for (char* line = maps_; line && *line;) {
       char* next = std::strchr(line, '\n');
