@@ -56,7 +56,8 @@ void ScanData::for_each_ref(F&& f) const {
   }
 }
 
-std::vector<Reach> ScanData::classify(const std::vector<Block>& blocks) const {
+std::vector<Reach> ScanData::classify(const std::vector<Block>& blocks,
+                                      const std::vector<std::pair<uint64_t, uint64_t>>& mappings) const {
   const std::size_t n = blocks.size();
   std::vector<Reach> out(n, Reach::Definite);
   if (n == 0 || !done_) return out;
@@ -77,16 +78,18 @@ std::vector<Reach> ScanData::classify(const std::vector<Block>& blocks) const {
     if (t < n && v != blocks[t].addr && (v & 15) == 0 && end_of(t) - v <= 8) return n;
     return t;
   };
-  // Root ranges: Root regions, and Mapping regions without a live block.
+  // Root ranges: Root regions, and Mapping regions and the program's mappings without a live
+  // block.
+  auto holds_block = [&](uint64_t start, uint64_t end) {
+    auto it = std::lower_bound(blocks.begin(), blocks.end(), start, [](const Block& b, uint64_t v) { return b.addr < v; });
+    return it != blocks.end() && it->addr < end;
+  };
   std::vector<std::pair<uint64_t, uint64_t>> roots;
-  for (const Region& r : regions_) {
-    bool root = r.kind == fmt::ScanKind::Root;
-    if (r.kind == fmt::ScanKind::Mapping) {
-      auto it = std::lower_bound(blocks.begin(), blocks.end(), r.start, [](const Block& b, uint64_t v) { return b.addr < v; });
-      root = it == blocks.end() || it->addr >= r.end;
-    }
-    if (root) roots.emplace_back(r.start, r.end);
-  }
+  for (const Region& r : regions_)
+    if (r.kind == fmt::ScanKind::Root || (r.kind == fmt::ScanKind::Mapping && !holds_block(r.start, r.end)))
+      roots.emplace_back(r.start, r.end);
+  for (const auto& [start, end] : mappings)
+    if (end > start && !holds_block(start, end)) roots.emplace_back(start, end);
   std::sort(roots.begin(), roots.end());
   std::vector<std::pair<uint64_t, uint64_t>> merged;
   for (const auto& r : roots) {

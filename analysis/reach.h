@@ -2,8 +2,9 @@
 // (recorder/leak_scan.cpp, Scan records in formats/records.h), as LeakSanitizer classifies
 // leaks:
 //
-//   - roots: words in Root regions, and in Mapping regions that hold no live block (other
-//     threads' stacks, module .bss, the program's own mappings);
+//   - roots: words in Root regions, and in Mapping regions and mappings the program made
+//     itself (mmap records) that hold no live block (other threads' stacks, module .bss, an
+//     interpreter's object arenas);
 //   - a block is reachable when a root or a reachable block holds a pointer to it, to its first
 //     byte or any byte inside it (an interior pointer, as LeakSanitizer counts them), except a
 //     16-byte aligned address in its last 8 bytes, where glibc's allocator keeps the next
@@ -39,7 +40,13 @@ class ScanData {
     uint64_t addr = 0, size = 0;
   };
   // One class per block of `blocks`, which must be sorted by address and not overlap.
-  std::vector<Reach> classify(const std::vector<Block>& blocks) const;
+  // `mappings`: the anonymous mappings the program itself made and still had (the trace's
+  // mmap records), each a root unless a live block lies in it, like a Mapping region: the
+  // kernel merges neighbouring mappings into one line of /proc/self/maps, so a region that
+  // holds a block (of a chunk glibc mapped) may also hold a mapping of the program's own
+  // (an interpreter's object arena) whose words are roots.
+  std::vector<Reach> classify(const std::vector<Block>& blocks,
+                              const std::vector<std::pair<uint64_t, uint64_t>>& mappings = {}) const;
 
  private:
   struct Region {

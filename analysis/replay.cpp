@@ -593,7 +593,10 @@ void Replayer::finish_into(Model& out) const {
     std::vector<ScanData::Block> blocks;
     blocks.reserve(live.size());
     for (const auto& [addr, b] : live) blocks.push_back({addr, b->bytes});
-    const std::vector<Reach> cls = scan_.classify(blocks);
+    std::vector<std::pair<uint64_t, uint64_t>> own_mappings;
+    own_mappings.reserve(ranges_.size());
+    for (const auto& [start, r] : ranges_) own_mappings.emplace_back(start, r.end);
+    const std::vector<Reach> cls = scan_.classify(blocks, own_mappings);
     for (std::size_t i = 0; i < live.size(); ++i) {
       const LiveBlock& b = *live[i].second;
       if (!b.counted || cls[i] == Reach::Definite) continue;

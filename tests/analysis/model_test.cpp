@@ -111,6 +111,24 @@ TEST(LeakScan, APointerToTheNextChunksHeaderKeepsNothingAlive) {
   EXPECT_EQ(stack_metrics(*m, 4)->reachable_bytes, 24u);
 }
 
+// The kernel merges neighbouring anonymous mappings into one line of /proc/self/maps: a
+// mapping the program made itself (an interpreter's object arena) may share a region with a
+// chunk glibc mapped for a large block. Its words are roots all the same.
+TEST(LeakScan, TheProgramsOwnMappingIsARootInsideARegionThatHoldsABlock) {
+  TraceBuilder b;
+  add_stacks(b);
+  b.alloc(1, 1, Api::Mmap, 0x700000, 0x1000, 4)  // the program's mapping, at the start of the region
+      .malloc(1, 2, 0x701010, 0x2000, 2)          // a large block glibc mapped right after it
+      .malloc(1, 3, 0x10000, 64, 3);              // pointed to from the program's mapping only
+  b.scan_region(0, fmt::ScanKind::Mapping, 0x700000, 0x704000)
+      .scan_refs({{0x700100, 0x10000}, {0x702000, 0x10010}})
+      .scan_done(1, 2048, 2);
+  auto m = analyze(b.end(100));
+  ASSERT_TRUE(m);
+  EXPECT_EQ(stack_metrics(*m, 3)->reachable_bytes, 64u);
+  EXPECT_EQ(stack_metrics(*m, 2)->reachable_bytes, 0u);  // nothing points to the large block
+}
+
 TEST(LeakScan, AnIncompleteScanClassifiesNothing) {
   TraceBuilder b;
   add_stacks(b);
