@@ -8,8 +8,9 @@
 // every aligned word whose value falls inside an anonymous writable mapping or the brk heap
 // (where heap blocks can be), with the word's address, as Scan records (formats/records.h):
 //
-//   - Region records say what was read and what it is: module data and the scanning thread's
-//     stack above its stack pointer and its static TLS are roots (ScanKind::Root); the brk heap
+//   - Region records say what was read and what it is: module data, the scanning thread's
+//     stack above its stack pointer and its static TLS, and the stacks of the other threads
+//     that recorded are roots (ScanKind::Root); the brk heap
 //     is heap (never a root); any other writable mapping (anonymous memory: other threads'
 //     stacks, a module's .bss, the program's own mmaps, glibc's per-thread arenas) is decided
 //     by the analysis: heap if live blocks lie in it, otherwise a root;
@@ -109,6 +110,10 @@ class Scanner {
       }
       if (!region(kind, lo, m.hi)) return false;
     }
+    // The other threads' stacks (with their TLS and thread descriptor at the top): roots, read
+    // with the mappings that hold them. Said apart because the kernel may have merged a stack's
+    // mapping with a chunk glibc mapped next to it, which makes the region heap.
+    if (!thread_stacks()) return false;
     // The scanning thread's static TLS blocks: roots, whose words were read with the mapping
     // that holds them (the brk heap for the main thread, else the thread's stack mapping).
     tls_ok_ = true;
@@ -235,6 +240,29 @@ class Scanner {
       else b = mid;
     }
     return a < ntargets_ && v >= targets_[a].lo;
+  }
+
+  bool thread_stacks() {
+    constexpr size_t kMaxStacks = 4096;
+    auto* stacks = static_cast<Range*>(mem_alloc(kMaxStacks * sizeof(Range)));
+    if (!stacks) return false;
+    size_t n = 0;
+    timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += 2;
+    if (pthread_mutex_timedlock(&g.registry_mutex, &deadline) == 0) {
+      for (Stream* st = g.registry; st && n < kMaxStacks; st = st->reg_next) {
+        const auto* ts = reinterpret_cast<const ThreadState*>(st);  // Stream is its first member
+        if (ts == tls_thread || ts->memo.stack_hi <= ts->memo.stack_lo) continue;
+        if (sp_ >= ts->memo.stack_lo && sp_ < ts->memo.stack_hi) continue;  // the scanning thread's
+        stacks[n++] = {static_cast<uintptr_t>(ts->memo.stack_lo), static_cast<uintptr_t>(ts->memo.stack_hi)};
+      }
+      pthread_mutex_unlock(&g.registry_mutex);
+    }
+    bool ok = true;
+    for (size_t i = 0; i < n && ok; ++i) ok = region(fmt::ScanKind::Root, stacks[i].lo, stacks[i].hi, /*read=*/false);
+    mem_free(stacks);
+    return ok;
   }
 
   // A Region record, then (with `read`) the words of [lo, hi).
