@@ -2,6 +2,8 @@
 // real LD_PRELOAD; memtide-cli report / check / flamegraph / summary / symbolize / diff read
 // the traces. Numbers are compared with what the programs are known to have done.
 #include <gtest/gtest.h>
+
+#include <algorithm>
 #include <unistd.h>
 
 #include <fstream>
@@ -286,6 +288,32 @@ TEST(LeakScan, CheckCountsOnlyUnreachableBlocks) {
   const Proc summary = sh(std::string(MT_WRAPPER) + " run -o " + t + " --leak-scan -- " MT_REACH);
   EXPECT_EQ(summary.status, 0) << summary.err;
   EXPECT_NE(summary.err.find("not freed (564 B unreachable, "), std::string::npos) << summary.err;
+}
+
+// valgrind's memcheck as the oracle: the same program's definite and indirect leaks, in bytes
+// and blocks, from its "LEAK SUMMARY".
+TEST(LeakScan, AgreesWithValgrindOnDefiniteAndIndirectLeaks) {
+  if (sh("command -v valgrind").status != 0) GTEST_SKIP() << "no valgrind";
+  const Proc v = sh("valgrind --leak-check=full " MT_REACH);
+  ASSERT_EQ(v.status, 0) << v.err;
+  auto summary = [&](const std::string& what) -> std::pair<uint64_t, uint64_t> {
+    const std::size_t at = v.err.find(what + ": ");
+    if (at == std::string::npos) return {UINT64_MAX, UINT64_MAX};
+    std::string bytes, blocks;
+    std::istringstream in(v.err.substr(at + what.size() + 2));
+    std::string word;
+    in >> bytes >> word >> word >> blocks;  // "516 bytes in 2 blocks"
+    bytes.erase(std::remove(bytes.begin(), bytes.end(), ','), bytes.end());
+    blocks.erase(std::remove(blocks.begin(), blocks.end(), ','), blocks.end());
+    return {std::stoull(bytes), std::stoull(blocks)};
+  };
+  const auto definite = summary("definitely lost"), indirect = summary("indirectly lost");
+  ASSERT_NE(definite.first, UINT64_MAX) << v.err;
+  const json j = report(reach_trace());
+  EXPECT_EQ(j["leak_scan"]["definite_bytes"].get<uint64_t>(), definite.first);
+  EXPECT_EQ(j["leak_scan"]["definite_blocks"].get<uint64_t>(), definite.second);
+  EXPECT_EQ(j["leak_scan"]["indirect_bytes"].get<uint64_t>(), indirect.first);
+  EXPECT_EQ(j["leak_scan"]["indirect_blocks"].get<uint64_t>(), indirect.second);
 }
 
 // A real interpreter: valgrind's memcheck finds no definite or indirect leak in this run of
