@@ -74,6 +74,8 @@ struct StackMetrics {
   // definite leaks are the rest.
   uint64_t reachable_blocks = 0, reachable_bytes = 0;
   uint64_t indirect_blocks = 0, indirect_bytes = 0;
+  uint64_t definite_bytes() const { return leaked_bytes - reachable_bytes - indirect_bytes; }
+  uint64_t definite_blocks() const { return leaked_blocks - reachable_blocks - indirect_blocks; }
 
   uint64_t value(Metric m) const {
     switch (m) {
@@ -118,6 +120,8 @@ struct Totals {
   uint64_t leaked_bytes = 0, leaked_blocks = 0;             // counted blocks live at the end
   uint64_t reachable_bytes = 0, reachable_blocks = 0;       // of those, still reachable (leak scan)
   uint64_t indirect_bytes = 0, indirect_blocks = 0;         // of those, indirect leaks (leak scan)
+  uint64_t definite_bytes() const { return leaked_bytes - reachable_bytes - indirect_bytes; }
+  uint64_t definite_blocks() const { return leaked_blocks - reachable_blocks - indirect_blocks; }
   uint64_t at_bytes = 0, at_blocks = 0;                     // counted blocks live at `at`
 };
 

@@ -18,33 +18,18 @@ void ScanData::add(const fmt::Scan& x) {
       records_.push_back({raw_.size(), size, x.count});
       raw_.insert(raw_.end(), x.data, x.data_end);
       nrefs_ += x.count;
-      fmt::ScanRefIterator it(x);
-      for (uint64_t loc, value; it.next(loc, value);) {
-        if (loc < last_loc_) sorted_ = false;
-        last_loc_ = loc;
-      }
       break;
     }
     case fmt::ScanOp::Done:
       done_ = true;
       words_ = x.words;
       duration_ns_ = x.duration_ns;
-      if (!sorted_) {  // (not as the recorder writes them)
-        for_each_ref([&](uint64_t loc, uint64_t value) { pairs_.emplace_back(loc, value); });
-        std::sort(pairs_.begin(), pairs_.end());
-        raw_.clear();
-        raw_.shrink_to_fit();
-      }
       break;
   }
 }
 
 template <class F>
 void ScanData::for_each_ref(F&& f) const {
-  if (!sorted_ && !pairs_.empty()) {
-    for (const auto& [loc, value] : pairs_) f(loc, value);
-    return;
-  }
   for (const RecordSpan& r : records_) {
     fmt::Scan x;
     x.op = fmt::ScanOp::Refs;
@@ -99,7 +84,9 @@ std::vector<Reach> ScanData::classify(const std::vector<Block>& blocks,
 
   // One walk over the words (in address order) beside the blocks and the roots: a word inside
   // a block that points to a block is an edge (the edges of each block are one range of
-  // `edges`, [first[i], last[i])); a root's target goes on the stack.
+  // `edges`, [first[i], last[i])); a root's target goes on the stack. The recorder writes the
+  // words in address order; a walk that meets them in another order stops (false), and they
+  // are sorted and walked again.
   std::vector<std::size_t> first(n, 0), last(n, 0);
   std::vector<uint32_t> edges;
   std::vector<std::size_t> stack;
@@ -110,20 +97,44 @@ std::vector<Reach> ScanData::classify(const std::vector<Block>& blocks,
       stack.push_back(t);
     }
   };
-  std::size_t bi = 0, ri = 0;
-  for_each_ref([&](uint64_t loc, uint64_t value) {
-    const std::size_t t = target_of(value);
-    if (t == n) return;
-    while (bi < n && end_of(bi) <= loc) ++bi;
-    if (bi < n && blocks[bi].addr <= loc) {
-      if (last[bi] == 0) first[bi] = edges.size();
-      edges.push_back(static_cast<uint32_t>(t));
-      last[bi] = edges.size();
-      return;
-    }
-    while (ri < merged.size() && merged[ri].second <= loc) ++ri;
-    if (ri < merged.size() && merged[ri].first <= loc) mark(t);
-  });
+  auto walk = [&](auto&& each_ref) {
+    std::size_t bi = 0, ri = 0;
+    uint64_t prev = 0;
+    bool ordered = true;
+    each_ref([&](uint64_t loc, uint64_t value) {
+      if (!ordered || loc < prev) {
+        ordered = false;
+        return;
+      }
+      prev = loc;
+      const std::size_t t = target_of(value);
+      if (t == n) return;
+      while (bi < n && end_of(bi) <= loc) ++bi;
+      if (bi < n && blocks[bi].addr <= loc) {
+        if (last[bi] == 0) first[bi] = edges.size();
+        edges.push_back(static_cast<uint32_t>(t));
+        last[bi] = edges.size();
+        return;
+      }
+      while (ri < merged.size() && merged[ri].second <= loc) ++ri;
+      if (ri < merged.size() && merged[ri].first <= loc) mark(t);
+    });
+    return ordered;
+  };
+  if (!walk([&](auto&& f) { for_each_ref(f); })) {
+    std::vector<std::pair<uint64_t, uint64_t>> pairs;
+    pairs.reserve(nrefs_);
+    for_each_ref([&](uint64_t loc, uint64_t value) { pairs.emplace_back(loc, value); });
+    std::sort(pairs.begin(), pairs.end());
+    std::fill(first.begin(), first.end(), 0);
+    std::fill(last.begin(), last.end(), 0);
+    std::fill(seen.begin(), seen.end(), 0);
+    edges.clear();
+    stack.clear();
+    walk([&](auto&& f) {
+      for (const auto& [loc, value] : pairs) f(loc, value);
+    });
+  }
   while (!stack.empty()) {
     const std::size_t i = stack.back();
     stack.pop_back();

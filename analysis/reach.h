@@ -61,18 +61,14 @@ class ScanData {
   uint64_t words_ = 0, duration_ns_ = 0;
   std::vector<Region> regions_;
   // The Refs records' pairs as they are in the file (a few bytes each, not 16): `raw_` holds
-  // their bytes, `records_` where each record starts and its count. `sorted_`: the words come
-  // in address order, as the recorder writes them; otherwise they are decoded and sorted into
-  // `pairs_` when the scan is done.
+  // their bytes, `records_` where each record starts and its count.
   std::vector<uint8_t> raw_;
   struct RecordSpan {
     std::size_t offset, size;
     uint64_t count;
   };
   std::vector<RecordSpan> records_;
-  uint64_t nrefs_ = 0, last_loc_ = 0;
-  bool sorted_ = true;
-  std::vector<std::pair<uint64_t, uint64_t>> pairs_;
+  uint64_t nrefs_ = 0;
 };
 
 }  // namespace memtide::analysis

@@ -56,8 +56,8 @@ json stack_items(const Model& m, Symbolizer& sym, Domain d, Metric metric, const
       j["last_alloc_time_ns"] = rel(m, s->m.last_leak_time);
       if (m.leak_scan.complete && d == Domain::Heap) {
         const StackMetrics& x = s->m;
-        j["definite_bytes"] = x.leaked_bytes - x.reachable_bytes - x.indirect_bytes;
-        j["definite_count"] = x.leaked_blocks - x.reachable_blocks - x.indirect_blocks;
+        j["definite_bytes"] = x.definite_bytes();
+        j["definite_count"] = x.definite_blocks();
         j["indirect_bytes"] = x.indirect_bytes;
         j["indirect_count"] = x.indirect_blocks;
         j["reachable_bytes"] = x.reachable_bytes;
@@ -125,8 +125,8 @@ json report_json(const Model& m, Symbolizer& sym, const ReportOptions& o) {
   j["leaked_bytes"] = h.leaked_bytes;
   j["leaked_blocks"] = h.leaked_blocks;
   j["leak_scan"] = m.leak_scan.complete
-                       ? json{{"definite_bytes", h.leaked_bytes - h.reachable_bytes - h.indirect_bytes},
-                              {"definite_blocks", h.leaked_blocks - h.reachable_blocks - h.indirect_blocks},
+                       ? json{{"definite_bytes", h.definite_bytes()},
+                              {"definite_blocks", h.definite_blocks()},
                               {"indirect_bytes", h.indirect_bytes},
                               {"indirect_blocks", h.indirect_blocks},
                               {"reachable_bytes", h.reachable_bytes},
@@ -191,13 +191,15 @@ std::string percent(uint64_t part, uint64_t whole) {
 }
 
 // "definite 516 B in 2 blocks, indirect 48 B in 2 blocks, still reachable 1.1 KiB in 6 blocks"
-std::string leak_kinds(const StackMetrics& x) {
+// (of a StackMetrics or the Totals).
+template <class Leaks>
+std::string leak_kinds(const Leaks& x) {
   std::string out;
   auto part = [&](const char* what, uint64_t bytes, uint64_t blocks) {
     if (!blocks) return;
     out += (out.empty() ? "" : ", ") + std::string(what) + " " + human_bytes(bytes) + " in " + count_of(blocks, "block", "blocks");
   };
-  part("definite", x.leaked_bytes - x.reachable_bytes - x.indirect_bytes, x.leaked_blocks - x.reachable_blocks - x.indirect_blocks);
+  part("definite", x.definite_bytes(), x.definite_blocks());
   part("indirect", x.indirect_bytes, x.indirect_blocks);
   part("still reachable", x.reachable_bytes, x.reachable_blocks);
   return out;
@@ -258,16 +260,7 @@ void report_text(const Model& m, Symbolizer& sym, const ReportOptions& o) {
                   rel_time(m, h.peak_time));
   {
     std::string leaked = human_bytes(h.leaked_bytes) + " in " + count_of(h.leaked_blocks, "block", "blocks");
-    if (m.leak_scan.complete) {
-      StackMetrics x;
-      x.leaked_bytes = h.leaked_bytes;
-      x.leaked_blocks = h.leaked_blocks;
-      x.reachable_bytes = h.reachable_bytes;
-      x.reachable_blocks = h.reachable_blocks;
-      x.indirect_bytes = h.indirect_bytes;
-      x.indirect_blocks = h.indirect_blocks;
-      leaked += " not freed: " + leak_kinds(x);
-    }
+    if (m.leak_scan.complete) leaked += " not freed: " + leak_kinds(h);
     row("leaked", leaked);
   }
   for (Domain d : {Domain::Mmap, Domain::Custom}) {
