@@ -40,7 +40,7 @@ class LiveMap {
   std::size_t memory_bytes() const { return capacity() * sizeof(Slot); }
 
   // Inserts or finds `key`. Returns the value and whether it was inserted (false: it existed).
-  std::pair<V*, bool> insert(uint64_t key) {
+  [[gnu::always_inline]] std::pair<V*, bool> insert(uint64_t key) {
     if (key == 0) {
       const bool fresh = !zero_used_;
       zero_used_ = true;
@@ -71,7 +71,7 @@ class LiveMap {
   }
 
   // Removes `key` and stores its value in `out`. False when absent.
-  bool erase(uint64_t key, V& out) {
+  [[gnu::always_inline]] bool erase(uint64_t key, V& out) {
     if (key == 0) {
       if (!zero_used_) return false;
       out = zero_;

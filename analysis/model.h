@@ -36,7 +36,7 @@ namespace memtide::analysis {
 enum class Domain : uint8_t { Heap, Mmap, Custom, Count };
 inline constexpr unsigned kDomainCount = static_cast<unsigned>(Domain::Count);
 
-constexpr Domain domain_of(fmt::Api a) {
+[[gnu::always_inline]] constexpr Domain domain_of(fmt::Api a) {
   switch (fmt::family_of(a)) {
     case fmt::Family::Mmap: return Domain::Mmap;
     case fmt::Family::Custom: return Domain::Custom;
@@ -143,7 +143,7 @@ class Series {
  public:
   explicit Series(std::size_t max_points = 2048) : max_points_(max_points < 4 ? 4 : max_points) {}
   // Inline fast path: the value falls in the current bucket (almost every event).
-  void add(uint64_t time, uint64_t value) {
+  [[gnu::always_inline]] void add(uint64_t time, uint64_t value) {
     if (time >= cur_start_ && time < cur_end_) [[likely]] {
       SeriesPoint& p = points_.back();
       if (value < p.min) p.min = value;

@@ -262,7 +262,7 @@ class Replayer : public NullVisitor {
   void finish_into(Model& out) const;
 
  private:
-  void note_time(uint64_t t) {
+  [[gnu::always_inline]] void note_time(uint64_t t) {
     if (!based_) [[unlikely]]
       set_base(t);
     if (t > m_.last_time) m_.last_time = t;
@@ -298,7 +298,7 @@ class Replayer : public NullVisitor {
     return m_.threads[it->second];
   }
   // Per-thread counters of the stream, or nullptr for an implausible stream number.
-  ThreadWork* thread_work(uint32_t stream) {
+  [[gnu::always_inline]] ThreadWork* thread_work(uint32_t stream) {
     if (stream < threads_.size()) [[likely]]
       return &threads_[stream];
     if (stream >= kMaxThreadSlots) return nullptr;
