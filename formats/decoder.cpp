@@ -7,8 +7,8 @@ namespace memtide::fmt {
 template ReadResult decode_block<RecordVisitor>(const Block&, DecodeScratch&, RecordVisitor&);
 
 RecordType record_type_of_tag(uint8_t tag) {
-  if (is_alloc_tag(tag)) return RecordType::Alloc;
-  if (is_free_tag(tag)) return RecordType::Free;
+  if (is_alloc_tag(tag) || is_alloc_recent_tag(tag)) return RecordType::Alloc;
+  if (is_free_tag(tag) || is_free_recent_tag(tag)) return RecordType::Free;
   for (unsigned i = 0; i < static_cast<unsigned>(RecordType::Alloc); ++i)
     if (kRecordTag[i] == tag) return static_cast<RecordType>(i);
   return RecordType::Count;

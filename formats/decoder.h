@@ -87,6 +87,7 @@ struct StreamRegs {
   uint64_t time = 0;
   uint64_t addr = 0;
   uint64_t weight = 0;  // pending SampleWeight for the next Alloc (0: none)
+  AddrRings ring;       // the block's recent addresses (short Alloc/Free forms)
 };
 
 // Where variable-sized records are decoded to; big, so allocate it once (RecordDecoder does).
@@ -351,13 +352,16 @@ template <class V>
 [[gnu::always_inline]] inline DecodeError decode_record(const uint8_t*& p, const uint8_t* end, StreamRegs& r, uint32_t stream,
                                  DecodeScratch& s, V& v) {
   const uint8_t tag = *p;
-  if (tag >= kTagAllocBase && tag < kTagFreeBase + 32) [[likely]] {
+  if (tag >= kTagAllocBase) [[likely]] {
+    // Alloc and Free, full (0x40..0x7F: the address as a delta) or short (0x80..0xFF: the
+    // address from the block's rings).
     const uint8_t* q = p + 1;
-    const bool is_alloc = tag < kTagFreeBase;
-    const auto api = static_cast<Api>(tag & 31);
-    uint64_t dt, za, a = 0, b = 0;
+    const bool recent = tag >= kTagAllocRecent;
+    const bool is_alloc = recent ? tag < kTagFreeRecent : tag < kTagFreeBase;
+    const auto api = recent ? (is_alloc ? recent_alloc_api(tag) : recent_free_api(tag)) : static_cast<Api>(tag & 31);
+    uint64_t dt, za = 0, a = 0, b = 0;
     if (static_cast<std::size_t>(end - q) >= 4 * wire::kMaxVarint) [[likely]] {
-      if (!detail::varint_fast(q, dt) || !detail::varint_fast(q, za)) return DecodeError::AllocFree;
+      if (!detail::varint_fast(q, dt) || (!recent && !detail::varint_fast(q, za))) return DecodeError::AllocFree;
       if (is_alloc) {
         if (!detail::varint_fast(q, a) || !detail::varint_fast(q, b)) return DecodeError::AllocFree;
       } else if (api == Api::Munmap) {
@@ -365,7 +369,7 @@ template <class V>
       }
     } else {
       wire::Cursor c(q, end);
-      if (!c.get_varint(dt) || !c.get_varint(za)) return DecodeError::AllocFree;
+      if (!c.get_varint(dt) || (!recent && !c.get_varint(za))) return DecodeError::AllocFree;
       if (is_alloc) {
         if (!c.get_varint(a) || !c.get_varint(b)) return DecodeError::AllocFree;
       } else if (api == Api::Munmap) {
@@ -374,7 +378,10 @@ template <class V>
       q = c.pos();
     }
     r.time += dt;
-    r.addr += static_cast<uint64_t>(wire::unzigzag(za));
+    // A short Alloc takes a recently freed address (ring 1), a short Free a recently allocated
+    // one (ring 0).
+    r.addr = recent ? r.ring.get(is_alloc ? 1 : 0, tag & (kRingSize - 1)) : r.addr + static_cast<uint64_t>(wire::unzigzag(za));
+    r.ring.push(is_alloc ? 0 : 1, r.addr);
     p = q;
     if (is_alloc) {
       Alloc x;
@@ -404,7 +411,9 @@ template <class V>
 template <class V>
 ReadResult decode_block(const Block& block, DecodeScratch& s, V& v) {
   v.on_block(block);
-  StreamRegs r{block.header.base_time, block.header.base_addr, 0};
+  StreamRegs r;
+  r.time = block.header.base_time;
+  r.addr = block.header.base_addr;
   const uint32_t stream = block.header.stream;
   const uint8_t* const begin = block.payload.data();
   const uint8_t* const end = begin + block.payload.size();

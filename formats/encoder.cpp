@@ -133,4 +133,139 @@ std::size_t encode_block(const BlockHeader& hdr, const uint8_t* raw, std::size_t
   return kBlockHeaderSize + static_cast<std::size_t>(stored);
 }
 
+
+// ---------------------------------------------------------------------------------------
+// Short forms of Alloc and Free (AddressCompactor)
+// ---------------------------------------------------------------------------------------
+
+namespace {
+
+// The end of the varint at `p`, or nullptr when it runs past `end` or is longer than 10 bytes.
+inline const uint8_t* varint_end(const uint8_t* p, const uint8_t* end) {
+  for (std::size_t i = 0; i < wire::kMaxVarint && p + i < end; ++i)
+    if (!(p[i] & 0x80)) return p + i + 1;
+  return nullptr;
+}
+
+// The same with at least 10 readable bytes at `p`.
+[[gnu::always_inline]] inline const uint8_t* varint_end_fast(const uint8_t* p) {
+  if (!(p[0] & 0x80)) [[likely]]
+    return p + 1;
+  for (std::size_t i = 1; i < wire::kMaxVarint; ++i)
+    if (!(p[i] & 0x80)) return p + i + 1;
+  return nullptr;
+}
+
+// An svarint (zigzag) with at least 10 readable bytes at `p`; nullptr when longer than that.
+[[gnu::always_inline]] inline const uint8_t* svarint_fast(const uint8_t* p, int64_t& out) {
+  uint64_t v = 0;
+  for (unsigned i = 0; i < wire::kMaxVarint; ++i) {
+    v |= static_cast<uint64_t>(p[i] & 0x7f) << (7 * i);
+    if (!(p[i] & 0x80)) {
+      out = static_cast<int64_t>((v >> 1) ^ (uint64_t{0} - (v & 1)));
+      return p + i + 1;
+    }
+  }
+  return nullptr;
+}
+
+// Copies [from, to) to `o`; with 32 bytes readable from `from` (and so writable at `o`, which
+// never runs ahead of the input) as two fixed-size moves.
+[[gnu::always_inline]] inline uint8_t* copy_bytes(uint8_t* o, const uint8_t* from, const uint8_t* to,
+                                                  const uint8_t* end) {
+  const auto n = static_cast<std::size_t>(to - from);
+  if (n <= 32 && end - from >= 32) [[likely]] {
+    std::memmove(o, from, 16);
+    std::memmove(o + 16, from + 16, 16);
+  } else {
+    std::memmove(o, from, n);
+  }
+  return o + n;
+}
+
+}  // namespace
+
+std::size_t AddressCompactor::compact(const uint8_t* in, std::size_t n, uint64_t base_addr, uint8_t* out) {
+  // Ring 0: allocated addresses, 1: freed ones. The address pushed as number s is in slot
+  // s % kRingSize, for the decoder too (whose count starts at 0 with each block): k = (pushes
+  // so far) - 1 - s, below kRingSize and below the pushes of this block.
+  const uint32_t first[2] = {pos_[0], pos_[1]};
+  auto find = [&](unsigned r, uint64_t a) {
+    const uint32_t s = table_[r][hash(a)];
+    const uint32_t k = pos_[r] - 1 - s;
+    return k < kRingSize && k < pos_[r] - first[r] && ring_[r][s & (kRingSize - 1)] == a ? static_cast<int>(k) : -1;
+  };
+  auto push = [&](unsigned r, uint64_t a) {
+    const uint32_t s = pos_[r]++;
+    ring_[r][s & (kRingSize - 1)] = a;
+    table_[r][hash(a)] = s;
+  };
+  const uint8_t* p = in;
+  const uint8_t* const end = in + n;
+  uint8_t* o = out;
+  uint64_t addr = base_addr;
+  while (p < end) {
+    const uint8_t tag = *p;
+    const bool alloc = is_alloc_tag(tag);
+    if (alloc || is_free_tag(tag)) {
+      const auto api = static_cast<Api>(tag & 31);
+      const uint8_t* const dt = p + 1;
+      const uint8_t *dt_end, *rest, *rec_end;
+      int64_t daddr;
+      if (end - p > static_cast<std::ptrdiff_t>(kMaxAllocRecord)) [[likely]] {
+        dt_end = varint_end_fast(dt);
+        if (!dt_end) break;
+        rest = svarint_fast(dt_end, daddr);
+        if (!rest) break;
+        rec_end = rest;
+        if (alloc) {
+          rec_end = varint_end_fast(rec_end);
+          if (rec_end) rec_end = varint_end_fast(rec_end);
+        } else if (api == Api::Munmap) {
+          rec_end = varint_end_fast(rec_end);
+        }
+      } else {
+        dt_end = varint_end(dt, end);
+        if (!dt_end) break;
+        wire::Cursor c(dt_end, end);
+        if (!c.get_svarint(daddr)) break;
+        rest = c.pos();
+        rec_end = rest;
+        if (alloc) {
+          rec_end = varint_end(rec_end, end);
+          if (rec_end) rec_end = varint_end(rec_end, end);
+        } else if (api == Api::Munmap) {
+          rec_end = varint_end(rec_end, end);
+        }
+      }
+      if (!rec_end) break;
+      addr += static_cast<uint64_t>(daddr);
+      const uint8_t base = recent_tag_base(alloc, api);
+      const int k = base ? find(alloc ? 1 : 0, addr) : -1;
+      if (k >= 0) {
+        *o++ = static_cast<uint8_t>(base + k);
+        if (dt_end == dt + 1) [[likely]]
+          *o++ = *dt;
+        else
+          o = copy_bytes(o, dt, dt_end, end);
+        o = copy_bytes(o, rest, rec_end, end);
+      } else {
+        o = copy_bytes(o, p, rec_end, end);
+      }
+      push(alloc ? 0 : 1, addr);
+      p = rec_end;
+      continue;
+    }
+    if (tag >= kTagAllocRecent) break;  // already short, or not a record: the rest as it is
+    wire::Cursor c(p + 1, end);
+    uint64_t len;
+    if (!c.get_varint(len) || len > c.remaining()) break;
+    const uint8_t* const rec_end = c.pos() + len;
+    o = copy_bytes(o, p, rec_end, end);
+    p = rec_end;
+  }
+  std::memmove(o, p, static_cast<std::size_t>(end - p));
+  return static_cast<std::size_t>(o + (end - p) - out);
+}
+
 }  // namespace memtide::fmt

@@ -50,6 +50,29 @@ std::size_t encode_scan_refs(uint8_t* out, std::size_t cap, const uint64_t* locs
 std::size_t encode_scan_done(uint8_t* out, std::size_t cap, uint64_t regions, uint64_t words, uint64_t refs,
                              uint64_t duration_ns);
 
+// Rewrites the Alloc and Free records of block payloads into their short forms where the
+// address is one of the block's recent ones (records.h, AddrRings), and copies every other
+// byte. The time and addr registers move as before, so block headers stay as they are. Its
+// tables (9 KiB) are kept from call to call, not cleared: keep one per writer.
+class AddressCompactor {
+ public:
+  // `in`: n bytes of a block whose addr register starts at `base_addr`; `out` has room for n
+  // bytes. Returns the bytes written (at most n). A record that does not parse is copied with
+  // the rest of the payload as it is.
+  std::size_t compact(const uint8_t* in, std::size_t n, uint64_t base_addr, uint8_t* out);
+
+ private:
+  // Per ring: the last kRingSize addresses pushed, as the decoder has them, and a direct-mapped
+  // table from an address's hash to the number of its latest push (a lookup is one load and
+  // one compare with the ring's slot; an address whose entry another one took keeps its full
+  // form). Push numbers run on across blocks; the block's first one bounds k.
+  static constexpr unsigned kBits = 10;
+  static unsigned hash(uint64_t a) { return static_cast<unsigned>((a * 0x9E3779B97F4A7C15ull) >> (64 - kBits)); }
+  uint32_t table_[2][1u << kBits] = {};
+  uint64_t ring_[2][kRingSize] = {};
+  uint32_t pos_[2] = {};
+};
+
 // File header (kFileHeaderSize bytes).
 void encode_file_header(uint8_t* out, uint32_t flags);
 

@@ -154,7 +154,9 @@ void EventDecoder::decode(const Block& block, EventBlock& out) {
   Collect c(out);
   DecodeScratch& scratch = *scratch_;
   const detail::FastEventsFn fast = fast_;
-  StreamRegs r{block.header.base_time, block.header.base_addr, 0};
+  StreamRegs r;
+  r.time = block.header.base_time;
+  r.addr = block.header.base_addr;
   const uint8_t* const begin = block.payload.data();
   const uint8_t* const end = begin + block.payload.size();
   const uint8_t* p = begin;
@@ -178,7 +180,7 @@ void EventDecoder::decode(const Block& block, EventBlock& out) {
       out.result = ReadResult::corrupt(block.offset, describe(e, tag), static_cast<uint64_t>(rec - begin));
       break;
     }
-    if (tag >= kTagAllocBase && tag < kTagFreeBase + 32) [[likely]]
+    if (tag >= kTagAllocBase) [[likely]]  // an Alloc or a Free (full or short)
       continue;
     if (queued_prefixed_tag(tag)) {
       events.push_back({r.time, before, 0, 0, kEventOther});

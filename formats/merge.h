@@ -349,7 +349,8 @@ template <class V>
   if (e.tag == kEventOther) {
     const uint8_t* p = b.other.data() + b.other_rd;
     const uint8_t* const end = b.other.data() + b.other.size();
-    StreamRegs r{e.addr, 0, 0};
+    StreamRegs r;
+    r.time = e.addr;
     if (decode_record(p, end, r, b.stream, decoder_.scratch(), v) != DecodeError::None) p = end;  // unreachable
     const auto n = static_cast<std::size_t>(p - (b.other.data() + b.other_rd));
     b.other_rd += n;

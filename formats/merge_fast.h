@@ -39,6 +39,22 @@ namespace {
   return v;
 }
 
+// The event tag (merge.h: 0x40 + api for an Alloc, 0x60 + api for a Free) of each wire tag of
+// the fast path (0x40..0xFF).
+inline constexpr auto kFastEventTag = [] {
+  struct Table {
+    uint8_t t[256] = {};
+    constexpr uint8_t operator[](uint8_t i) const { return t[i]; }
+  } x;
+  for (unsigned tag = kTagAllocBase; tag < 256; ++tag) {
+    const auto g = static_cast<uint8_t>(tag);
+    x.t[tag] = is_alloc_recent_tag(g)  ? static_cast<uint8_t>(kTagAllocBase + static_cast<uint8_t>(recent_alloc_api(g)))
+               : is_free_recent_tag(g) ? static_cast<uint8_t>(kTagFreeBase + static_cast<uint8_t>(recent_free_api(g)))
+                                       : g;
+  }
+  return x;
+}();
+
 // `Varints::get(p, v, len)`: the first four varints at `p` (32 readable bytes), each of at most
 // 8 bytes: v[k] their values, len[k] the bytes taken by varints 0..k; false when they do not
 // fit. (For a Free the varints past its end are garbage, unused.)
@@ -48,22 +64,31 @@ template <class Varints>
                                                                                  StreamRegs& r, MergedEvent* out,
                                                                                  std::size_t room, std::size_t& written) {
   uint64_t time = r.time, addr = r.addr;
+  AddrRings& ring = r.ring;
   std::size_t n = 0;
-  // Without a branch on Alloc or Free (they alternate unpredictably): four varints are decoded
-  // in every case.
+  // Without a branch on Alloc or Free, full or short (they alternate unpredictably): four
+  // varints are decoded in every case.
   while (n < room && static_cast<std::size_t>(end - p) > 4 * wire::kMaxVarint) {
     const uint8_t tag = *p;
-    if (tag < kTagAllocBase || tag >= kTagFreeBase + 32) break;
+    if (tag < kTagAllocBase) break;
     uint64_t v[4];
     unsigned len[4];
     if (!Varints::get(p + 1, v, len)) break;
-    const bool is_alloc = tag < kTagFreeBase;
+    const bool recent = tag >= kTagAllocRecent;
+    const bool is_alloc = (tag < kTagFreeBase) | (recent & (tag < kTagFreeRecent));
     const bool munmap = tag == kTagFreeBase + static_cast<uint8_t>(Api::Munmap);
-    if (is_alloc && v[3] > UINT32_MAX) break;
+    // Full Alloc: dt, daddr, size, stack. Short Alloc: dt, size, stack. Full Free: dt, daddr
+    // (munmap: length). Short Free: dt.
+    const uint64_t size = recent ? v[1] : v[2];
+    const uint64_t stack = recent ? v[2] : v[3];
+    if (is_alloc && stack > UINT32_MAX) break;
     time += v[0];
-    addr += (v[1] >> 1) ^ (uint64_t{0} - (v[1] & 1));  // unzigzag
-    out[n++] = {time, addr, is_alloc || munmap ? v[2] : 0, is_alloc ? static_cast<uint32_t>(v[3]) : 0u, tag};
-    p += 1 + (is_alloc ? len[3] : munmap ? len[2] : len[1]);
+    const uint64_t full = addr + ((v[1] >> 1) ^ (uint64_t{0} - (v[1] & 1)));  // unzigzag
+    addr = recent ? ring.get(is_alloc, tag & (kRingSize - 1)) : full;
+    ring.push(!is_alloc, addr);
+    out[n++] = {time, addr, is_alloc || munmap ? size : 0, is_alloc ? static_cast<uint32_t>(stack) : 0u,
+                kFastEventTag[tag]};
+    p += 1 + len[is_alloc ? (recent ? 2 : 3) : (recent ? 0 : munmap ? 2 : 1)];
   }
   r.time = time;
   r.addr = addr;

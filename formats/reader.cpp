@@ -145,16 +145,17 @@ OpenResult FileReader::read_file_header() {
   info_.header_size = wire::load_le<uint32_t>(h + 12);
   info_.flags = wire::load_le<uint32_t>(h + 16);
   // Major first: another major may have moved the checksum.
-  if (info_.version_major != kVersionMajor)
+  if (info_.version_major < kOldestVersionMajor || info_.version_major > kVersionMajor)
     return {OpenError::UnsupportedVersion,
             "unsupported format version " + std::to_string(info_.version_major) + "." +
-                std::to_string(info_.version_minor) + " (this reader reads " + std::to_string(kVersionMajor) + ".x)"};
+                std::to_string(info_.version_minor) + " (this reader reads " + std::to_string(kOldestVersionMajor) +
+                ".x to " + std::to_string(kVersionMajor) + ".x)"};
   if (wire::load_le<uint32_t>(h + 28) != checksum32(h, 28))
     return {OpenError::BadChecksum, "file header checksum mismatch at offset 28"};
   // The header may grow in later minors; a size beyond a page is not a header.
   if (info_.header_size < kFileHeaderSize || info_.header_size > 4096)
     return {OpenError::BadHeader, "file header size " + std::to_string(info_.header_size) + " out of range at offset 12"};
-  if (info_.version_minor > kVersionMinor)
+  if (info_.version_major == kVersionMajor && info_.version_minor > kVersionMinor)
     warnings_.push_back("format version " + std::to_string(info_.version_major) + "." +
                         std::to_string(info_.version_minor) + " is newer than this reader (" +
                         std::to_string(kVersionMajor) + "." + std::to_string(kVersionMinor) +

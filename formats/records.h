@@ -23,7 +23,7 @@ namespace memtide::fmt {
 
 // File header: 32 bytes at offset 0.
 //   0  u8[8]  magic "\x8AMTIDE\r\n"  (high bit and CR/LF catch 7-bit and newline mangling)
-//   8  u16    version_major  (a reader refuses a different major)
+//   8  u16    version_major  (a reader refuses a major it does not know; 2 reads 1 and 2)
 //   10 u16    version_minor  (newer minor: read with a warning)
 //   12 u32    header_size    (32 in this version; readers skip any extra bytes)
 //   16 u32    flags          (bit 0: sampled recording; bit 1: blocks carry their hints;
@@ -31,8 +31,11 @@ namespace memtide::fmt {
 //   20 u64    reserved (0)
 //   28 u32    checksum: low 32 bits of XXH3_64 over bytes [0, 28)
 inline constexpr uint8_t kFileMagic[8] = {0x8A, 'M', 'T', 'I', 'D', 'E', '\r', '\n'};
-inline constexpr uint16_t kVersionMajor = 1;
-inline constexpr uint16_t kVersionMinor = 3;
+inline constexpr uint16_t kVersionMajor = 2;
+inline constexpr uint16_t kVersionMinor = 0;
+// The oldest major this reader reads. 2.0 added the short Alloc and Free forms (tags
+// 0x80..0xFF, reserved in 1.x and never written by a 1.x writer); the rest of 1.3 is unchanged.
+inline constexpr uint16_t kOldestVersionMajor = 1;
 inline constexpr uint32_t kFileHeaderSize = 32;
 inline constexpr uint32_t kFileFlagSampled = 1u << 0;
 // Set by writers that flag every block holding StackDef or Symbols records (below), so that a
@@ -205,6 +208,37 @@ static_assert(sizeof(kRecordTag) == kRecordTypeCount, "kRecordTag out of step wi
 constexpr uint8_t tag_of(RecordType t) { return kRecordTag[static_cast<unsigned>(t)]; }
 constexpr bool is_alloc_tag(uint8_t tag) { return tag >= kTagAllocBase && tag < kTagAllocBase + 32; }
 constexpr bool is_free_tag(uint8_t tag) { return tag >= kTagFreeBase && tag < kTagFreeBase + 32; }
+
+// Added in 2.0: the short forms of Alloc and Free, for an address the block used recently
+// (docs/FORMAT.md, "Recent addresses"). The tag holds the API and k, the position of the
+// address in the block's ring of recent allocated addresses (for a Free) or of recent freed
+// addresses (for an Alloc): k = 0 is the latest.
+//   0x80 + k  Alloc, malloc        0xA0 + k  Alloc, new
+//   0xC0 + k  Free, free           0xE0 + k  Free, delete
+inline constexpr uint8_t kTagAllocRecent = 0x80;
+inline constexpr uint8_t kTagFreeRecent = 0xC0;
+inline constexpr unsigned kRingSize = 32;  // addresses per ring; k < kRingSize
+constexpr bool is_alloc_recent_tag(uint8_t tag) { return tag >= kTagAllocRecent && tag < kTagFreeRecent; }
+constexpr bool is_free_recent_tag(uint8_t tag) { return tag >= kTagFreeRecent; }
+constexpr Api recent_alloc_api(uint8_t tag) { return (tag & 0x20) ? Api::New : Api::Malloc; }
+constexpr Api recent_free_api(uint8_t tag) { return (tag & 0x20) ? Api::Delete : Api::Free; }
+// The short-form tag base of an API, or 0 when it has none.
+constexpr uint8_t recent_tag_base(bool alloc, Api api) {
+  if (alloc) return api == Api::Malloc ? kTagAllocRecent : api == Api::New ? kTagAllocRecent + 0x20 : 0;
+  return api == Api::Free ? kTagFreeRecent : api == Api::Delete ? kTagFreeRecent + 0x20 : 0;
+}
+
+// A block's two rings of recent addresses: every Alloc and Free record of the block, short or
+// not, pushes its address into ring 0 (Alloc) or ring 1 (Free). Both start empty (all zero) at
+// each block.
+struct AddrRings {
+  uint64_t slot[2][kRingSize] = {};
+  uint32_t pos[2] = {};
+  void clear() { *this = AddrRings{}; }
+  // The address k pushes ago in ring `r`.
+  uint64_t get(unsigned r, unsigned k) const { return slot[r][(pos[r] - 1 - k) & (kRingSize - 1)]; }
+  void push(unsigned r, uint64_t addr) { slot[r][pos[r]++ & (kRingSize - 1)] = addr; }
+};
 
 constexpr std::string_view record_type_name(RecordType t) {
   constexpr std::string_view names[] = {"process",    "module_load", "module_unload", "thread_start",

@@ -27,6 +27,9 @@ namespace {
 
 uint8_t* g_out = nullptr;      // compressed block buffer
 size_t g_out_cap = 0;
+uint8_t* g_compact = nullptr;  // a block's payload with short Allocs and Frees
+size_t g_compact_cap = 0;
+fmt::AddressCompactor g_compactor;
 bool g_write_failed = false;
 bool g_finished = false;       // End written
 pthread_mutex_t g_done_mutex = PTHREAD_MUTEX_INITIALIZER;
@@ -149,6 +152,18 @@ void emit(Stream* s, const uint8_t* p, size_t n, uint16_t flags, const Registers
       stop_writing("out of memory");
       return;
     }
+  }
+  // Allocs and Frees at recent addresses of the block take their short forms (about half the
+  // bytes of a busy stream's records); the block stays as it is without the memory for it.
+  if (n > g_compact_cap) {
+    mem_free(g_compact);
+    g_compact_cap = n < 256 * 1024 ? 256 * 1024 : n;
+    g_compact = static_cast<uint8_t*>(mem_alloc(g_compact_cap));
+    if (!g_compact) g_compact_cap = 0;
+  }
+  if (g_compact) {
+    n = g_compactor.compact(p, n, h.base_addr, g_compact);
+    p = g_compact;
   }
   const size_t total = fmt::encode_block(h, p, n, g_out, g_out_cap, g.opts.compression);
   if (g.opts.max_size && g_file_bytes + total + kEndRoom > g.opts.max_size) {
@@ -632,6 +647,8 @@ void writer_reset_after_fork() {
   g.writer_stop = false;
   g_out = nullptr;
   g_out_cap = 0;
+  g_compact = nullptr;
+  g_compact_cap = 0;
   g_finished = false;
   g_last_watermark = 0;
   pthread_mutex_init(&g_done_mutex, nullptr);

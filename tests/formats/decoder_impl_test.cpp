@@ -1,5 +1,5 @@
 // EventDecoder's two fast paths (portable and BMI2, formats/merge_fast.h) produce identical
-// EventBlocks: on random Alloc/Free payloads with varints of every length, on payloads with
+// EventBlocks: on random Alloc/Free payloads (full and short forms) with varints of every length, on payloads with
 // bytes flipped (corrupt records at the same position, with the same message), on the sample
 // trace and on every block of the fuzz seed corpus.
 #include <gtest/gtest.h>
@@ -79,6 +79,12 @@ std::vector<uint8_t> random_payload(std::mt19937_64& rng, std::size_t records) {
       p = wire::put_varint(p, static_cast<uint64_t>(q - body));
       std::memcpy(p, body, static_cast<std::size_t>(q - body));
       p += q - body;
+    } else if (kind == 2) {  // a short Alloc (format 1.4): dt, size, stack
+      *p++ = static_cast<uint8_t>(kTagAllocRecent + rng() % 64);
+      for (int k = 0; k < 3; ++k) varint(p);
+    } else if (kind == 3) {  // a short Free: dt
+      *p++ = static_cast<uint8_t>(kTagFreeRecent + rng() % 64);
+      varint(p);
     } else if (kind < 11) {  // an Alloc: dt, daddr, size, stack
       *p++ = static_cast<uint8_t>(kTagAllocBase + rng() % static_cast<unsigned>(Api::Count));
       for (int k = 0; k < 4; ++k) varint(p);

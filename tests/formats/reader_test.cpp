@@ -133,9 +133,14 @@ TEST(Open, FutureMajorVersionRefused) {
   FileReader r;
   OpenResult o = r.open_memory(h);
   EXPECT_EQ(o.error, OpenError::UnsupportedVersion);
-  EXPECT_NE(o.message.find("unsupported format version 2." + std::to_string(kVersionMinor)), std::string::npos)
+  EXPECT_NE(o.message.find("unsupported format version " + std::to_string(kVersionMajor + 1) + "." +
+                            std::to_string(kVersionMinor)),
+            std::string::npos)
       << o.message;
   // Also when the checksum is right: the major decides first.
+  test::fix_file_header_checksum(h);
+  EXPECT_EQ(r.open_memory(h).error, OpenError::UnsupportedVersion);
+  wire::store_le<uint16_t>(h.data() + 8, 0);
   test::fix_file_header_checksum(h);
   EXPECT_EQ(r.open_memory(h).error, OpenError::UnsupportedVersion);
 }
@@ -436,13 +441,13 @@ TEST(Records, TruncatedAllocAtBlockEnd) {
 }
 
 TEST(Records, UnknownTagIsSkippedAndReported) {
-  const auto raw = concat({alloc_bytes(1, 0x1000, 8, 1), prefixed(0x30, {9, 8, 7}), prefixed(0xC3, {}),
+  const auto raw = concat({alloc_bytes(1, 0x1000, 8, 1), prefixed(0x30, {9, 8, 7}), prefixed(0x3E, {}),
                            alloc_bytes(1, 16, 8, 1)});
   const Decoded d = decode_payload(raw);
   EXPECT_TRUE(d.result.end_of_file()) << d.result.message;
   ASSERT_EQ(d.lines.size(), 4u);
   EXPECT_EQ(d.lines[1], "unknown s=1 tag=48 payload=090807");
-  EXPECT_EQ(d.lines[2], "unknown s=1 tag=195 payload=");
+  EXPECT_EQ(d.lines[2], "unknown s=1 tag=62 payload=");
   EXPECT_EQ(d.lines[3], "alloc s=1 time=2 addr=4112 size=8 stack=1 weight=0 api=malloc");
 }
 
@@ -535,6 +540,23 @@ TEST(Navigation, ResyncFailsOnGarbageTail) {
   EXPECT_FALSE(r.resync());
   EXPECT_EQ(r.offset(), kFileHeaderSize);
 }
+
+// Files of the previous major (1.3: no short Alloc/Free forms) read as before, without a warning.
+TEST(Open, PreviousMajorVersionIsRead) {
+  std::vector<std::string> want;
+  auto bytes = test::sample_trace(&want);
+  wire::store_le<uint16_t>(bytes.data() + 8, 1);
+  wire::store_le<uint16_t>(bytes.data() + 10, 3);
+  test::fix_file_header_checksum(bytes);
+  fmt::FileReader r;
+  ASSERT_TRUE(r.open_memory(bytes).ok());
+  EXPECT_EQ(r.info().version_major, 1);
+  EXPECT_TRUE(r.warnings().empty());
+  std::vector<std::string> got;
+  EXPECT_TRUE(test::decode_all(bytes, got).end_of_file());
+  EXPECT_EQ(got, want);
+}
+
 
 }  // namespace
 }  // namespace memtide
