@@ -163,10 +163,24 @@ Replay replay_trace(const std::string& path) {
     r.block_hints = (again.info().flags & fmt::kFileFlagBlockHints) != 0;
     fmt::RecordDecoder decoder;
     fmt::Block b;
+    fmt::DecodeScratch scratch;
     while (again.next(b).ok()) {
       ++r.blocks;
       h.defs = 0;
       (void)decoder.decode(b, h);
+      // The Alloc and Free records by form (the writer's short forms: tags 0x80 and up).
+      const uint8_t* p = b.payload.data();
+      const uint8_t* const end = p + b.payload.size();
+      fmt::StreamRegs regs;
+      fmt::NullVisitor none;
+      while (p < end) {
+        const uint8_t tag = *p;
+        if (fmt::decode_record(p, end, regs, 0, scratch, none) != fmt::DecodeError::None) break;
+        if (tag >= fmt::kTagAllocRecent)
+          ++r.short_records;
+        else if (tag >= fmt::kTagAllocBase)
+          ++r.full_records;
+      }
       if (!h.defs) continue;
       ++r.stack_blocks;
       if (!(b.header.flags & fmt::kBlockFlagStacks)) ++r.unflagged_stack_blocks;

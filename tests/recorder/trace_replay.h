@@ -29,6 +29,8 @@ struct Replay {
   uint64_t bytes[fmt::kApiCount] = {};
   uint64_t heap_allocs = 0, heap_frees = 0;  // malloc family and new/delete (not mmap/custom)
 
+  uint64_t short_records = 0, full_records = 0;  // Alloc and Free records by form (file order)
+
   uint64_t double_allocs = 0;   // an address allocated while live
   uint64_t unknown_frees = 0;   // a heap free of an address that is not live
   uint64_t out_of_order = 0;    // merged records whose time went backwards
