@@ -62,15 +62,14 @@ class AddressCompactor {
   std::size_t compact(const uint8_t* in, std::size_t n, uint64_t base_addr, uint8_t* out);
 
  private:
-  // Per ring: the last kRingSize addresses pushed, as the decoder has them, and a direct-mapped
-  // table from an address's hash to the number of its latest push (a lookup is one load and
-  // one compare with the ring's slot; an address whose entry another one took keeps its full
-  // form). Push numbers run on across blocks; the block's first one bounds k.
+  // The rings as the decoder has them (their push counts run on across blocks: the block's
+  // first one bounds k), and per ring a direct-mapped table from an address's hash to the
+  // number of its latest push (a lookup is one load and one compare with the ring's slot; an
+  // address whose entry another one took keeps its full form).
   static constexpr unsigned kBits = 10;
   static unsigned hash(uint64_t a) { return static_cast<unsigned>((a * 0x9E3779B97F4A7C15ull) >> (64 - kBits)); }
   uint32_t table_[2][1u << kBits] = {};
-  uint64_t ring_[2][kRingSize] = {};
-  uint32_t pos_[2] = {};
+  AddrRings rings_;
 };
 
 // File header (kFileHeaderSize bytes).
