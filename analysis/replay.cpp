@@ -30,6 +30,7 @@
 #include <system_error>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 
 #include "analysis/live_map.h"
 #include "analysis/reach.h"
@@ -681,33 +682,116 @@ void Replayer::finish_into(Model& out) const {
 // [6] Driver
 // ---------------------------------------------------------------------------------------
 
-// A reader thread reads, checks, decompresses and decodes the blocks (EventDecoder) while the
-// calling thread merges and replays them. The replay works in bursts (everything up to the
-// previous watermark is released when a watermark arrives), so the reader runs ahead to keep
-// both busy: it stops at kAheadBytes of decoded events only once those hold the watermarks the
-// merger's next release needs (one in a file with exact watermarks, else two). Watermarks can
-// be far apart: the writer of a 4-thread churn on 2 CPUs wrote one every 57 ms, 64 MB of
-// decoded events; with a fixed 32 MiB the replay waited for the reader to decode the rest of
-// an interval and the reader for the replay to take the first part, in turn (that report took
-// 0.88 s, now 0.70 s). 64 MiB rather than 32 keeps the reader going through more of a burst:
-// the 2-thread churn's report 0.55 → 0.53 s (medians of 9, alternating), for about 9 MiB more
-// RSS. kMaxAheadBytes bounds the look-ahead in any case. The buffers of delivered blocks come
-// back through a pool.
+// A reader thread reads, checks, decompresses and decodes the blocks (EventDecoder) and merges
+// them into time order (EventMerger), while the calling thread replays what was merged. The
+// merged records reach the replay in batches: Allocs and Frees as 32-byte BatchEvents in
+// delivery order, the rare other records as their wire bytes, decoded again by the replay. The
+// replay thread is the busier one (the Replayer's live map and per-stack counters), so the
+// merge of the threads' streams, which on a multi-threaded trace is a comparison or two per
+// event, runs on the reader's side. The reader runs up to kAheadBytes of batches ahead.
+
+// An Alloc or a Free as the merger delivered it, with its stream: tag_stream is the
+// MergedEvent tag (below kEventWide) in its low 8 bits and the stream above them; kBatchSide
+// instead means "the next SideRecord".
+struct BatchEvent {
+  uint64_t time;
+  uint64_t addr;
+  uint64_t size;
+  uint32_t stack;
+  uint32_t tag_stream;
+};
+static_assert(sizeof(BatchEvent) == 32);
+constexpr uint32_t kBatchSide = 0xFF;
+constexpr uint32_t kMaxBatchStream = (uint32_t{1} << 24) - 1;  // larger streams go through SideRecord
+
+struct SideRecord {
+  enum class Kind : uint8_t { Alloc, Free, Weight, Wire } kind = Kind::Wire;
+  uint32_t stream = 0;
+  uint64_t time = 0;  // Wire: the stream's time before the records
+  Alloc alloc;        // Alloc
+  Free free;          // Free
+  uint64_t weight = 0;                 // Weight
+  std::size_t offset = 0, length = 0;  // Wire: the records' bytes in Batch::wire
+};
+
+struct Batch {
+  PodArray<BatchEvent> events;
+  std::vector<SideRecord> side;
+  std::vector<uint8_t> wire;
+  void clear() {
+    events.clear();
+    side.clear();
+    wire.clear();
+  }
+  std::size_t bytes() const { return events.size() * sizeof(BatchEvent) + side.size() * sizeof(SideRecord) + wire.size(); }
+};
+
+[[gnu::noinline]] void play_side(const Batch& b, const SideRecord& r, Replayer& rp, DecodeScratch& scratch) {
+  switch (r.kind) {
+    case SideRecord::Kind::Alloc: rp.on_alloc(r.stream, r.alloc); return;
+    case SideRecord::Kind::Free: rp.on_free(r.stream, r.free); return;
+    case SideRecord::Kind::Weight: rp.on_sample_weight(r.stream, SampleWeight{r.weight}); return;
+    case SideRecord::Kind::Wire: {
+      const uint8_t* p = b.wire.data() + r.offset;
+      const uint8_t* const end = p + r.length;
+      StreamRegs regs;
+      regs.time = r.time;
+      while (p < end)
+        if (decode_record(p, end, regs, r.stream, scratch, rp) != DecodeError::None) break;  // checked by the decoder
+      return;
+    }
+  }
+}
+
+// Replays a batch in order.
+void play(const Batch& b, Replayer& rp, DecodeScratch& scratch) {
+  // How far ahead the events are prefetched (16: 512 bytes, 8 cache lines): they were written
+  // by the reader thread, up to kAheadBytes ago.
+  constexpr std::size_t kPrefetch = 16;
+  const BatchEvent* const ev = b.events.data();
+  const std::size_t n = b.events.size();
+  std::size_t side = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    __builtin_prefetch(ev + i + kPrefetch);
+    const BatchEvent& e = ev[i];
+    const uint32_t tag = e.tag_stream & 0xFF, stream = e.tag_stream >> 8;
+    if (tag < kTagFreeBase) [[likely]] {
+      Alloc x;
+      x.time = e.time;
+      x.addr = e.addr;
+      x.size = e.size;
+      x.stack = e.stack;
+      x.api = static_cast<Api>(tag & 31);
+      rp.on_alloc(stream, x);
+    } else if (tag < kEventWide) [[likely]] {
+      Free x;
+      x.time = e.time;
+      x.addr = e.addr;
+      x.length = e.size;
+      x.api = static_cast<Api>(tag & 31);
+      rp.on_free(stream, x);
+    } else {
+      play_side(b, b.side[side++], rp, scratch);
+    }
+  }
+}
+
 struct ReadItem {
-  std::unique_ptr<EventBlock> block;  // the decoded block when `read` is Ok
-  ReadResult read;
-  uint64_t offset = 0;  // reader offset after the block
-  bool last = false;    // nothing follows
+  std::unique_ptr<Batch> batch;  // what was merged since the previous item (may be empty)
+  ReadResult read;               // Ok, or what stopped the reading after it
+  uint64_t offset = 0;           // reader offset after the last block read
+  uint64_t blocks = 0;           // blocks read
+  std::vector<std::string> warnings;  // blocks whose records stop at a bad one
+  bool last = false;                  // nothing follows
 };
 
 class BlockSource {
  public:
-  BlockSource(FileReader& reader, std::size_t release_watermarks)
-      : reader_(reader), release_watermarks_(release_watermarks) {
+  BlockSource(FileReader& reader, EventMerger& merger) : reader_(reader), merger_(merger) {
     try {
       thread_ = std::thread([this] { produce(); });
     } catch (const std::system_error&) {
-      // No thread: read on demand in next().
+      // No thread: read and merge on demand in next().
     }
   }
   ~BlockSource() {
@@ -720,83 +804,177 @@ class BlockSource {
   }
 
   ReadItem next() {
-    if (!thread_.joinable()) return read_one(decoder_, take());
     std::unique_lock<std::mutex> l(mu_);
-    not_empty_.wait(l, [this] { return !items_.empty(); });
+    if (thread_.joinable()) {
+      not_empty_.wait(l, [this] { return !items_.empty(); });
+    } else {
+      l.unlock();
+      while (items_.empty()) read_some(decoder_);
+      l.lock();
+    }
     ReadItem it = std::move(items_.front());
     items_.pop_front();
-    if (it.block) {
-      ahead_ -= it.block->queued_bytes();
-      ahead_watermarks_ -= it.block->watermarks.size();
-    }
+    ahead_ -= it.batch->bytes();
     l.unlock();
     not_full_.notify_one();
     return it;
   }
 
-  // Gives back an EventBlock whose events have been delivered.
-  void give(std::unique_ptr<EventBlock> b) {
+  // Gives back a Batch that has been replayed.
+  void give(std::unique_ptr<Batch> b) {
+    b->clear();
     std::lock_guard<std::mutex> l(mu_);
     if (pool_.size() < kPool) pool_.push_back(std::move(b));
   }
 
  private:
-  static constexpr std::size_t kAheadBytes = std::size_t{64} << 20, kMaxAheadBytes = std::size_t{512} << 20,
-                               kPool = 4096;
+  // A batch holds kBatchEvents events (1 MiB), allocated once; up to kAheadBytes of them wait.
+  static constexpr std::size_t kBatchEvents = std::size_t{1} << 16, kAheadBytes = std::size_t{64} << 20,
+                               kPool = 128;
+  struct Stopped {};  // thrown on the reader thread when the source is being destroyed
 
-  std::unique_ptr<EventBlock> take() {
-    std::lock_guard<std::mutex> l(mu_);
-    if (pool_.empty()) return std::make_unique<EventBlock>();
-    std::unique_ptr<EventBlock> b = std::move(pool_.back());
-    pool_.pop_back();
+  // The merger's visitor on the reader thread: appends what it delivers to the current item's
+  // batch, handing the item over whenever the batch is full.
+  struct Writer {
+    BlockSource& src;
+    ReadItem& it;
+    Batch* b = it.batch.get();
+    [[gnu::always_inline]] void on_event(uint32_t stream, const MergedEvent& e) {
+      if (b->events.size() == kBatchEvents) [[unlikely]]
+        full();
+      if (stream <= kMaxBatchStream) [[likely]] {
+        // Within the room reserved by take(): no capacity check.
+        b->events.data()[b->events.size()] = {e.time, e.addr, e.size, e.stack, e.tag | stream << 8};
+        b->events.grow_unchecked(1);
+        return;
+      }
+      SideRecord& r = side(stream);
+      if (e.tag < kTagFreeBase) {
+        r.kind = SideRecord::Kind::Alloc;
+        r.alloc = {e.time, e.addr, e.size, e.stack, 0, static_cast<Api>(e.tag & 31)};
+      } else {
+        r.kind = SideRecord::Kind::Free;
+        r.free = {e.time, e.addr, e.size, static_cast<Api>(e.tag & 31)};
+      }
+    }
+    void on_wire(uint32_t stream, uint64_t time, const uint8_t* p, const uint8_t* end) {
+      SideRecord& r = side(stream);
+      r.kind = SideRecord::Kind::Wire;
+      r.time = time;
+      r.offset = b->wire.size();
+      r.length = static_cast<std::size_t>(end - p);
+      b->wire.insert(b->wire.end(), p, end);
+    }
+    void on_alloc(uint32_t stream, const Alloc& a) {
+      SideRecord& r = side(stream);
+      r.kind = SideRecord::Kind::Alloc;
+      r.alloc = a;
+    }
+    void on_sample_weight(uint32_t stream, const SampleWeight& w) {
+      SideRecord& r = side(stream);
+      r.kind = SideRecord::Kind::Weight;
+      r.weight = w.weight;
+    }
+    SideRecord& side(uint32_t stream) {
+      if (b->events.size() == kBatchEvents) full();
+      b->events.push_back({0, 0, 0, 0, kBatchSide});
+      SideRecord& r = b->side.emplace_back();
+      r.stream = stream;
+      return r;
+    }
+    // Hands the item over with what it has so far and goes on in a new one.
+    [[gnu::noinline]] void full() {
+      ReadItem done;
+      done.batch = std::move(it.batch);
+      done.read = ReadResult{};
+      done.offset = it.offset;
+      done.blocks = std::exchange(it.blocks, 0);
+      done.warnings = std::move(it.warnings);
+      it.warnings.clear();
+      src.push(std::move(done));
+      it.batch = src.take();
+      b = it.batch.get();
+    }
+  };
+
+  std::unique_ptr<Batch> take() {
+    std::unique_ptr<Batch> b;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (!pool_.empty()) {
+        b = std::move(pool_.back());
+        pool_.pop_back();
+      }
+    }
+    if (!b) {
+      b = std::make_unique<Batch>();
+      b->events.reserve(kBatchEvents);
+    }
     return b;
   }
 
-  ReadItem read_one(EventDecoder& decoder, std::unique_ptr<EventBlock> b) {
-    ReadItem it;
-    it.read = reader_.next(block_);
-    if (it.read.ok()) {
-      decoder.decode(block_, *b);
-      it.block = std::move(b);
-      it.offset = reader_.offset();
-    } else if (it.read.end_of_file() || it.read.status != ReadStatus::Corrupt || !reader_.resync()) {
-      it.last = true;  // after a corrupt block the reader has moved to the next valid header
+  // Queues an item for next(), waiting while kAheadBytes are queued (with the reader thread).
+  void push(ReadItem it) {
+    const std::size_t bytes = it.batch->bytes();
+    std::unique_lock<std::mutex> l(mu_);
+    if (thread_.joinable()) {
+      not_full_.wait(l, [this] { return stop_ || ahead_ < kAheadBytes; });
+      if (stop_) throw Stopped{};
     }
-    return it;
+    ahead_ += bytes;
+    const bool was_empty = items_.empty();
+    items_.push_back(std::move(it));
+    l.unlock();
+    if (was_empty) not_empty_.notify_one();
+  }
+
+  // Reads and merges blocks until the reading stops or a batch is full; queues the items.
+  // Returns whether more can be read.
+  bool read_some(EventDecoder& decoder) {
+    ReadItem it;
+    it.batch = take();
+    Writer w{*this, it};
+    for (;;) {
+      it.read = reader_.next(block_);
+      if (!it.read.ok()) {
+        // After a corrupt block the reader has moved to the next valid header.
+        if (it.read.end_of_file() || it.read.status != ReadStatus::Corrupt || !reader_.resync()) it.last = true;
+        break;
+      }
+      std::unique_ptr<EventBlock> b = merger_.take_spare();
+      if (!b) b = std::make_unique<EventBlock>();
+      decoder.decode(block_, *b);
+      if (!b->result.ok()) it.warnings.push_back(b->result.message + " (rest of the block skipped)");
+      ++it.blocks;
+      it.offset = reader_.offset();
+      merger_.add_events(std::move(b), w);
+      if (it.batch->events.size() >= kBatchEvents / 2) break;
+    }
+    const bool more = !it.last;
+    push(std::move(it));
+    return more;
   }
 
   void produce() {
     EventDecoder decoder;
-    for (bool last = false; !last;) {
-      ReadItem it = read_one(decoder, take());
-      last = it.last;
-      const std::size_t bytes = it.block ? it.block->queued_bytes() : 0;
-      const std::size_t marks = it.block ? it.block->watermarks.size() : 0;
-      std::unique_lock<std::mutex> l(mu_);
-      not_full_.wait(l, [this] {
-        return stop_ || ahead_ < kAheadBytes || (ahead_watermarks_ < release_watermarks_ && ahead_ < kMaxAheadBytes);
-      });
-      if (stop_) return;
-      ahead_ += bytes;
-      ahead_watermarks_ += marks;
-      const bool was_empty = items_.empty();
-      items_.push_back(std::move(it));
-      l.unlock();
-      if (was_empty) not_empty_.notify_one();
+    try {
+      while (read_some(decoder)) {
+      }
+    } catch (const Stopped&) {
+      // The merger stopped in the middle of a release: the session is broken (advance()).
     }
   }
 
   FileReader& reader_;
-  const std::size_t release_watermarks_;  // read ahead at least this many watermarks
+  EventMerger& merger_;  // used by the reader thread until it stops
   Block block_;
   EventDecoder decoder_;  // used without a thread
   std::thread thread_;
   std::mutex mu_;
   std::condition_variable not_empty_, not_full_;
   std::deque<ReadItem> items_;
-  std::size_t ahead_ = 0;             // decoded bytes in items_
-  std::size_t ahead_watermarks_ = 0;  // watermarks in items_
-  std::vector<std::unique_ptr<EventBlock>> pool_;
+  std::size_t ahead_ = 0;  // batch bytes in items_
+  std::vector<std::unique_ptr<Batch>> pool_;
   bool stop_ = false;
 };
 
@@ -813,6 +991,7 @@ struct Session::Impl {
   Model m;  // being built: finished into copies by snapshot()
   Replayer rp{m, opt};
   EventMerger merger;
+  std::unique_ptr<DecodeScratch> scratch = std::make_unique<DecodeScratch>();  // for the records the replay decodes
   uint64_t blocks = 0;
   ReadResult tail;  // Truncated: where the file ends inside a block (for finish())
   bool open = false, stopped = false, finished = false, broken = false;
@@ -834,35 +1013,35 @@ struct Session::Impl {
     const uint64_t start = reader.offset();
     tail = {};
     // The reader thread stops after the last complete block; every item it read is taken
-    // below, so the reader's offset is where the next call starts.
-    BlockSource source(reader, (reader.info().flags & kFileFlagExactWatermarks) ? 1 : 2);
+    // below, so the reader's offset is where the next call starts. It merges the blocks with
+    // `merger` meanwhile: the merger is this thread's again once `source` is gone.
+    BlockSource source(reader, merger);
     try {
       for (;;) {
         ReadItem it = source.next();
+        play(*it.batch, rp, *scratch);
+        source.give(std::move(it.batch));
+        if (!it.warnings.empty()) {
+          m.corrupt = true;
+          for (std::string& w : it.warnings) m.warnings.push_back(std::move(w));
+        }
+        pr.blocks += it.blocks;
+        if (opt.progress && it.blocks && ((blocks + it.blocks) >> 6) != (blocks >> 6)) opt.progress(it.offset, size);
+        blocks += it.blocks;
         const ReadResult& r = it.read;
+        if (r.ok()) continue;
         if (r.end_of_file()) break;
-        if (!r.ok()) {
-          if (r.status == ReadStatus::Truncated) {
-            tail = r;
-            pr.waiting = true;
-            break;
-          }
-          m.corrupt = true;
-          m.warnings.push_back(r.message);
-          if (it.last) {
-            stopped = true;  // no valid block after it
-            break;
-          }
-          continue;
+        if (r.status == ReadStatus::Truncated) {
+          tail = r;
+          pr.waiting = true;
+          break;
         }
-        if (!it.block->result.ok()) {
-          m.corrupt = true;
-          m.warnings.push_back(it.block->result.message + " (rest of the block skipped)");
+        m.corrupt = true;
+        m.warnings.push_back(r.message);
+        if (it.last) {
+          stopped = true;  // no valid block after it
+          break;
         }
-        merger.add_events(std::move(it.block), rp);
-        while (std::unique_ptr<EventBlock> spare = merger.take_spare()) source.give(std::move(spare));
-        ++pr.blocks;
-        if (opt.progress && (++blocks & 63) == 0) opt.progress(it.offset, size);
       }
     } catch (...) {
       broken = true;
@@ -873,7 +1052,7 @@ struct Session::Impl {
   }
 
   void finish() {
-    if (finished || !open) return;
+    if (finished || !open || broken) return;
     finished = stopped = true;
     if (tail.status == ReadStatus::Truncated) {
       const bool growing = is_file && is_being_written(path);

@@ -189,6 +189,17 @@ class EventDecoder {
 // [3] EventMerger
 // ---------------------------------------------------------------------------------------
 
+// A visitor that takes the merged records without having them decoded (one that passes them on
+// to another thread, say): plain Allocs and Frees as their MergedEvent (on_event), the other
+// records as their wire bytes (on_wire: decode them with decode_record, the stream's time
+// register set to `time`). Allocs in EventBlock::wide still come through on_sample_weight and
+// on_alloc.
+template <class V>
+concept RawVisitor = requires(V& v, uint32_t stream, const MergedEvent& e, const uint8_t* p) {
+  v.on_event(stream, e);
+  v.on_wire(stream, uint64_t{0}, p, p);
+};
+
 class EventMerger {
  public:
   explicit EventMerger(MergeOptions options = {}) : opt_(options) {}
@@ -337,11 +348,15 @@ void EventMerger::add_events(std::unique_ptr<EventBlock> b, V& v) {
 template <class V>
 void EventMerger::deliver_immediate(const EventBlock& b, V& v) {
   if (b.immediate.empty()) return;
-  const uint8_t* p = b.immediate.data();
-  const uint8_t* const end = p + b.immediate.size();
-  StreamRegs r;
-  while (p < end)
-    if (decode_record(p, end, r, b.stream, decoder_.scratch(), v) != DecodeError::None) break;  // unreachable: checked
+  if constexpr (RawVisitor<V>) {
+    v.on_wire(b.stream, 0, b.immediate.data(), b.immediate.data() + b.immediate.size());
+  } else {
+    const uint8_t* p = b.immediate.data();
+    const uint8_t* const end = p + b.immediate.size();
+    StreamRegs r;
+    while (p < end)
+      if (decode_record(p, end, r, b.stream, decoder_.scratch(), v) != DecodeError::None) break;  // unreachable: checked
+  }
 }
 
 template <class V>
@@ -351,7 +366,13 @@ template <class V>
     const uint8_t* const end = b.other.data() + b.other.size();
     StreamRegs r;
     r.time = e.addr;
-    if (decode_record(p, end, r, b.stream, decoder_.scratch(), v) != DecodeError::None) p = end;  // unreachable
+    if constexpr (RawVisitor<V>) {
+      NullVisitor skip;
+      if (decode_record(p, end, r, b.stream, decoder_.scratch(), skip) != DecodeError::None) p = end;  // unreachable
+      v.on_wire(b.stream, e.addr, b.other.data() + b.other_rd, p);
+    } else {
+      if (decode_record(p, end, r, b.stream, decoder_.scratch(), v) != DecodeError::None) p = end;  // unreachable
+    }
     const auto n = static_cast<std::size_t>(p - (b.other.data() + b.other_rd));
     b.other_rd += n;
     buffered_ -= n;
@@ -367,7 +388,12 @@ template <class V>
 template <class V>
 [[gnu::always_inline]] inline void EventMerger::deliver(EventBlock& b, const MergedEvent& e, V& v) {
   const uint8_t tag = e.tag;
-  if (tag < kTagFreeBase) [[likely]] {
+  if constexpr (RawVisitor<V>) {
+    if (tag < kEventWide) [[likely]]
+      v.on_event(b.stream, e);
+    else
+      deliver_rare(b, e, v);
+  } else if (tag < kTagFreeBase) [[likely]] {
     Alloc x;
     x.time = e.time;
     x.addr = e.addr;
@@ -439,6 +465,7 @@ bool EventMerger::two_way(Queue& qa, Queue& qb, uint64_t bound_time, uint64_t bo
     const uint64_t last_a = sa.last, last_b = sb.last;
     const bool blocked_a = sa.blocked, blocked_b = sb.blocked;
     const bool a_wins_ties = sa.b->seq < sb.b->seq;
+    const uint32_t stream_a = sa.b->stream, stream_b = sb.b->stream;
     for (;;) {
       __builtin_prefetch(pa + kPrefetchEvents);
       __builtin_prefetch(pb + kPrefetchEvents);
@@ -452,7 +479,18 @@ bool EventMerger::two_way(Queue& qa, Queue& qb, uint64_t bound_time, uint64_t bo
       late += t < prev;
       prev = t;
       any = true;
-      if (a_first) {
+      if constexpr (RawVisitor<V>) {
+        // A raw visitor only copies the event: pick it without a branch (the streams take
+        // turns unpredictably), and advance the side it came from.
+        const MergedEvent* e = a_first ? pa : pb;
+        if (e->tag < kEventWide) [[likely]]
+          v.on_event(a_first ? stream_a : stream_b, *e);
+        else
+          deliver_rare(a_first ? *sa.b : *sb.b, *e, v);
+        pa += a_first;
+        pb += !a_first;
+        if (pa == end_a || pb == end_b) break;
+      } else if (a_first) {
         deliver(*sa.b, *pa, v);
         if (++pa == end_a) break;  // the block is done: the caller moves on to the next one
       } else {

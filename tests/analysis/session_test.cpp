@@ -21,37 +21,38 @@ using analysis::Session;
 
 // Three threads churning the heap, a custom pool and a few mappings, flushed and watermarked
 // like the recorder does (a watermark after every flush of all streams), in small blocks.
-std::vector<uint8_t> churn_trace(bool with_end) {
+// Streams 1..3 are numbered from `stream_base` + 1.
+std::vector<uint8_t> churn_trace(bool with_end, int events = 60000, uint32_t stream_base = 0) {
   TraceBuilder b(1024);
   for (uint64_t s = 1; s <= 8; ++s) b.stack(0, s, 0, {0x1000 * s});
   std::mt19937_64 rng(12345);
   std::vector<uint64_t> live[4];  // per stream (1..3: heap, 0: custom and mappings)
   uint64_t t = 100, next_addr = 0x10000;  // t: since the start of the trace
-  for (int i = 0; i < 60000; ++i) {
+  for (int i = 0; i < events; ++i) {
     t += 1 + rng() % 50;
     const uint32_t stream = 1 + static_cast<uint32_t>(rng() % 3);
     const unsigned kind = static_cast<unsigned>(rng() % 100);
     std::vector<uint64_t>& l = live[stream];
     if (kind < 3) {  // a mapping, sometimes unmapped in part
       const uint64_t addr = (next_addr += 0x100000);
-      b.alloc(stream, t, fmt::Api::Mmap, addr, 0x20000, 1 + rng() % 8);
+      b.alloc(stream_base + stream, t, fmt::Api::Mmap, addr, 0x20000, 1 + rng() % 8);
       live[0].push_back(addr);
     } else if (kind < 5 && !live[0].empty()) {
-      b.release(stream, t, fmt::Api::Munmap, live[0].back(), rng() % 2 ? 0x20000 : 0x10000);
+      b.release(stream_base + stream, t, fmt::Api::Munmap, live[0].back(), rng() % 2 ? 0x20000 : 0x10000);
       live[0].pop_back();
     } else if (kind < 55 || l.empty()) {
       const fmt::Api api = kind % 7 == 0 ? fmt::Api::Custom : fmt::Api::Malloc;
       const uint64_t addr = (next_addr += 64);
       const uint64_t size = 1 + rng() % 4000;
       const uint64_t stack = 1 + rng() % 8;
-      b.alloc(stream, t, api, addr, size, stack);
+      b.alloc(stream_base + stream, t, api, addr, size, stack);
       l.push_back(addr | (api == fmt::Api::Custom ? 1 : 0));
     } else {
       const std::size_t k = rng() % l.size();
       const uint64_t v = l[k];
       l[k] = l.back();
       l.pop_back();
-      b.release(stream, t, v & 1 ? fmt::Api::Custom : fmt::Api::Free, v & ~uint64_t{1});
+      b.release(stream_base + stream, t, v & 1 ? fmt::Api::Custom : fmt::Api::Free, v & ~uint64_t{1});
     }
     if (i % 500 == 499) b.counters(t, 1000000 + (rng() % 1000) * 4096).flush().watermark(t);
   }
@@ -130,6 +131,43 @@ TEST(Session, WindowAndLiveAtFollowTheWholeFile) {
   std::vector<uint64_t> cuts;
   for (uint64_t c = 100; c < bytes.size(); c += bytes.size() / 7 + 3) cuts.push_back(c);
   replay_in_pieces(bytes, cuts, o);
+}
+
+// The replay takes the merged records from the reader thread in batches of 64K events, with
+// those of streams numbered 2^24 and above (which do not fit a batch's event) on the side: the
+// same trace with its threads renumbered so gives the same statistics, and one far longer than
+// a batch replays to the same model in one piece and in many.
+TEST(Session, StreamsNumberedPast2To24GiveTheSameStatistics) {
+  const int kEvents = 300000;
+  std::unique_ptr<analysis::Model> low = analyze(churn_trace(true, kEvents));
+  std::unique_ptr<analysis::Model> high = analyze(churn_trace(true, kEvents, uint32_t{1} << 24));
+  ASSERT_TRUE(low && high);
+  EXPECT_EQ(low->events, high->events);
+  EXPECT_GT(low->events, 250000u);
+  for (unsigned d = 0; d < analysis::kDomainCount; ++d) {
+    SCOPED_TRACE("domain " + std::to_string(d));
+    const analysis::Totals &a = low->totals[d], &b = high->totals[d];
+    EXPECT_EQ(a.allocations, b.allocations);
+    EXPECT_EQ(a.allocated_bytes, b.allocated_bytes);
+    EXPECT_EQ(a.frees, b.frees);
+    EXPECT_EQ(a.freed_bytes, b.freed_bytes);
+    EXPECT_EQ(a.peak_bytes, b.peak_bytes);
+    EXPECT_EQ(a.peak_time, b.peak_time);
+    EXPECT_EQ(a.leaked_bytes, b.leaked_bytes);
+    EXPECT_EQ(a.leaked_blocks, b.leaked_blocks);
+    EXPECT_EQ(low->anomalies.unknown_free_count[d], 0u);
+    EXPECT_EQ(high->anomalies.unknown_free_count[d], 0u);
+  }
+  EXPECT_GT(low->heap().allocations, 100000u);
+  EXPECT_EQ(low->peak_rss, high->peak_rss);
+}
+
+TEST(Session, ATraceOfManyBatchesEndsLikeTheWholeFile) {
+  const std::vector<uint8_t> bytes = churn_trace(true, 300000);
+  const std::vector<uint64_t> ends = block_ends(bytes);
+  std::vector<uint64_t> cuts;
+  for (std::size_t i = 5; i < ends.size(); i += ends.size() / 4) cuts.push_back(ends[i]);
+  replay_in_pieces(bytes, cuts, {});
 }
 
 TEST(Session, SnapshotBeforeTheEndShowsWhatWasReplayedSoFar) {
