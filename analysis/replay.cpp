@@ -1,5 +1,5 @@
-// The replay: a template visitor fed by EventMerger, so that the delivery of each event inlines
-// into the handlers below. A reader thread decodes the blocks while this one replays (section 6).
+// The replay: a visitor whose handlers inline into the loop that plays the merged events. A
+// reader thread decodes and merges the blocks while this one replays (section 6).
 //
 // Sections:
 //   [1] Per-domain working state (live sets, per-stack counters, lazy peak snapshot)
@@ -7,7 +7,8 @@
 //   [3] Heap-like domains (heap, custom): alloc / free
 //   [4] Mmap domain: ranges, partial munmap, mremap
 //   [5] Finishing: leaks, peaks, model (into a copy: the replay can go on)
-//   [6] Driver: the reader thread, errors, progress; Session (resumable), analyze_file
+//   [6] Driver: the reader thread (decode, merge, batches), errors, progress; Session
+//       (resumable), analyze_file
 //
 // Peak by stack without a second pass: each stack remembers the sequence number of its last
 // change. When a stack is about to change and its last change is not after the latest peak,
@@ -828,7 +829,7 @@ class BlockSource {
   }
 
  private:
-  // A batch holds kBatchEvents events (1 MiB), allocated once; up to kAheadBytes of them wait.
+  // A batch holds kBatchEvents events (2 MiB), allocated once; up to kAheadBytes of them wait.
   static constexpr std::size_t kBatchEvents = std::size_t{1} << 16, kAheadBytes = std::size_t{64} << 20,
                                kPool = 128;
   struct Stopped {};  // thrown on the reader thread when the source is being destroyed

@@ -21,7 +21,8 @@
 // events, up to the head of the next stream, before the heap of stream heads is touched again,
 // so a trace with one busy stream costs no heap operation per event. Memory is the window
 // between two watermarks at 32 bytes per event. EventDecoder needs no merger state, so a
-// reader thread can decode blocks while another merges them (add_events).
+// reader thread can decode blocks while another merges them (add_events); a RawVisitor takes
+// the merged records undecoded, to hand them to yet another thread (the report's replay).
 //
 //   EventMerger m;
 //   ReadResult r = read_merged(reader, m, visitor);   // or add_block()/finish() by hand
