@@ -756,24 +756,12 @@ void play(const Batch& b, Replayer& rp, DecodeScratch& scratch) {
     __builtin_prefetch(ev + i + kPrefetch);
     const BatchEvent& e = ev[i];
     const uint32_t tag = e.tag_stream & 0xFF, stream = e.tag_stream >> 8;
-    if (tag < kTagFreeBase) [[likely]] {
-      Alloc x;
-      x.time = e.time;
-      x.addr = e.addr;
-      x.size = e.size;
-      x.stack = e.stack;
-      x.api = static_cast<Api>(tag & 31);
-      rp.on_alloc(stream, x);
-    } else if (tag < kEventWide) [[likely]] {
-      Free x;
-      x.time = e.time;
-      x.addr = e.addr;
-      x.length = e.size;
-      x.api = static_cast<Api>(tag & 31);
-      rp.on_free(stream, x);
-    } else {
+    if (tag < kTagFreeBase) [[likely]]
+      rp.on_alloc(stream, event_alloc(e, tag));
+    else if (tag < kEventWide) [[likely]]
+      rp.on_free(stream, event_free(e, tag));
+    else
       play_side(b, b.side[side++], rp, scratch);
-    }
   }
 }
 
@@ -852,10 +840,10 @@ class BlockSource {
       SideRecord& r = side(stream);
       if (e.tag < kTagFreeBase) {
         r.kind = SideRecord::Kind::Alloc;
-        r.alloc = {e.time, e.addr, e.size, e.stack, 0, static_cast<Api>(e.tag & 31)};
+        r.alloc = event_alloc(e, e.tag);
       } else {
         r.kind = SideRecord::Kind::Free;
-        r.free = {e.time, e.addr, e.size, static_cast<Api>(e.tag & 31)};
+        r.free = event_free(e, e.tag);
       }
     }
     void on_wire(uint32_t stream, uint64_t time, const uint8_t* p, const uint8_t* end) {

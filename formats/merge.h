@@ -82,6 +82,29 @@ struct MergedEvent {
 };
 static_assert(sizeof(MergedEvent) == 32);
 
+// The Alloc (`tag` below kTagFreeBase) or the Free (below kEventWide) that an event stands
+// for: `E` has MergedEvent's time, addr, size and stack (a MergedEvent, or a copy of one that
+// keeps its tag elsewhere).
+template <class E>
+[[gnu::always_inline]] inline Alloc event_alloc(const E& e, unsigned tag) {
+  Alloc x;
+  x.time = e.time;
+  x.addr = e.addr;
+  x.size = e.size;
+  x.stack = e.stack;
+  x.api = static_cast<Api>(tag & 31);
+  return x;
+}
+template <class E>
+[[gnu::always_inline]] inline Free event_free(const E& e, unsigned tag) {
+  Free x;
+  x.time = e.time;
+  x.addr = e.addr;
+  x.length = e.size;
+  x.api = static_cast<Api>(tag & 31);
+  return x;
+}
+
 // Tags of the events that are not a plain Alloc/Free (above every Alloc/Free wire tag).
 inline constexpr uint8_t kEventWide = 0x80;      // an Alloc in EventBlock::wide (stack id >= 2^32)
 inline constexpr uint8_t kEventWeighted = 0x81;  // an Alloc in EventBlock::wide after a SampleWeight
@@ -395,20 +418,9 @@ template <class V>
     else
       deliver_rare(b, e, v);
   } else if (tag < kTagFreeBase) [[likely]] {
-    Alloc x;
-    x.time = e.time;
-    x.addr = e.addr;
-    x.size = e.size;
-    x.stack = e.stack;
-    x.api = static_cast<Api>(tag & 31);
-    v.on_alloc(b.stream, x);
+    v.on_alloc(b.stream, event_alloc(e, tag));
   } else if (tag < kEventWide) [[likely]] {
-    Free x;
-    x.time = e.time;
-    x.addr = e.addr;
-    x.length = e.size;
-    x.api = static_cast<Api>(tag & 31);
-    v.on_free(b.stream, x);
+    v.on_free(b.stream, event_free(e, tag));
   } else {
     deliver_rare(b, e, v);
   }
