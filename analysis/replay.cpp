@@ -778,9 +778,10 @@ class BlockSource {
  public:
   BlockSource(FileReader& reader, EventMerger& merger) : reader_(reader), merger_(merger) {
     try {
+      threaded_ = true;  // before the thread starts: its push() reads it
       thread_ = std::thread([this] { produce(); });
     } catch (const std::system_error&) {
-      // No thread: read and merge on demand in next().
+      threaded_ = false;  // no thread: read and merge on demand in next()
     }
   }
   ~BlockSource() {
@@ -794,7 +795,7 @@ class BlockSource {
 
   ReadItem next() {
     std::unique_lock<std::mutex> l(mu_);
-    if (thread_.joinable()) {
+    if (threaded_) {
       not_empty_.wait(l, [this] { return !items_.empty(); });
     } else {
       l.unlock();
@@ -906,7 +907,7 @@ class BlockSource {
   void push(ReadItem it) {
     const std::size_t bytes = it.batch->bytes();
     std::unique_lock<std::mutex> l(mu_);
-    if (thread_.joinable()) {
+    if (threaded_) {
       not_full_.wait(l, [this] { return stop_ || ahead_ < kAheadBytes; });
       if (stop_) throw Stopped{};
     }
@@ -958,6 +959,7 @@ class BlockSource {
   EventMerger& merger_;  // used by the reader thread until it stops
   Block block_;
   EventDecoder decoder_;  // used without a thread
+  bool threaded_ = false;  // a reader thread runs (set before it starts, read by both sides)
   std::thread thread_;
   std::mutex mu_;
   std::condition_variable not_empty_, not_full_;
