@@ -17,8 +17,8 @@ std::atomic<uint64_t> g_clock_epoch{0};
 
 uint64_t event_time_read(Stream* s, uint64_t e) {
   // (Never the process stream: a thread that records into it set kEpochShared first.)
-  // The clock is read after the epoch was: a reading paired with an epoch is never older.
-  __builtin_ia32_lfence();
+  // The clock is read after the epoch was (now_ns orders the reading after earlier loads; the
+  // system clock does the same): a reading paired with an epoch is never older.
   s->reuse_epoch = e;
   s->reuse_left = kReuseEvents;
   return now_ns();
