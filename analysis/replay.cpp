@@ -1,5 +1,5 @@
 // The replay: a visitor whose handlers inline into the loop that plays the merged events. A
-// reader thread decodes and merges the blocks while this one replays (section 6).
+// reader thread decodes and merges the blocks while this one replays (batches.h).
 //
 // Sections:
 //   [1] Per-domain working state (live sets, per-stack counters, lazy peak snapshot)
@@ -7,8 +7,8 @@
 //   [3] Heap-like domains (heap, custom): alloc / free
 //   [4] Mmap domain: ranges, partial munmap, mremap
 //   [5] Finishing: leaks, peaks, model (into a copy: the replay can go on)
-//   [6] Driver: the reader thread (decode, merge, batches), errors, progress; Session
-//       (resumable), analyze_file
+//   [6] Driver: playing the reader thread's batches, errors, progress; Session (resumable),
+//       analyze_file
 //
 // Peak by stack without a second pass: each stack remembers the sequence number of its last
 // change. When a stack is about to change and its last change is not after the latest peak,
@@ -22,17 +22,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <condition_variable>
 #include <cstdio>
 #include <cstring>
-#include <deque>
 #include <map>
-#include <mutex>
-#include <system_error>
-#include <thread>
 #include <unordered_map>
 #include <utility>
 
+#include "analysis/batches.h"
 #include "analysis/live_map.h"
 #include "analysis/reach.h"
 #include "formats/decoder.h"
@@ -683,49 +679,12 @@ void Replayer::finish_into(Model& out) const {
 // [6] Driver
 // ---------------------------------------------------------------------------------------
 
-// A reader thread reads, checks, decompresses and decodes the blocks (EventDecoder) and merges
-// them into time order (EventMerger), while the calling thread replays what was merged. The
-// merged records reach the replay in batches: Allocs and Frees as 32-byte BatchEvents in
-// delivery order, the rare other records as their wire bytes, decoded again by the replay. The
-// replay thread is the busier one (the Replayer's live map and per-stack counters), so the
-// merge of the threads' streams, which on a multi-threaded trace is a comparison or two per
-// event, runs on the reader's side. The reader runs up to kAheadBytes of batches ahead.
-
-// An Alloc or a Free as the merger delivered it, with its stream: tag_stream is the
-// MergedEvent tag (below kEventWide) in its low 8 bits and the stream above them; kBatchSide
-// instead means "the next SideRecord".
-struct BatchEvent {
-  uint64_t time;
-  uint64_t addr;
-  uint64_t size;
-  uint32_t stack;
-  uint32_t tag_stream;
-};
-static_assert(sizeof(BatchEvent) == 32);
-constexpr uint32_t kBatchSide = 0xFF;
-constexpr uint32_t kMaxBatchStream = (uint32_t{1} << 24) - 1;  // larger streams go through SideRecord
-
-struct SideRecord {
-  enum class Kind : uint8_t { Alloc, Free, Weight, Wire } kind = Kind::Wire;
-  uint32_t stream = 0;
-  uint64_t time = 0;  // Wire: the stream's time before the records
-  Alloc alloc;        // Alloc
-  Free free;          // Free
-  uint64_t weight = 0;                 // Weight
-  std::size_t offset = 0, length = 0;  // Wire: the records' bytes in Batch::wire
-};
-
-struct Batch {
-  PodArray<BatchEvent> events;
-  std::vector<SideRecord> side;
-  std::vector<uint8_t> wire;
-  void clear() {
-    events.clear();
-    side.clear();
-    wire.clear();
-  }
-  std::size_t bytes() const { return events.size() * sizeof(BatchEvent) + side.size() * sizeof(SideRecord) + wire.size(); }
-};
+// The batches of merged events and the reader thread that makes them: batches.h.
+using detail::Batch;
+using detail::BatchEvent;
+using detail::BlockSource;
+using detail::ReadItem;
+using detail::SideRecord;
 
 [[gnu::noinline]] void play_side(const Batch& b, const SideRecord& r, Replayer& rp, DecodeScratch& scratch) {
   switch (r.kind) {
@@ -764,210 +723,6 @@ void play(const Batch& b, Replayer& rp, DecodeScratch& scratch) {
       play_side(b, b.side[side++], rp, scratch);
   }
 }
-
-struct ReadItem {
-  std::unique_ptr<Batch> batch;  // what was merged since the previous item (may be empty)
-  ReadResult read;               // Ok, or what stopped the reading after it
-  uint64_t offset = 0;           // reader offset after the last block read
-  uint64_t blocks = 0;           // blocks read
-  std::vector<std::string> warnings;  // blocks whose records stop at a bad one
-  bool last = false;                  // nothing follows
-};
-
-class BlockSource {
- public:
-  BlockSource(FileReader& reader, EventMerger& merger) : reader_(reader), merger_(merger) {
-    try {
-      threaded_ = true;  // before the thread starts: its push() reads it
-      thread_ = std::thread([this] { produce(); });
-    } catch (const std::system_error&) {
-      threaded_ = false;  // no thread: read and merge on demand in next()
-    }
-  }
-  ~BlockSource() {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      stop_ = true;
-    }
-    not_full_.notify_all();
-    if (thread_.joinable()) thread_.join();
-  }
-
-  ReadItem next() {
-    std::unique_lock<std::mutex> l(mu_);
-    if (threaded_) {
-      not_empty_.wait(l, [this] { return !items_.empty(); });
-    } else {
-      l.unlock();
-      while (items_.empty()) read_some(decoder_);
-      l.lock();
-    }
-    ReadItem it = std::move(items_.front());
-    items_.pop_front();
-    ahead_ -= it.batch->bytes();
-    l.unlock();
-    not_full_.notify_one();
-    return it;
-  }
-
-  // Gives back a Batch that has been replayed.
-  void give(std::unique_ptr<Batch> b) {
-    b->clear();
-    std::lock_guard<std::mutex> l(mu_);
-    if (pool_.size() < kPool) pool_.push_back(std::move(b));
-  }
-
- private:
-  // A batch holds kBatchEvents events (2 MiB), allocated once; up to kAheadBytes of them wait.
-  static constexpr std::size_t kBatchEvents = std::size_t{1} << 16, kAheadBytes = std::size_t{64} << 20,
-                               kPool = 128;
-  struct Stopped {};  // thrown on the reader thread when the source is being destroyed
-
-  // The merger's visitor on the reader thread: appends what it delivers to the current item's
-  // batch, handing the item over whenever the batch is full.
-  struct Writer {
-    BlockSource& src;
-    ReadItem& it;
-    Batch* b = it.batch.get();
-    [[gnu::always_inline]] void on_event(uint32_t stream, const MergedEvent& e) {
-      if (b->events.size() == kBatchEvents) [[unlikely]]
-        full();
-      if (stream <= kMaxBatchStream) [[likely]] {
-        // Within the room reserved by take(): no capacity check.
-        b->events.data()[b->events.size()] = {e.time, e.addr, e.size, e.stack, e.tag | stream << 8};
-        b->events.grow_unchecked(1);
-        return;
-      }
-      SideRecord& r = side(stream);
-      if (e.tag < kTagFreeBase) {
-        r.kind = SideRecord::Kind::Alloc;
-        r.alloc = event_alloc(e, e.tag);
-      } else {
-        r.kind = SideRecord::Kind::Free;
-        r.free = event_free(e, e.tag);
-      }
-    }
-    void on_wire(uint32_t stream, uint64_t time, const uint8_t* p, const uint8_t* end) {
-      SideRecord& r = side(stream);
-      r.kind = SideRecord::Kind::Wire;
-      r.time = time;
-      r.offset = b->wire.size();
-      r.length = static_cast<std::size_t>(end - p);
-      b->wire.insert(b->wire.end(), p, end);
-    }
-    void on_alloc(uint32_t stream, const Alloc& a) {
-      SideRecord& r = side(stream);
-      r.kind = SideRecord::Kind::Alloc;
-      r.alloc = a;
-    }
-    void on_sample_weight(uint32_t stream, const SampleWeight& w) {
-      SideRecord& r = side(stream);
-      r.kind = SideRecord::Kind::Weight;
-      r.weight = w.weight;
-    }
-    SideRecord& side(uint32_t stream) {
-      if (b->events.size() == kBatchEvents) full();
-      b->events.push_back({0, 0, 0, 0, kBatchSide});
-      SideRecord& r = b->side.emplace_back();
-      r.stream = stream;
-      return r;
-    }
-    // Hands the item over with what it has so far and goes on in a new one.
-    [[gnu::noinline]] void full() {
-      ReadItem done;
-      done.batch = std::move(it.batch);
-      done.read = ReadResult{};
-      done.offset = it.offset;
-      done.blocks = std::exchange(it.blocks, 0);
-      done.warnings = std::move(it.warnings);
-      it.warnings.clear();
-      src.push(std::move(done));
-      it.batch = src.take();
-      b = it.batch.get();
-    }
-  };
-
-  std::unique_ptr<Batch> take() {
-    std::unique_ptr<Batch> b;
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      if (!pool_.empty()) {
-        b = std::move(pool_.back());
-        pool_.pop_back();
-      }
-    }
-    if (!b) {
-      b = std::make_unique<Batch>();
-      b->events.reserve(kBatchEvents);
-    }
-    return b;
-  }
-
-  // Queues an item for next(), waiting while kAheadBytes are queued (with the reader thread).
-  void push(ReadItem it) {
-    const std::size_t bytes = it.batch->bytes();
-    std::unique_lock<std::mutex> l(mu_);
-    if (threaded_) {
-      not_full_.wait(l, [this] { return stop_ || ahead_ < kAheadBytes; });
-      if (stop_) throw Stopped{};
-    }
-    ahead_ += bytes;
-    const bool was_empty = items_.empty();
-    items_.push_back(std::move(it));
-    l.unlock();
-    if (was_empty) not_empty_.notify_one();
-  }
-
-  // Reads and merges blocks until the reading stops or a batch is full; queues the items.
-  // Returns whether more can be read.
-  bool read_some(EventDecoder& decoder) {
-    ReadItem it;
-    it.batch = take();
-    Writer w{*this, it};
-    for (;;) {
-      it.read = reader_.next(block_);
-      if (!it.read.ok()) {
-        // After a corrupt block the reader has moved to the next valid header.
-        if (it.read.end_of_file() || it.read.status != ReadStatus::Corrupt || !reader_.resync()) it.last = true;
-        break;
-      }
-      std::unique_ptr<EventBlock> b = merger_.take_spare();
-      if (!b) b = std::make_unique<EventBlock>();
-      decoder.decode(block_, *b);
-      if (!b->result.ok()) it.warnings.push_back(b->result.message + " (rest of the block skipped)");
-      ++it.blocks;
-      it.offset = reader_.offset();
-      merger_.add_events(std::move(b), w);
-      if (it.batch->events.size() >= kBatchEvents / 2) break;
-    }
-    const bool more = !it.last;
-    push(std::move(it));
-    return more;
-  }
-
-  void produce() {
-    EventDecoder decoder;
-    try {
-      while (read_some(decoder)) {
-      }
-    } catch (const Stopped&) {
-      // The merger stopped in the middle of a release: the session is broken (advance()).
-    }
-  }
-
-  FileReader& reader_;
-  EventMerger& merger_;  // used by the reader thread until it stops
-  Block block_;
-  EventDecoder decoder_;  // used without a thread
-  bool threaded_ = false;  // a reader thread runs (set before it starts, read by both sides)
-  std::thread thread_;
-  std::mutex mu_;
-  std::condition_variable not_empty_, not_full_;
-  std::deque<ReadItem> items_;
-  std::size_t ahead_ = 0;  // batch bytes in items_
-  std::vector<std::unique_ptr<Batch>> pool_;
-  bool stop_ = false;
-};
 
 }  // namespace
 

@@ -1,0 +1,183 @@
+#include "analysis/batches.h"
+
+#include <system_error>
+#include <utility>
+
+namespace memtide::analysis::detail {
+
+using namespace memtide::fmt;
+
+// The merger's visitor on the reader thread: appends what it delivers to the current item's
+// batch, handing the item over whenever the batch is full.
+struct BlockSource::Writer {
+  BlockSource& src;
+  ReadItem& it;
+  Batch* b = it.batch.get();
+  [[gnu::always_inline]] void on_event(uint32_t stream, const MergedEvent& e) {
+    if (b->events.size() == kBatchEvents) [[unlikely]]
+      full();
+    if (stream <= kMaxBatchStream) [[likely]] {
+      // Within the room reserved by take(): no capacity check.
+      b->events.data()[b->events.size()] = {e.time, e.addr, e.size, e.stack, e.tag | stream << 8};
+      b->events.grow_unchecked(1);
+      return;
+    }
+    SideRecord& r = side(stream);
+    if (e.tag < kTagFreeBase) {
+      r.kind = SideRecord::Kind::Alloc;
+      r.alloc = event_alloc(e, e.tag);
+    } else {
+      r.kind = SideRecord::Kind::Free;
+      r.free = event_free(e, e.tag);
+    }
+  }
+  void on_wire(uint32_t stream, uint64_t time, const uint8_t* p, const uint8_t* end) {
+    SideRecord& r = side(stream);
+    r.kind = SideRecord::Kind::Wire;
+    r.time = time;
+    r.offset = b->wire.size();
+    r.length = static_cast<std::size_t>(end - p);
+    b->wire.insert(b->wire.end(), p, end);
+  }
+  void on_alloc(uint32_t stream, const Alloc& a) {
+    SideRecord& r = side(stream);
+    r.kind = SideRecord::Kind::Alloc;
+    r.alloc = a;
+  }
+  void on_sample_weight(uint32_t stream, const SampleWeight& w) {
+    SideRecord& r = side(stream);
+    r.kind = SideRecord::Kind::Weight;
+    r.weight = w.weight;
+  }
+  SideRecord& side(uint32_t stream) {
+    if (b->events.size() == kBatchEvents) full();
+    b->events.push_back({0, 0, 0, 0, kBatchSide});
+    SideRecord& r = b->side.emplace_back();
+    r.stream = stream;
+    return r;
+  }
+  // Hands the item over with what it has so far and goes on in a new one.
+  [[gnu::noinline]] void full() {
+    ReadItem done;
+    done.batch = std::move(it.batch);
+    done.read = ReadResult{};
+    done.offset = it.offset;
+    done.blocks = std::exchange(it.blocks, 0);
+    done.warnings = std::move(it.warnings);
+    it.warnings.clear();
+    src.push(std::move(done));
+    it.batch = src.take();
+    b = it.batch.get();
+  }
+};
+
+BlockSource::BlockSource(FileReader& reader, EventMerger& merger) : reader_(reader), merger_(merger) {
+  try {
+    threaded_ = true;  // before the thread starts: its push() reads it
+    thread_ = std::thread([this] { produce(); });
+  } catch (const std::system_error&) {
+    threaded_ = false;  // no thread: read and merge on demand in next()
+  }
+}
+
+BlockSource::~BlockSource() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stop_ = true;
+  }
+  not_full_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+ReadItem BlockSource::next() {
+  std::unique_lock<std::mutex> l(mu_);
+  if (threaded_) {
+    not_empty_.wait(l, [this] { return !items_.empty(); });
+  } else {
+    l.unlock();
+    while (items_.empty()) read_some(decoder_);
+    l.lock();
+  }
+  ReadItem it = std::move(items_.front());
+  items_.pop_front();
+  ahead_ -= it.batch->bytes();
+  l.unlock();
+  not_full_.notify_one();
+  return it;
+}
+
+void BlockSource::give(std::unique_ptr<Batch> b) {
+  b->clear();
+  std::lock_guard<std::mutex> l(mu_);
+  if (pool_.size() < kPool) pool_.push_back(std::move(b));
+}
+
+std::unique_ptr<Batch> BlockSource::take() {
+  std::unique_ptr<Batch> b;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!pool_.empty()) {
+      b = std::move(pool_.back());
+      pool_.pop_back();
+    }
+  }
+  if (!b) {
+    b = std::make_unique<Batch>();
+    b->events.reserve(kBatchEvents);
+  }
+  return b;
+}
+
+// Queues an item for next(), waiting while kAheadBytes are queued (with the reader thread).
+void BlockSource::push(ReadItem it) {
+  const std::size_t bytes = it.batch->bytes();
+  std::unique_lock<std::mutex> l(mu_);
+  if (threaded_) {
+    not_full_.wait(l, [this] { return stop_ || ahead_ < kAheadBytes; });
+    if (stop_) throw Stopped{};
+  }
+  ahead_ += bytes;
+  const bool was_empty = items_.empty();
+  items_.push_back(std::move(it));
+  l.unlock();
+  if (was_empty) not_empty_.notify_one();
+}
+
+// Reads and merges blocks until the reading stops or a batch is full; queues the items.
+// Returns whether more can be read.
+bool BlockSource::read_some(EventDecoder& decoder) {
+  ReadItem it;
+  it.batch = take();
+  Writer w{*this, it};
+  for (;;) {
+    it.read = reader_.next(block_);
+    if (!it.read.ok()) {
+      // After a corrupt block the reader has moved to the next valid header.
+      if (it.read.end_of_file() || it.read.status != ReadStatus::Corrupt || !reader_.resync()) it.last = true;
+      break;
+    }
+    std::unique_ptr<EventBlock> b = merger_.take_spare();
+    if (!b) b = std::make_unique<EventBlock>();
+    decoder.decode(block_, *b);
+    if (!b->result.ok()) it.warnings.push_back(b->result.message + " (rest of the block skipped)");
+    ++it.blocks;
+    it.offset = reader_.offset();
+    merger_.add_events(std::move(b), w);
+    if (it.batch->events.size() >= kBatchEvents / 2) break;
+  }
+  const bool more = !it.last;
+  push(std::move(it));
+  return more;
+}
+
+void BlockSource::produce() {
+  EventDecoder decoder;
+  try {
+    while (read_some(decoder)) {
+    }
+  } catch (const Stopped&) {
+    // The merger stopped in the middle of a release: the session is broken (Session::advance).
+  }
+}
+
+}  // namespace memtide::analysis::detail

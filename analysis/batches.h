@@ -1,0 +1,113 @@
+// The report's two threads (docs/ARCHITECTURE.md, "Two threads"): BlockSource runs a reader
+// thread that reads, checks, decompresses and decodes the blocks (EventDecoder) and merges them
+// into time order (EventMerger), while the calling thread replays what was merged
+// (replay.cpp). The merged records reach the replay in batches: Allocs and Frees as 32-byte
+// BatchEvents in delivery order, the rare other records as their wire bytes, decoded again by
+// the replay. The replay thread is the busier one (the Replayer's live map and per-stack
+// counters), so the merge of the threads' streams, which on a multi-threaded trace is a
+// comparison or two per event, runs on the reader's side. The reader runs up to kAheadBytes of
+// batches ahead.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "formats/decoder.h"
+#include "formats/merge.h"
+#include "formats/reader.h"
+
+namespace memtide::analysis::detail {
+
+// An Alloc or a Free as the merger delivered it, with its stream: tag_stream is the
+// MergedEvent tag (below kEventWide) in its low 8 bits and the stream above them; kBatchSide
+// instead means "the next SideRecord".
+struct BatchEvent {
+  uint64_t time;
+  uint64_t addr;
+  uint64_t size;
+  uint32_t stack;
+  uint32_t tag_stream;
+};
+static_assert(sizeof(BatchEvent) == 32);
+constexpr uint32_t kBatchSide = 0xFF;
+constexpr uint32_t kMaxBatchStream = (uint32_t{1} << 24) - 1;  // larger streams go through SideRecord
+
+struct SideRecord {
+  enum class Kind : uint8_t { Alloc, Free, Weight, Wire } kind = Kind::Wire;
+  uint32_t stream = 0;
+  uint64_t time = 0;                   // Wire: the stream's time before the records
+  fmt::Alloc alloc;                    // Alloc
+  fmt::Free free;                      // Free
+  uint64_t weight = 0;                 // Weight
+  std::size_t offset = 0, length = 0;  // Wire: the records' bytes in Batch::wire
+};
+
+struct Batch {
+  fmt::PodArray<BatchEvent> events;
+  std::vector<SideRecord> side;
+  std::vector<uint8_t> wire;
+  void clear() {
+    events.clear();
+    side.clear();
+    wire.clear();
+  }
+  std::size_t bytes() const { return events.size() * sizeof(BatchEvent) + side.size() * sizeof(SideRecord) + wire.size(); }
+};
+
+// What the reader hands over: a batch and where the reading stands after it.
+struct ReadItem {
+  std::unique_ptr<Batch> batch;       // what was merged since the previous item (may be empty)
+  fmt::ReadResult read;               // Ok, or what stopped the reading after it
+  uint64_t offset = 0;                // reader offset after the last block read
+  uint64_t blocks = 0;                // blocks read
+  std::vector<std::string> warnings;  // blocks whose records stop at a bad one
+  bool last = false;                  // nothing follows
+};
+
+// The reader side: next() hands over the batches in order, give() takes them back for reuse.
+// Without a thread (one could not be started) next() reads and merges on demand.
+class BlockSource {
+ public:
+  BlockSource(fmt::FileReader& reader, fmt::EventMerger& merger);
+  ~BlockSource();
+  BlockSource(const BlockSource&) = delete;
+  BlockSource& operator=(const BlockSource&) = delete;
+
+  ReadItem next();
+  // Gives back a Batch that has been replayed.
+  void give(std::unique_ptr<Batch> b);
+
+ private:
+  // A batch holds kBatchEvents events (2 MiB), allocated once; up to kAheadBytes of them wait.
+  static constexpr std::size_t kBatchEvents = std::size_t{1} << 16, kAheadBytes = std::size_t{64} << 20,
+                               kPool = 128;
+  struct Stopped {};  // thrown on the reader thread when the source is being destroyed
+  struct Writer;      // the merger's visitor on the reader thread
+
+  std::unique_ptr<Batch> take();
+  void push(ReadItem it);
+  bool read_some(fmt::EventDecoder& decoder);
+  void produce();
+
+  fmt::FileReader& reader_;
+  fmt::EventMerger& merger_;  // used by the reader thread until it stops
+  fmt::Block block_;
+  fmt::EventDecoder decoder_;  // used without a thread
+  bool threaded_ = false;      // a reader thread runs (set before it starts, read by both sides)
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable not_empty_, not_full_;
+  std::deque<ReadItem> items_;
+  std::size_t ahead_ = 0;  // batch bytes in items_
+  std::vector<std::unique_ptr<Batch>> pool_;
+  bool stop_ = false;
+};
+
+}  // namespace memtide::analysis::detail
