@@ -65,11 +65,11 @@ void tsc_calibrate_begin();
 bool tsc_calibrate_step();
 uint64_t tsc_calibrate_due();  // about when the next step is (now_ns)
 
-// The TSC is read after every earlier instruction has completed (LFENCE, as the kernel's own
-// clock does): a bare RDTSC may execute ahead of the loads before it, and a free timed before
+// The TSC is read after every earlier instruction has completed (LFENCE; the kernel's own
+// clock orders its reading too): a bare RDTSC may execute ahead of the loads before it, and a free timed before
 // the load that handed its thread the pointer, or an allocation timed before the allocator's
 // own synchronisation, would then be ordered before the event it follows on another thread
-// (`Ordering.CrossThreadAddressReuseReplaysExactly`; up to ~130 ns early on a 2-vCPU EPYC).
+// (`Ordering.CrossThreadAddressReuseReplaysExactly`; up to ~0.3 µs early on a 2-vCPU EPYC).
 inline uint64_t now_ns() {
   if (const TscParams* p = g_tsc.params.load(std::memory_order_acquire); MT_LIKELY(p != nullptr)) {
     __builtin_ia32_lfence();
