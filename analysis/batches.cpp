@@ -71,7 +71,17 @@ struct BlockSource::Writer {
   }
 };
 
-BlockSource::BlockSource(FileReader& reader, EventMerger& merger) : reader_(reader), merger_(merger) {
+std::string block_warning(const ReadResult& r) { return r.message + " (rest of the block skipped)"; }
+
+// A block the merger may decode when it reaches it: one of a thread's stream in a file whose
+// block flags say which blocks hold untimed records (StackDef, Symbols; the others are in
+// stream 0), so that nothing in it is due before its events.
+bool BlockSource::pending_ok(const BlockHeader& h) const {
+  return hints_ && h.stream != 0 && h.flags == 0 && h.kind == BlockKind::Records;
+}
+
+BlockSource::BlockSource(FileReader& reader, EventMerger& merger)
+    : reader_(reader), merger_(merger), hints_((reader.info().flags & kFileFlagBlockHints) != 0) {
   try {
     threaded_ = true;  // before the thread starts: its push() reads it
     thread_ = std::thread([this] { produce(); });
@@ -156,13 +166,18 @@ bool BlockSource::read_some(EventDecoder& decoder) {
       if (it.read.end_of_file() || it.read.status != ReadStatus::Corrupt || !reader_.resync()) it.last = true;
       break;
     }
-    std::unique_ptr<EventBlock> b = merger_.take_spare();
-    if (!b) b = std::make_unique<EventBlock>();
-    decoder.decode(block_, *b);
-    if (!b->result.ok()) it.warnings.push_back(b->result.message + " (rest of the block skipped)");
     ++it.blocks;
     it.offset = reader_.offset();
-    merger_.add_events(std::move(b), w);
+    if (pending_ok(block_.header)) {
+      merger_.add_pending(block_, w);
+    } else {
+      std::unique_ptr<EventBlock> b = merger_.take_spare();
+      if (!b) b = std::make_unique<EventBlock>();
+      decoder.decode(block_, *b);
+      if (!b->result.ok()) it.warnings.push_back(block_warning(b->result));
+      merger_.add_events(std::move(b), w);
+    }
+    for (const ReadResult& e : merger_.take_errors()) it.warnings.push_back(block_warning(e));
     if (it.batch->events.size() >= kBatchEvents / 2) break;
   }
   const bool more = !it.last;

@@ -62,6 +62,9 @@ struct Batch {
 };
 
 // What the reader hands over: a batch and where the reading stands after it.
+// The warning for a block whose records stop at a bad one.
+std::string block_warning(const fmt::ReadResult& r);
+
 struct ReadItem {
   std::unique_ptr<Batch> batch;       // what was merged since the previous item (may be empty)
   fmt::ReadResult read;               // Ok, or what stopped the reading after it
@@ -91,6 +94,7 @@ class BlockSource {
   struct Stopped {};  // thrown on the reader thread when the source is being destroyed
   struct Writer;      // the merger's visitor on the reader thread
 
+  bool pending_ok(const fmt::BlockHeader& h) const;
   std::unique_ptr<Batch> take();
   void push(ReadItem it);
   bool read_some(fmt::EventDecoder& decoder);
@@ -100,6 +104,7 @@ class BlockSource {
   fmt::EventMerger& merger_;  // used by the reader thread until it stops
   fmt::Block block_;
   fmt::EventDecoder decoder_;  // used without a thread
+  bool hints_ = false;         // the file has block hints (pending_ok)
   bool threaded_ = false;      // a reader thread runs (set before it starts, read by both sides)
   std::thread thread_;
   std::mutex mu_;

@@ -808,6 +808,10 @@ struct Session::Impl {
                                    : tail.message + ": analysed up to the cut");
     }
     merger.finish(rp);
+    for (const ReadResult& e : merger.take_errors()) {
+      m.corrupt = true;
+      m.warnings.push_back(detail::block_warning(e));
+    }
   }
 
   std::unique_ptr<Model> snapshot() const {

@@ -214,23 +214,58 @@ std::unique_ptr<EventBlock> EventMerger::take_spare() {
   if (spare_.empty()) return nullptr;
   std::unique_ptr<EventBlock> b = std::move(spare_.back());
   spare_.pop_back();
+  if (!b->events.capacity() && !warm_.empty()) {
+    b->events.swap(warm_.back());
+    warm_.pop_back();
+  }
   return b;
 }
 
-// The heap of the queues' heads, the earliest on top.
-void EventMerger::fill_heap() {
-  heap_.clear();
-  for (uint32_t i = 0; i < queues_.size(); ++i) {
-    HeapItem h;
-    if (head(queues_[i], h)) {
-      h.queue = i;
-      heap_.push_back(h);
-    }
+std::unique_ptr<EventBlock> EventMerger::bare_spare() {
+  std::unique_ptr<EventBlock> b;
+  if (spare_.empty()) return std::make_unique<EventBlock>();
+  b = std::move(spare_.back());
+  spare_.pop_back();
+  if (b->events.capacity() && warm_.size() < kWarmArrays) {
+    warm_.emplace_back();
+    warm_.back().swap(b->events);
   }
-  std::make_heap(heap_.begin(), heap_.end(), Later{});
+  return b;
+}
+
+void EventMerger::after_add() {
+  ++next_block_seq_;
+  stats_.peak_buffered_bytes = std::max<uint64_t>(stats_.peak_buffered_bytes, buffered_);
+}
+
+void EventMerger::decode_pending(EventBlock& b) {
+  buffered_ -= b.raw.size();
+  if (!warm_.empty()) {
+    if (b.events.capacity() < warm_.back().capacity()) b.events.swap(warm_.back());
+    warm_.pop_back();  // (an array smaller than the block's own is dropped)
+  }
+  Block block;
+  block.offset = b.offset;
+  block.header = b.header;
+  block.payload = {b.raw.data(), b.raw.size()};
+  const uint64_t seq = b.seq;
+  decoder_.decode(block, b);
+  b.pending = false;
+  b.seq = seq;
+  if (!b.result.ok()) errors_.push_back(b.result);
+  for (uint64_t t : b.watermarks) note_watermark(t);  // (watermarks are in stream 0: not here)
+  buffered_ += b.queued_bytes();
+  stats_.peak_buffered_bytes = std::max<uint64_t>(stats_.peak_buffered_bytes, buffered_);
 }
 
 void EventMerger::recycle(std::unique_ptr<EventBlock> b) {
+  // The events array goes to the warm ones, handed to the next pending block decoded: only the
+  // streams' front blocks need one, and the latest used is still in the cache.
+  if (b->events.capacity() && warm_.size() < kWarmArrays) {
+    warm_.emplace_back();
+    warm_.back().swap(b->events);
+  }
+  b->pending = false;
   // Kept for reuse up to about a window's worth of blocks (returning their memory only to
   // fault it in again for the next window costs more than the copy of the events).
   if (spare_.size() < 1024) spare_.push_back(std::move(b));

@@ -23,6 +23,10 @@
 // between two watermarks at 32 bytes per event. EventDecoder needs no merger state, so a
 // reader thread can decode blocks while another merges them (add_events); a RawVisitor takes
 // the merged records undecoded, to hand them to yet another thread (the report's replay).
+// A block known to hold only timed records (a thread's stream in a file with block hints) can
+// instead be queued undecoded (add_pending): it is decoded when the merge reaches it, into one
+// of a few events arrays kept warm, so the window costs the blocks' wire bytes (about 6 per
+// event) and the merge reads events that were just written, from the cache.
 //
 //   EventMerger m;
 //   ReadResult r = read_merged(reader, m, visitor);   // or add_block()/finish() by hand
@@ -34,11 +38,13 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <memory>
 #include <new>
 #include <type_traits>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "formats/decoder.h"
@@ -120,6 +126,11 @@ class PodArray {
   PodArray() = default;
   PodArray(const PodArray&) = delete;
   PodArray& operator=(const PodArray&) = delete;
+  PodArray(PodArray&& o) noexcept { swap(o); }
+  PodArray& operator=(PodArray&& o) noexcept {
+    swap(o);
+    return *this;
+  }
   ~PodArray() { std::free(p_); }
 
   T* data() { return p_; }
@@ -151,6 +162,17 @@ class PodArray {
   }
   // Counts `k` more elements, written by the caller in place (within the reserved room).
   void grow_unchecked(std::size_t k) { n_ += k; }
+  void assign(const T* p, std::size_t n) {
+    n_ = 0;
+    reserve(n);
+    if (n) std::memcpy(static_cast<void*>(p_), p, n * sizeof(T));
+    n_ = n;
+  }
+  void swap(PodArray& o) noexcept {
+    std::swap(p_, o.p_);
+    std::swap(n_, o.n_);
+    std::swap(cap_, o.cap_);
+  }
 
  private:
   T* p_ = nullptr;
@@ -170,6 +192,12 @@ struct EventBlock {
   // The merger's position.
   uint64_t seq = 0;
   std::size_t rd = 0, wide_rd = 0, other_rd = 0;
+
+  // Queued undecoded (EventMerger::add_pending): the block's header and payload, decoded when
+  // it reaches the front of its queue. clear() keeps them (the decoder reads them).
+  bool pending = false;
+  BlockHeader header;
+  PodArray<uint8_t> raw;
 
   void clear();
   // Bytes held for the merge window (events and side storage).
@@ -248,6 +276,17 @@ class EventMerger {
   template <class V>
   void add_events(std::unique_ptr<EventBlock> b, V& v);
 
+  // Queues `block` undecoded (its payload is copied): it is decoded when the merge reaches it.
+  // For a block whose records are all timed: untimed ones found in it still reach `v`, but only
+  // then, not in file order. `v.on_block` is not called; what is wrong with its records is
+  // kept for take_errors().
+  template <class V>
+  void add_pending(const Block& block, V& v);
+
+  // Corrupt results of the pending blocks decoded since the last call (what add_block would
+  // have returned for them), in the order they were decoded.
+  std::vector<ReadResult> take_errors() { return std::exchange(errors_, {}); }
+
   // Releases every queued record in order (at end of file, or after an error).
   template <class V>
   void finish(V& v) {
@@ -281,13 +320,25 @@ class EventMerger {
   // Non-template helpers (merge.cpp).
   uint32_t queue_index(uint32_t stream);
   std::unique_ptr<EventBlock> spare();
+  std::unique_ptr<EventBlock> bare_spare();  // one without an events array, for add_pending
   void recycle(std::unique_ptr<EventBlock> b);
   void note_watermark(uint64_t time);
-  // The head event of `q` (dropping finished blocks); false when the queue is empty. Inline:
-  // with finely interleaved streams it runs every event or two.
-  bool head(Queue& q, HeapItem& item) {
+  // Decodes a pending block in place (into a warm events array) and delivers the untimed
+  // records it turns out to hold.
+  template <class V>
+  [[gnu::noinline]] void decode_front(EventBlock& b, V& v) {
+    decode_pending(b);
+    deliver_immediate(b, v);
+  }
+  void decode_pending(EventBlock& b);
+  // The head event of `q` (dropping finished blocks, decoding a pending one); false when the
+  // queue is empty. Inline: with finely interleaved streams it runs every event or two.
+  template <class V>
+  bool head(Queue& q, HeapItem& item, V& v) {
     while (!q.blocks.empty()) {
-      const EventBlock& b = *q.blocks.front();
+      EventBlock& b = *q.blocks.front();
+      if (b.pending) [[unlikely]]
+        decode_front(b, v);
       if (b.rd < b.events.size()) [[likely]] {
         item.time = b.events[b.rd].time;
         item.seq = b.seq;
@@ -311,7 +362,11 @@ class EventMerger {
   void deliver(EventBlock& b, const MergedEvent& e, V& v);
   template <class V>
   void release(uint64_t limit, bool all, std::size_t target, V& v);
-  void fill_heap();
+  template <class V>
+  void fill_heap(V& v);
+  void after_add();
+  template <class V>
+  void release_after_add(V& v);
   template <class Cmp>
   void sift_down(const Cmp& later);
 
@@ -320,6 +375,8 @@ class EventMerger {
   // A run of one stream shorter than this (another stream's head came first) makes release()
   // let the two earliest streams take turns (two_way).
   static constexpr uint64_t kAlternating = 4;
+  // Events arrays kept warm for pending blocks (one per stream being merged is enough).
+  static constexpr std::size_t kWarmArrays = 16;
 
   MergeOptions opt_;
   EventDecoder decoder_;
@@ -327,6 +384,8 @@ class EventMerger {
   std::unordered_map<uint32_t, uint32_t> index_;  // stream -> queues_ index
   std::vector<HeapItem> heap_;
   std::vector<std::unique_ptr<EventBlock>> spare_;
+  std::vector<PodArray<MergedEvent>> warm_;  // events arrays of recycled blocks, the latest last
+  std::vector<ReadResult> errors_;          // of pending blocks, for take_errors()
   uint64_t next_block_seq_ = 0;
   bool have_watermark_ = false;
   uint64_t last_watermark_ = 0;
@@ -356,9 +415,29 @@ void EventMerger::add_events(std::unique_ptr<EventBlock> b, V& v) {
   } else {
     recycle(std::move(b));
   }
-  ++next_block_seq_;
-  stats_.peak_buffered_bytes = std::max<uint64_t>(stats_.peak_buffered_bytes, buffered_);
+  after_add();
+  release_after_add(v);
+}
 
+template <class V>
+void EventMerger::add_pending(const Block& block, V& v) {
+  ++stats_.blocks;
+  std::unique_ptr<EventBlock> b = bare_spare();
+  b->clear();
+  b->stream = block.header.stream;
+  b->offset = block.offset;
+  b->header = block.header;
+  b->raw.assign(block.payload.data(), block.payload.size());
+  b->pending = true;
+  b->seq = next_block_seq_;
+  buffered_ += b->raw.size();
+  queues_[queue_index(b->stream)].blocks.push_back(std::move(b));
+  after_add();
+  release_after_add(v);
+}
+
+template <class V>
+void EventMerger::release_after_add(V& v) {
   if (limit_moved_) {
     limit_moved_ = false;
     release(limit_, false, 0, v);
@@ -449,6 +528,7 @@ bool EventMerger::two_way(Queue& qa, Queue& qb, uint64_t bound_time, uint64_t bo
   auto load = [&](Side& s) {
     if (s.q->blocks.empty()) return false;
     EventBlock& b = *s.q->blocks.front();
+    if (b.pending) decode_front(b, v);  // (head() decoded it: not here)
     if (b.rd >= b.events.size()) return false;  // head() drops finished blocks: not here
     s.b = &b;
     s.ev = b.events.data();
@@ -531,6 +611,8 @@ bool EventMerger::run(Queue& q, uint64_t bound_time, uint64_t bound_seq, uint64_
                       V& v) {
   for (;;) {
     EventBlock& b = *q.blocks.front();
+    if (b.pending) [[unlikely]]
+      decode_front(b, v);  // the next block of the stream
     // The last time this block may deliver up to (inclusive) and stay ahead of the next stream.
     uint64_t bound_last = bound_time;
     if (b.seq > bound_seq) {
@@ -584,7 +666,7 @@ void EventMerger::release(uint64_t limit, bool all, std::size_t target, V& v) {
   // allocate at the same time), the two earliest streams take turns in two_way until one of
   // their blocks ends or a third stream's turn comes.
   const Later later;
-  fill_heap();
+  fill_heap(v);
   // Events the last run of one stream delivered before another's turn came: when streams
   // alternate every event or two, the two earliest take turns in two_way instead.
   uint64_t last_run = UINT64_MAX;
@@ -602,7 +684,7 @@ void EventMerger::release(uint64_t limit, bool all, std::size_t target, V& v) {
                   bound ? bound->seq : UINT64_MAX, limit, all, v))
         break;
       const bool moved = stats_.released != released;
-      fill_heap();
+      fill_heap(v);
       if (moved || heap_.size() < 2) continue;
       // Nothing delivered (unreachable: the root's head comes first): one step the long way.
     }
@@ -617,7 +699,7 @@ void EventMerger::release(uint64_t limit, bool all, std::size_t target, V& v) {
     if (run(q, bound_time, bound_seq, limit, all, target, v)) break;
     last_run = stats_.released - released;
     HeapItem h;
-    if (head(q, h)) {
+    if (head(q, h, v)) {
       heap_.front().time = h.time;
       heap_.front().seq = h.seq;
     } else {
@@ -626,6 +708,20 @@ void EventMerger::release(uint64_t limit, bool all, std::size_t target, V& v) {
     }
     sift_down(later);
   }
+}
+
+// The heap of the queues' heads, the earliest on top.
+template <class V>
+void EventMerger::fill_heap(V& v) {
+  heap_.clear();
+  for (uint32_t i = 0; i < queues_.size(); ++i) {
+    HeapItem h;
+    if (head(queues_[i], h, v)) {
+      h.queue = i;
+      heap_.push_back(h);
+    }
+  }
+  std::make_heap(heap_.begin(), heap_.end(), Later{});
 }
 
 // Restores the heap order after heap_[0] changed.

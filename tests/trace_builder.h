@@ -148,6 +148,13 @@ class TraceBuilder {
     w_.watermark(start_ + t);
     return *this;
   }
+  // A record that cannot be read (a Marker whose length runs past its block): what a block
+  // written by a broken recorder holds.
+  TraceBuilder& bad_record(uint32_t stream) {
+    const uint8_t bad[] = {fmt::tag_of(fmt::RecordType::Marker), 50};
+    w_.append_record(stream, bad);
+    return *this;
+  }
   TraceBuilder& flush() {
     w_.flush_all();
     return *this;

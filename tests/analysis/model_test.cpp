@@ -423,6 +423,25 @@ TEST(Truncation, AnalysedUpToTheCutWithAWarning) {
   EXPECT_EQ(m->heap().leaked_bytes, 300u);
 }
 
+// A bad record in a block of a thread's stream (one the report decodes only when its merge
+// reaches it): the records before it and every later block count, with a warning.
+TEST(Truncation, ABadRecordLosesOnlyTheRestOfItsBlock) {
+  TraceBuilder b;
+  add_stacks(b);
+  b.flush();
+  b.malloc(1, 1, 0x10, 100, 2).bad_record(1).flush();
+  b.malloc(1, 2, 0x20, 200, 2).malloc(2, 3, 0x30, 50, 2).flush();
+  auto m = analyze(b.end(10));
+  ASSERT_TRUE(m);
+  EXPECT_TRUE(m->corrupt);
+  EXPECT_TRUE(m->complete);
+  std::size_t skipped = 0;
+  for (const auto& w : m->warnings) skipped += w.find("rest of the block skipped") != std::string::npos;
+  EXPECT_EQ(skipped, 1u);
+  EXPECT_EQ(m->heap().allocations, 3u);
+  EXPECT_EQ(m->heap().leaked_bytes, 350u);
+}
+
 TEST(Truncation, NotATraceIsAnError) {
   std::vector<uint8_t> junk(100, 'x');
   auto r = analysis::analyze_memory(junk);
