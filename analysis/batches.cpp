@@ -13,6 +13,18 @@ struct BlockSource::Writer {
   BlockSource& src;
   ReadItem& it;
   Batch* b = it.batch.get();
+  // The merger's SlotVisitor side (streams up to kMaxBatchStream; merge.h).
+  using Slot = BatchEvent;
+  BatchEvent* slots(std::size_t& room) {
+    if (b->events.size() == kBatchEvents) full();
+    room = kBatchEvents - b->events.size();
+    return b->events.data() + b->events.size();
+  }
+  [[gnu::always_inline]] static void put(BatchEvent* slot, uint32_t stream, const MergedEvent& e) {
+    *slot = {e.time, e.addr, e.size, e.stack, e.tag | stream << 8};
+  }
+  void commit(std::size_t n) { b->events.grow_unchecked(n); }
+  static bool slot_stream(uint32_t stream) { return stream <= kMaxBatchStream; }
   [[gnu::always_inline]] void on_event(uint32_t stream, const MergedEvent& e) {
     if (b->events.size() == kBatchEvents) [[unlikely]]
       full();
