@@ -59,6 +59,41 @@ Merged merge_pending(const std::vector<uint8_t>& file, std::vector<ReadResult>* 
   return m;
 }
 
+// A file of one block of stream 1: an Alloc (of `alloc_size` bytes), then a Marker whose
+// length runs past the block's end.
+std::vector<uint8_t> file_with_a_bad_record(std::size_t& alloc_size) {
+  std::vector<uint8_t> raw;
+  uint8_t rec[kMaxAllocRecord];
+  raw.insert(raw.end(), rec, encode_alloc(rec, Api::Malloc, 5, 0x100, 8, 1));
+  alloc_size = raw.size();
+  raw.push_back(tag_of(RecordType::Marker));
+  raw.push_back(50);  // length past the end
+  std::vector<uint8_t> file(kFileHeaderSize);
+  encode_file_header(file.data(), 0);
+  BlockHeader h;
+  h.stream = 1;
+  std::vector<uint8_t> blk(block_bound(raw.size()));
+  blk.resize(encode_block(h, raw.data(), raw.size(), blk.data(), blk.size()));
+  file.insert(file.end(), blk.begin(), blk.end());
+  return file;
+}
+
+// Stream 2 defines stack 7 and uses it at t=50; stream 1 allocates at t=20 from a later block
+// and, with `used_by_1`, uses stack 7 at t=60.
+std::vector<uint8_t> stack_defined_by_stream_2(bool used_by_1) {
+  std::vector<uint8_t> file;
+  TraceWriter w;
+  w.open_memory(file);
+  const uint64_t ips[] = {0x400000, 0x400100};
+  w.append(2, StackDef{6, 0, 2, ips});
+  w.append(2, Alloc{50, 0x100, 8, 7, 0, Api::Malloc});
+  w.flush(2);
+  w.append(1, Alloc{20, 0x200, 8, 1, 0, Api::Malloc});  // earlier time, later block
+  if (used_by_1) w.append(1, Alloc{60, 0x300, 8, 7, 0, Api::Malloc});
+  w.close();
+  return file;
+}
+
 // Time of a timed line, or -1 for untimed ones.
 int64_t time_of(const std::string& line) {
   static const std::regex re(" time=(\\d+)");
@@ -159,19 +194,8 @@ TEST(Merge, PendingBlocksComeOutLikeDecodedOnes) {
 // A bad record in a pending block shows when the block is decoded: the records before it are
 // delivered, the error is kept for take_errors().
 TEST(Merge, APendingBlocksErrorIsKeptForTakeErrors) {
-  std::vector<uint8_t> raw;
-  uint8_t rec[kMaxAllocRecord];
-  raw.insert(raw.end(), rec, encode_alloc(rec, Api::Malloc, 5, 0x100, 8, 1));
-  const std::size_t alloc_size = raw.size();
-  raw.push_back(tag_of(RecordType::Marker));
-  raw.push_back(50);  // length past the end
-  std::vector<uint8_t> file(kFileHeaderSize);
-  encode_file_header(file.data(), 0);
-  BlockHeader h;
-  h.stream = 1;
-  std::vector<uint8_t> blk(block_bound(raw.size()));
-  blk.resize(encode_block(h, raw.data(), raw.size(), blk.data(), blk.size()));
-  file.insert(file.end(), blk.begin(), blk.end());
+  std::size_t alloc_size = 0;
+  const std::vector<uint8_t> file = file_with_a_bad_record(alloc_size);
   std::vector<ReadResult> errors;
   const Merged m = merge_pending(file, &errors);
   EXPECT_TRUE(m.result.end_of_file());
@@ -185,16 +209,7 @@ TEST(Merge, APendingBlocksErrorIsKeptForTakeErrors) {
 // An untimed record found in a pending block still reaches the consumer, before the block's
 // events.
 TEST(Merge, APendingBlocksUntimedRecordsStillArrive) {
-  std::vector<uint8_t> file;
-  TraceWriter w;
-  w.open_memory(file);
-  const uint64_t ips[] = {0x400000, 0x400100};
-  w.append(2, StackDef{6, 0, 2, ips});
-  w.append(2, Alloc{50, 0x100, 8, 7, 0, Api::Malloc});
-  w.flush(2);
-  w.append(1, Alloc{20, 0x200, 8, 1, 0, Api::Malloc});
-  w.close();
-  const Merged m = merge_pending(file);
+  const Merged m = merge_pending(stack_defined_by_stream_2(false));
   const std::size_t def = index_of(m.lines, "stack s=2");
   ASSERT_LT(def, m.lines.size());
   EXPECT_LT(def, index_of(m.lines, "alloc s=2 time=50"));
@@ -254,18 +269,7 @@ TEST(Merge, TiesKeepFileOrder) {
 }
 
 TEST(Merge, StackDefReachesConsumerBeforeAllocsUsingIt) {
-  std::vector<uint8_t> file;
-  TraceWriter w;
-  w.open_memory(file);
-  const uint64_t ips[] = {0x400000, 0x400100};
-  // Stream 2 defines stack 7 and uses it at t=50; stream 1 uses it at t=60 from a later block.
-  w.append(2, StackDef{6, 0, 2, ips});
-  w.append(2, Alloc{50, 0x100, 8, 7, 0, Api::Malloc});
-  w.flush(2);
-  w.append(1, Alloc{20, 0x200, 8, 1, 0, Api::Malloc});  // earlier time, later block
-  w.append(1, Alloc{60, 0x300, 8, 7, 0, Api::Malloc});
-  w.close();
-  const Merged m = merge(file);
+  const Merged m = merge(stack_defined_by_stream_2(true));
   const std::size_t def = index_of(m.lines, "stack s=2");
   ASSERT_LT(def, m.lines.size());
   EXPECT_LT(def, index_of(m.lines, "alloc s=2 time=50"));
@@ -436,19 +440,8 @@ TEST(Merge, BufferLimitForcesReleaseAndKeepsEveryRecord) {
 }
 
 TEST(Merge, CorruptBlockKeepsRecordsBeforeTheError) {
-  std::vector<uint8_t> raw;
-  uint8_t rec[kMaxAllocRecord];
-  raw.insert(raw.end(), rec, encode_alloc(rec, Api::Malloc, 5, 0x100, 8, 1));
-  const std::size_t alloc_size = raw.size();
-  raw.push_back(tag_of(RecordType::Marker));
-  raw.push_back(50);  // length past the end
-  std::vector<uint8_t> file(kFileHeaderSize);
-  encode_file_header(file.data(), 0);
-  BlockHeader h;
-  h.stream = 1;
-  std::vector<uint8_t> blk(block_bound(raw.size()));
-  blk.resize(encode_block(h, raw.data(), raw.size(), blk.data(), blk.size()));
-  file.insert(file.end(), blk.begin(), blk.end());
+  std::size_t alloc_size = 0;
+  const std::vector<uint8_t> file = file_with_a_bad_record(alloc_size);
   const Merged m = merge(file);
   EXPECT_EQ(m.result.status, ReadStatus::Corrupt);
   EXPECT_EQ(m.result.position, alloc_size);
