@@ -39,7 +39,8 @@ class LiveMap {
   std::size_t capacity() const { return mask_ + 1; }
   std::size_t memory_bytes() const { return capacity() * sizeof(Slot); }
 
-  // Inserts or finds `key`. Returns the value and whether it was inserted (false: it existed).
+  // Inserts or finds `key`. Returns the value and whether it was inserted (false: it existed);
+  // the value of an inserted key is for the caller to write.
   [[gnu::always_inline]] std::pair<V*, bool> insert(uint64_t key) {
     if (key == 0) {
       const bool fresh = !zero_used_;
@@ -54,7 +55,6 @@ class LiveMap {
       if (s.key == key) return {&s.value, false};
       if (s.key == 0) {
         s.key = key;
-        s.value = V{};
         ++size_;
         return {&s.value, true};
       }

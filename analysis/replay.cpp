@@ -344,13 +344,15 @@ class Replayer : public NullVisitor {
     release(d, old, a.time);
   }
   const bool c = counted(a.time);
+  const uint32_t s = c ? ds.index(a.stack) : kNoStack;
   LiveBlock nb;
   nb.bytes = bytes;
   nb.api_ = static_cast<uint8_t>(a.api);
   nb.counted = c;
   nb.time = a.time;
+  nb.stack = s;
   nb.thread = stream;
-  *blk = nb;
+  *blk = nb;  // the whole block at once (the slot of a fresh insert holds no value yet)
   if (d == Domain::Heap) {
     heap_all_live_ += bytes;
     m_.heap_series.add(a.time, heap_all_live_);
@@ -368,8 +370,6 @@ class Replayer : public NullVisitor {
   ApiCount& ac = m_.alloc_api[static_cast<unsigned>(a.api)];
   ++ac.calls;
   ac.bytes += bytes;
-  const uint32_t s = ds.index(a.stack);
-  blk->stack = s;
   if (s != kNoStack) {
     StackMetrics& sm = ds.work[s].m;
     ++sm.alloc_count;
