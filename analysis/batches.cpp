@@ -53,7 +53,7 @@ struct BlockSource::Writer {
       full();
     if (stream <= kMaxBatchStream) [[likely]] {
       // Within the room reserved by take(): no capacity check.
-      store_event(b->events.data() + b->events.size(), {e.time, e.addr, e.size, e.stack, e.tag | stream << 8});
+      put(b->events.data() + b->events.size(), stream, e);
       b->events.grow_unchecked(1);
       return;
     }

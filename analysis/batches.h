@@ -61,10 +61,10 @@ struct Batch {
   std::size_t bytes() const { return events.size() * sizeof(BatchEvent) + side.size() * sizeof(SideRecord) + wire.size(); }
 };
 
-// What the reader hands over: a batch and where the reading stands after it.
 // The warning for a block whose records stop at a bad one.
 std::string block_warning(const fmt::ReadResult& r);
 
+// What the reader hands over: a batch and where the reading stands after it.
 struct ReadItem {
   std::unique_ptr<Batch> batch;       // what was merged since the previous item (may be empty)
   fmt::ReadResult read;               // Ok, or what stopped the reading after it

@@ -214,23 +214,28 @@ std::unique_ptr<EventBlock> EventMerger::take_spare() {
   if (spare_.empty()) return nullptr;
   std::unique_ptr<EventBlock> b = std::move(spare_.back());
   spare_.pop_back();
-  if (!b->events.capacity() && !warm_.empty()) {
-    b->events.swap(warm_.back());
-    warm_.pop_back();
-  }
+  adopt_warm(*b);
   return b;
 }
 
 std::unique_ptr<EventBlock> EventMerger::bare_spare() {
-  std::unique_ptr<EventBlock> b;
   if (spare_.empty()) return std::make_unique<EventBlock>();
-  b = std::move(spare_.back());
+  std::unique_ptr<EventBlock> b = std::move(spare_.back());
   spare_.pop_back();
-  if (b->events.capacity() && warm_.size() < kWarmArrays) {
-    warm_.emplace_back();
-    warm_.back().swap(b->events);
-  }
+  stash_warm(*b);
   return b;
+}
+
+void EventMerger::adopt_warm(EventBlock& b) {
+  if (warm_.empty() || b.events.capacity() >= warm_.back().capacity()) return;
+  b.events.swap(warm_.back());
+  warm_.pop_back();  // the block's own, smaller array
+}
+
+void EventMerger::stash_warm(EventBlock& b) {
+  if (!b.events.capacity() || warm_.size() >= kWarmArrays) return;
+  warm_.emplace_back();
+  warm_.back().swap(b.events);
 }
 
 void EventMerger::after_add() {
@@ -240,10 +245,7 @@ void EventMerger::after_add() {
 
 void EventMerger::decode_pending(EventBlock& b) {
   buffered_ -= b.raw.size();
-  if (!warm_.empty()) {
-    if (b.events.capacity() < warm_.back().capacity()) b.events.swap(warm_.back());
-    warm_.pop_back();  // (an array smaller than the block's own is dropped)
-  }
+  adopt_warm(b);
   Block block;
   block.offset = b.offset;
   block.header = b.header;
@@ -261,10 +263,7 @@ void EventMerger::decode_pending(EventBlock& b) {
 void EventMerger::recycle(std::unique_ptr<EventBlock> b) {
   // The events array goes to the warm ones, handed to the next pending block decoded: only the
   // streams' front blocks need one, and the latest used is still in the cache.
-  if (b->events.capacity() && warm_.size() < kWarmArrays) {
-    warm_.emplace_back();
-    warm_.back().swap(b->events);
-  }
+  stash_warm(*b);
   b->pending = false;
   // Kept for reuse up to about a window's worth of blocks (returning their memory only to
   // fault it in again for the next window costs more than the copy of the events).

@@ -336,6 +336,10 @@ class EventMerger {
   uint32_t queue_index(uint32_t stream);
   std::unique_ptr<EventBlock> spare();
   std::unique_ptr<EventBlock> bare_spare();  // one without an events array, for add_pending
+  // Gives `b` the latest warm events array if it is larger than its own / moves `b`'s array to
+  // the warm ones while there is room.
+  void adopt_warm(EventBlock& b);
+  void stash_warm(EventBlock& b);
   void recycle(std::unique_ptr<EventBlock> b);
   void note_watermark(uint64_t time);
   // Decodes a pending block in place (into a warm events array) and delivers the untimed
@@ -543,7 +547,7 @@ bool EventMerger::two_way(Queue& qa, Queue& qb, uint64_t bound_time, uint64_t bo
   auto load = [&](Side& s) {
     if (s.q->blocks.empty()) return false;
     EventBlock& b = *s.q->blocks.front();
-    if (b.pending) decode_front(b, v);  // (head() decoded it: not here)
+    if (b.pending) decode_front(b, v);  // (fill_heap's head() has decoded it already)
     if (b.rd >= b.events.size()) return false;  // head() drops finished blocks: not here
     s.b = &b;
     s.ev = b.events.data();
