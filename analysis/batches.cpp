@@ -16,13 +16,16 @@ namespace {
 // Stores a batch event without keeping its line in this core's cache: the replay reads it on
 // the other core, while the reader's cache is better kept for the events it is about to merge
 // (a block's decoded events, up to half a MiB per stream). push() fences before handing over.
-[[gnu::always_inline]] inline void store_event(BatchEvent* slot, const BatchEvent& x) {
+[[gnu::always_inline]] inline void store_event(BatchEvent* slot, uint64_t word, uint64_t time) {
 #if defined(__SSE2__)
-  __m128i lo, hi;
-  std::memcpy(&lo, &x, sizeof lo);
-  std::memcpy(&hi, reinterpret_cast<const char*>(&x) + sizeof lo, sizeof hi);
-  _mm_stream_si128(reinterpret_cast<__m128i*>(slot), lo);
-  _mm_stream_si128(reinterpret_cast<__m128i*>(slot) + 1, hi);
+  _mm_stream_si128(reinterpret_cast<__m128i*>(slot), _mm_set_epi64x(static_cast<long long>(time), static_cast<long long>(word)));
+#else
+  *slot = {word, time};
+#endif
+}
+[[gnu::always_inline]] inline void store_extra(uint64_t* slot, uint64_t x) {
+#if defined(__SSE2__) && defined(__x86_64__)
+  _mm_stream_si64(reinterpret_cast<long long*>(slot), static_cast<long long>(x));
 #else
   *slot = x;
 #endif
@@ -37,25 +40,41 @@ struct BlockSource::Writer {
   ReadItem& it;
   Batch* b = it.batch.get();
   // The merger's SlotVisitor side (streams up to kMaxBatchStream; merge.h).
-  using Slot = BatchEvent;
-  BatchEvent* slots(std::size_t& room) {
-    if (b->events.size() == kBatchEvents) full();
-    room = kBatchEvents - b->events.size();
-    return b->events.data() + b->events.size();
+  struct Cursor {
+    BatchEvent* ev;
+    uint64_t* extra;
+  };
+  Cursor slots(std::size_t& room) {
+    if (std::max(b->events.size(), b->extra.size()) == kBatchEvents) full();
+    room = kBatchEvents - std::max(b->events.size(), b->extra.size());
+    return {b->events.data() + b->events.size(), b->extra.data() + b->extra.size()};
   }
-  [[gnu::always_inline]] static void put(BatchEvent* slot, uint32_t stream, const MergedEvent& e) {
-    store_event(slot, {e.time, e.addr, e.size, e.stack, e.tag | stream << 8});
+  // Writes `e` at the cursor (room for one more event) unless it does not fit a BatchEvent.
+  [[gnu::always_inline]] static bool put(Cursor& c, uint32_t stream, const MergedEvent& e) {
+    const bool alloc = e.tag < kTagFreeBase;
+    const uint64_t wide = (e.addr >> 48) | (alloc ? e.size >> 32 : e.size);  // (a Free's size: munmap)
+    if (wide != 0 || (e.tag & 31) >= kApiCount) [[unlikely]]
+      return false;
+    store_event(c.ev++, e.addr | static_cast<uint64_t>(e.tag - kTagAllocBase) << kBatchCodeShift | uint64_t{stream} << kBatchStreamShift,
+                e.time);
+    // (written for a Free too, where the next Alloc overwrites it: no branch)
+    store_extra(c.extra, e.size | uint64_t{e.stack} << 32);
+    c.extra += alloc;
+    return true;
   }
-  void commit(std::size_t n) { b->events.grow_unchecked(n); }
+  void commit(const Cursor& c) {
+    b->events.grow_unchecked(static_cast<std::size_t>(c.ev - (b->events.data() + b->events.size())));
+    b->extra.grow_unchecked(static_cast<std::size_t>(c.extra - (b->extra.data() + b->extra.size())));
+  }
   static bool slot_stream(uint32_t stream) { return stream <= kMaxBatchStream; }
   [[gnu::always_inline]] void on_event(uint32_t stream, const MergedEvent& e) {
-    if (b->events.size() == kBatchEvents) [[unlikely]]
-      full();
     if (stream <= kMaxBatchStream) [[likely]] {
-      // Within the room reserved by take(): no capacity check.
-      put(b->events.data() + b->events.size(), stream, e);
-      b->events.grow_unchecked(1);
-      return;
+      std::size_t room;
+      Cursor c = slots(room);
+      if (put(c, stream, e)) [[likely]] {
+        commit(c);
+        return;
+      }
     }
     SideRecord& r = side(stream);
     if (e.tag < kTagFreeBase) {
@@ -86,7 +105,7 @@ struct BlockSource::Writer {
   }
   SideRecord& side(uint32_t stream) {
     if (b->events.size() == kBatchEvents) full();
-    b->events.push_back({0, 0, 0, 0, kBatchSide});
+    b->events.push_back({kBatchSide, 0});
     SideRecord& r = b->side.emplace_back();
     r.stream = stream;
     return r;
@@ -169,6 +188,7 @@ std::unique_ptr<Batch> BlockSource::take() {
   if (!b) {
     b = std::make_unique<Batch>();
     b->events.reserve(kBatchEvents);
+    b->extra.reserve(kBatchEvents);
   }
   return b;
 }
@@ -194,6 +214,7 @@ void BlockSource::push(ReadItem it) {
 // Reads and merges blocks until the reading stops or a batch is full; queues the items.
 // Returns whether more can be read.
 bool BlockSource::read_some(EventDecoder& decoder) {
+  static_assert(SlotVisitor<Writer>);  // (the merge's tightest loop writes the batch directly)
   ReadItem it;
   it.batch = take();
   Writer w{*this, it};

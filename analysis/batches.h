@@ -1,9 +1,9 @@
 // The report's two threads (docs/ARCHITECTURE.md, "Two threads"): BlockSource runs a reader
 // thread that reads, checks, decompresses and decodes the blocks (EventDecoder) and merges them
 // into time order (EventMerger), while the calling thread replays what was merged
-// (replay.cpp). The merged records reach the replay in batches: Allocs and Frees as 32-byte
-// BatchEvents in delivery order, the rare other records as their wire bytes, decoded again by
-// the replay. The replay thread is the busier one (the Replayer's live map and per-stack
+// (replay.cpp). The merged records reach the replay in batches: Allocs and Frees as 16-byte
+// BatchEvents in delivery order (an Alloc's size and stack in 8 more bytes beside them), the
+// rare other records as their wire bytes, decoded again by the replay. The replay thread is the busier one (the Replayer's live map and per-stack
 // counters), so the merge of the threads' streams, which on a multi-threaded trace is a
 // comparison or two per event, runs on the reader's side. The reader runs up to kAheadBytes of
 // batches ahead.
@@ -25,19 +25,22 @@
 
 namespace memtide::analysis::detail {
 
-// An Alloc or a Free as the merger delivered it, with its stream: tag_stream is the
-// MergedEvent tag (below kEventWide) in its low 8 bits and the stream above them; kBatchSide
-// instead means "the next SideRecord".
+// An Alloc or a Free as the merger delivered it, in 16 bytes (half a MergedEvent: the reader
+// writes and the replay reads every event of the trace through memory): `word` holds the
+// address in its low 48 bits, the MergedEvent tag minus 0x40 in the next 6 and the stream in the
+// top 10; an Alloc's size (below 2^32) and stack id are the next entry of Batch::extra. An
+// event that does not fit (an address of 2^48 or more, a larger size, a stream above
+// kMaxBatchStream, an unknown api, a munmap's length) goes through a SideRecord, which
+// kBatchSide stands for.
 struct BatchEvent {
+  uint64_t word;
   uint64_t time;
-  uint64_t addr;
-  uint64_t size;
-  uint32_t stack;
-  uint32_t tag_stream;
 };
-static_assert(sizeof(BatchEvent) == 32);
-constexpr uint32_t kBatchSide = 0xFF;
-constexpr uint32_t kMaxBatchStream = (uint32_t{1} << 24) - 1;  // larger streams go through SideRecord
+static_assert(sizeof(BatchEvent) == 16);
+constexpr uint64_t kBatchAddrMask = (uint64_t{1} << 48) - 1;
+constexpr unsigned kBatchCodeShift = 48, kBatchStreamShift = 54;
+constexpr uint32_t kMaxBatchStream = (uint32_t{1} << 10) - 1;
+constexpr uint64_t kBatchSide = uint64_t{0x3F} << kBatchCodeShift;  // the code of tag 0x7F (an api never sent)
 
 struct SideRecord {
   enum class Kind : uint8_t { Alloc, Free, Weight, Wire } kind = Kind::Wire;
@@ -51,14 +54,19 @@ struct SideRecord {
 
 struct Batch {
   fmt::PodArray<BatchEvent> events;
+  fmt::PodArray<uint64_t> extra;  // per Alloc event, in order: size | stack << 32
   std::vector<SideRecord> side;
   std::vector<uint8_t> wire;
   void clear() {
     events.clear();
+    extra.clear();
     side.clear();
     wire.clear();
   }
-  std::size_t bytes() const { return events.size() * sizeof(BatchEvent) + side.size() * sizeof(SideRecord) + wire.size(); }
+  std::size_t bytes() const {
+    return events.size() * sizeof(BatchEvent) + extra.size() * sizeof(uint64_t) + side.size() * sizeof(SideRecord) +
+           wire.size();
+  }
 };
 
 // The warning for a block whose records stop at a bad one.
@@ -88,7 +96,8 @@ class BlockSource {
   void give(std::unique_ptr<Batch> b);
 
  private:
-  // A batch holds kBatchEvents events (2 MiB), allocated once; up to kAheadBytes of them wait.
+  // A batch holds kBatchEvents events (1 MiB, and up to 512 KiB of extra), allocated once; up
+  // to kAheadBytes of them wait.
   static constexpr std::size_t kBatchEvents = std::size_t{1} << 16, kAheadBytes = std::size_t{64} << 20,
                                kPool = 128;
   struct Stopped {};  // thrown on the reader thread when the source is being destroyed

@@ -705,22 +705,38 @@ using detail::SideRecord;
 
 // Replays a batch in order.
 void play(const Batch& b, Replayer& rp, DecodeScratch& scratch) {
-  // How far ahead the events are prefetched (16: 512 bytes, 8 cache lines): they were written
+  // How far ahead the events are prefetched (32: 512 bytes, 8 cache lines): they were written
   // by the reader thread, up to kAheadBytes ago.
-  constexpr std::size_t kPrefetch = 16;
+  constexpr std::size_t kPrefetch = 32;
   const BatchEvent* const ev = b.events.data();
+  const uint64_t* extra = b.extra.data();
   const std::size_t n = b.events.size();
   std::size_t side = 0;
   for (std::size_t i = 0; i < n; ++i) {
     __builtin_prefetch(ev + i + kPrefetch);
+    __builtin_prefetch(extra + kPrefetch / 2);
     const BatchEvent& e = ev[i];
-    const uint32_t tag = e.tag_stream & 0xFF, stream = e.tag_stream >> 8;
-    if (tag < kTagFreeBase) [[likely]]
-      rp.on_alloc(stream, event_alloc(e, tag));
-    else if (tag < kEventWide) [[likely]]
-      rp.on_free(stream, event_free(e, tag));
-    else
+    const uint32_t tag = static_cast<uint32_t>((e.word >> detail::kBatchCodeShift) & 0x3F) + kTagAllocBase;
+    const auto stream = static_cast<uint32_t>(e.word >> detail::kBatchStreamShift);
+    if (tag < kTagFreeBase) [[likely]] {
+      const uint64_t x = *extra++;
+      Alloc a;
+      a.time = e.time;
+      a.addr = e.word & detail::kBatchAddrMask;
+      a.size = static_cast<uint32_t>(x);
+      a.stack = x >> 32;
+      a.api = static_cast<Api>(tag & 31);
+      rp.on_alloc(stream, a);
+    } else if (e.word != detail::kBatchSide) [[likely]] {
+      Free f;
+      f.time = e.time;
+      f.addr = e.word & detail::kBatchAddrMask;
+      f.length = 0;
+      f.api = static_cast<Api>(tag & 31);
+      rp.on_free(stream, f);
+    } else {
       play_side(b, b.side[side++], rp, scratch);
+    }
   }
 }
 

@@ -253,17 +253,19 @@ concept RawVisitor = requires(V& v, uint32_t stream, const MergedEvent& e, const
   v.on_wire(stream, uint64_t{0}, p, p);
 };
 
-// A RawVisitor that stores the plain events in an array of its own, which the merge's tightest
-// loop (two streams taking turns) writes directly: `slots(room)` returns where the next events
-// go and sets `room` (at least 1) to how many fit, `put(slot, stream, e)` writes one,
-// `commit(n)` counts the n written since slots(); the events of a stream for which
-// `slot_stream(stream)` is false go through on_event. Its cursor then stays in a register
-// instead of going through memory at every event.
+// A RawVisitor that stores the plain events in arrays of its own, which the merge's tightest
+// loop (two streams taking turns) writes directly: `slots(room)` returns a cursor to where the
+// next events go and sets `room` (at least 1) to how many surely fit, `put(cursor, stream, e)`
+// writes one and advances the cursor (false, writing nothing, for an event it cannot hold),
+// `commit(cursor)` counts what was written since slots(); the events of a stream for which
+// `slot_stream(stream)` is false, and those put() refuses, go through on_event. The cursor then
+// stays in registers instead of going through memory at every event.
 template <class V>
-concept SlotVisitor = RawVisitor<V> && requires(V& v, std::size_t& room, uint32_t stream, const MergedEvent& e) {
-  { v.slots(room) } -> std::same_as<typename V::Slot*>;
-  V::put(static_cast<typename V::Slot*>(nullptr), stream, e);
-  v.commit(std::size_t{0});
+concept SlotVisitor = RawVisitor<V> && requires(V& v, std::size_t& room, typename V::Cursor& c, uint32_t stream,
+                                                const MergedEvent& e) {
+  { v.slots(room) } -> std::same_as<typename V::Cursor>;
+  { V::put(c, stream, e) } -> std::same_as<bool>;
+  v.commit(c);
   { v.slot_stream(stream) } -> std::same_as<bool>;
 };
 
@@ -581,7 +583,7 @@ bool EventMerger::two_way(Queue& qa, Queue& qb, uint64_t bound_time, uint64_t bo
     // SlotVisitor: where the events go, the room there, how many were written; whether each
     // stream's events can go there.
     [[maybe_unused]] std::size_t room = 0, k = 0;
-    [[maybe_unused]] auto* out = [&] {
+    [[maybe_unused]] auto out = [&] {
       if constexpr (SlotVisitor<V>)
         return v.slots(room);
       else
@@ -608,15 +610,18 @@ bool EventMerger::two_way(Queue& qa, Queue& qb, uint64_t bound_time, uint64_t bo
       if constexpr (SlotVisitor<V>) {
         // As below, written straight into the visitor's array.
         const MergedEvent* e = a_first ? pa : pb;
+        bool put = false;
         if (e->tag < kEventWide && (a_first ? slot_a : slot_b)) [[likely]] {
           if (k == room) [[unlikely]] {
-            v.commit(k);
+            v.commit(out);
             k = 0;
             out = v.slots(room);
           }
-          V::put(out + k++, a_first ? stream_a : stream_b, *e);
-        } else {
-          v.commit(k);
+          put = V::put(out, a_first ? stream_a : stream_b, *e);
+          k += put;
+        }
+        if (!put) [[unlikely]] {
+          v.commit(out);
           k = 0;
           if (e->tag < kEventWide)
             v.on_event(a_first ? stream_a : stream_b, *e);
@@ -646,7 +651,7 @@ bool EventMerger::two_way(Queue& qa, Queue& qb, uint64_t bound_time, uint64_t bo
         if (++pb == end_b) break;
       }
     }
-    if constexpr (SlotVisitor<V>) v.commit(k);
+    if constexpr (SlotVisitor<V>) v.commit(out);
     sa.i = static_cast<std::size_t>(pa - sa.ev);
     sb.i = static_cast<std::size_t>(pb - sb.ev);
     stats_.out_of_order += late;

@@ -305,6 +305,43 @@ TEST(Anomalies, AddressAllocatedTwiceDropsTheOldBlock) {
   EXPECT_EQ(stack_metrics(*m, 3)->leaked_bytes, 50u);
 }
 
+// The replay's batches hold an event in 16 bytes (analysis/batches.h); what does not fit takes
+// another way there and must count the same.
+TEST(Batches, EventsBeyondTheCompactFormCountTheSame) {
+  TraceBuilder b;
+  add_stacks(b);
+  const uint64_t high = 0x00ff'1234'5678'9a00;  // an address above 2^48
+  const uint64_t huge = uint64_t{5} << 30;      // a size above 2^32
+  b.malloc(1, 1, high, 64, 2).malloc(1, 2, 0x10, huge, 3).malloc(2000, 3, 0x20, 100, 4);  // stream 2000
+  b.alloc(1, 4, static_cast<Api>(25), 0x30, 8, 2);                                          // an unknown api
+  b.malloc(1, 5, 0x40, 10, 2).free(2000, 6, 0x20).free(1, 7, high);
+  b.alloc(1, 8, Api::Mmap, 0x7000, 0x3000, 4).release(1, 9, Api::Munmap, 0x8000, 0x1000);  // a munmap's length
+  // Watermarks, so that the events are merged on the reader thread and reach the replay in
+  // batches (without, all of them would be released at the end, on the replay's own thread).
+  b.watermark(20).watermark(21);
+  auto m = analyze(b.end(30));
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->anomalies.bad_records, 1u);
+  EXPECT_EQ(m->heap().allocations, 4u);
+  EXPECT_EQ(m->heap().allocated_bytes, 64 + huge + 100 + 10);
+  EXPECT_EQ(m->heap().frees, 2u);
+  EXPECT_EQ(m->heap().peak_bytes, 64 + huge + 100 + 10);
+  EXPECT_EQ(m->heap().peak_time, S + 5);
+  EXPECT_EQ(m->heap().leaked_bytes, huge + 10);
+  EXPECT_EQ(m->heap().leaked_blocks, 2u);
+  EXPECT_EQ(stack_metrics(*m, 3)->leaked_bytes, huge);
+  EXPECT_EQ(stack_metrics(*m, 4)->alloc_bytes, 100u);
+  EXPECT_EQ(stack_metrics(*m, 4)->leaked_bytes, 0u);
+  EXPECT_EQ(m->anomalies.unknown_free_count[0], 0u);
+  EXPECT_EQ(m->totals[static_cast<unsigned>(Domain::Mmap)].leaked_bytes, 0x2000u);  // the rest of the mapping
+  const analysis::ThreadInfo* t2000 = nullptr;
+  for (const analysis::ThreadInfo& t : m->threads)
+    if (t.id.value == 2000) t2000 = &t;
+  ASSERT_NE(t2000, nullptr);
+  EXPECT_EQ(t2000->allocations, 1u);
+  EXPECT_EQ(t2000->frees, 1u);
+}
+
 TEST(Realloc, FreeAndAllocAtTheSameTimeAndReallocToZero) {
   TraceBuilder b;
   add_stacks(b);
