@@ -229,30 +229,24 @@ class Replayer : public NullVisitor {
   [[gnu::always_inline]] void on_alloc(uint32_t stream, const Alloc& a) {
     note_time(a.time);
     ++m_.events;
-    if (static_cast<unsigned>(a.api) >= kApiCount) [[unlikely]] {
-      ++m_.anomalies.bad_records;
-      return;
-    }
     const uint64_t bytes = std::min<uint64_t>(a.weight ? a.weight : a.size, kMaxBlockBytes);
-    const Domain d = domain_of(a.api);
-    if (d == Domain::Mmap) [[unlikely]]
-      mmap_alloc(stream, a, bytes);
-    else
-      heap_alloc(d, stream, a, bytes);
+    switch (api_class(a.api)) {
+      case ApiClass::Heap: [[likely]] heap_alloc<Domain::Heap>(stream, a, bytes); return;
+      case ApiClass::Mmap: mmap_alloc(stream, a, bytes); return;
+      case ApiClass::Custom: heap_alloc<Domain::Custom>(stream, a, bytes); return;
+      case ApiClass::Bad: ++m_.anomalies.bad_records; return;
+    }
   }
 
   [[gnu::always_inline]] void on_free(uint32_t stream, const Free& f) {
     note_time(f.time);
     ++m_.events;
-    if (static_cast<unsigned>(f.api) >= kApiCount) [[unlikely]] {
-      ++m_.anomalies.bad_records;
-      return;
+    switch (api_class(f.api)) {
+      case ApiClass::Heap: [[likely]] heap_free<Domain::Heap>(stream, f); return;
+      case ApiClass::Mmap: mmap_free(stream, f); return;
+      case ApiClass::Custom: heap_free<Domain::Custom>(stream, f); return;
+      case ApiClass::Bad: ++m_.anomalies.bad_records; return;
     }
-    const Domain d = domain_of(f.api);
-    if (d == Domain::Mmap) [[unlikely]]
-      mmap_free(stream, f);
-    else
-      heap_free(d, stream, f);
   }
 
   // Finishes `out`, a copy of the model being built, as if the trace ended here: leaks, peaks
@@ -304,9 +298,27 @@ class Replayer : public NullVisitor {
     return &threads_[stream];
   }
 
-  void heap_alloc(Domain d, uint32_t stream, const Alloc& a, uint64_t bytes);
-  void heap_free(Domain d, uint32_t stream, const Free& f);
-  void release(Domain d, const LiveBlock& b, uint64_t time);
+  // The domain of an api (one lookup for every event), or Bad for an unknown one.
+  enum class ApiClass : uint8_t { Heap, Mmap, Custom, Bad };
+  static ApiClass api_class(Api a) {
+    static constexpr struct Table {
+      ApiClass c[256];
+      constexpr Table() : c{} {
+        for (unsigned i = 0; i < 256; ++i) {
+          const Domain d = domain_of(static_cast<Api>(i));
+          c[i] = i >= kApiCount ? ApiClass::Bad : d == Domain::Mmap ? ApiClass::Mmap : d == Domain::Custom ? ApiClass::Custom : ApiClass::Heap;
+        }
+      }
+    } table;
+    return table.c[static_cast<uint8_t>(a)];
+  }
+  // A heap-like domain's block (D: Heap or Custom).
+  template <Domain D>
+  void heap_alloc(uint32_t stream, const Alloc& a, uint64_t bytes);
+  template <Domain D>
+  void heap_free(uint32_t stream, const Free& f);
+  template <Domain D>
+  void release(const LiveBlock& b, uint64_t time);
   void unknown_free(Domain d, uint32_t stream, const Free& f);
   void mmap_alloc(uint32_t stream, const Alloc& a, uint64_t bytes);
   void mmap_free(uint32_t stream, const Free& f);
@@ -334,14 +346,16 @@ class Replayer : public NullVisitor {
 // [3] Heap-like domains
 // ---------------------------------------------------------------------------------------
 
-[[gnu::always_inline]] inline void Replayer::heap_alloc(Domain d, uint32_t stream, const Alloc& a, uint64_t bytes) {
+template <Domain D>
+[[gnu::always_inline]] inline void Replayer::heap_alloc(uint32_t stream, const Alloc& a, uint64_t bytes) {
+  constexpr Domain d = D;
   DomainState& ds = dom_[static_cast<unsigned>(d)];
   LiveMap<LiveBlock>& live = live_[d == Domain::Heap ? 0 : 1];
   auto [blk, fresh] = live.insert(a.addr);
   if (!fresh) [[unlikely]] {
     ++m_.anomalies.double_allocs;
     const LiveBlock old = *blk;
-    release(d, old, a.time);
+    release<D>(old, a.time);
   }
   const bool c = counted(a.time);
   const uint32_t s = c ? ds.index(a.stack) : kNoStack;
@@ -378,7 +392,9 @@ class Replayer : public NullVisitor {
   ds.change(s, static_cast<int64_t>(bytes), 1, a.time);
 }
 
-[[gnu::always_inline]] inline void Replayer::release(Domain d, const LiveBlock& b, uint64_t time) {
+template <Domain D>
+[[gnu::always_inline]] inline void Replayer::release(const LiveBlock& b, uint64_t time) {
+  constexpr Domain d = D;
   if (d == Domain::Heap) {
     heap_all_live_ -= b.bytes;
     m_.heap_series.add(time, heap_all_live_);
@@ -389,7 +405,9 @@ class Replayer : public NullVisitor {
   if (b.counted) dom_[static_cast<unsigned>(d)].change(b.stack, -static_cast<int64_t>(b.bytes), -1, time);
 }
 
-[[gnu::always_inline]] inline void Replayer::heap_free(Domain d, uint32_t stream, const Free& f) {
+template <Domain D>
+[[gnu::always_inline]] inline void Replayer::heap_free(uint32_t stream, const Free& f) {
+  constexpr Domain d = D;
   DomainState& ds = dom_[static_cast<unsigned>(d)];
   LiveMap<LiveBlock>& live = live_[d == Domain::Heap ? 0 : 1];
   ThreadWork* tw = thread_work(stream);
@@ -428,7 +446,7 @@ class Replayer : public NullVisitor {
       }
     }
   }
-  release(d, b, f.time);
+  release<D>(b, f.time);
 }
 
 void Replayer::unknown_free(Domain d, uint32_t stream, const Free& f) {

@@ -120,7 +120,8 @@ static_assert(kApiCount <= 32, "Alloc/Free wire tags reserve 32 APIs each");
 // mismatch). Mmap blocks are not heap blocks and are reported apart.
 enum class Family : uint8_t { Malloc, New, NewArray, NewAligned, NewArrayAligned, Mmap, Custom, Count };
 
-constexpr Family family_of(Api a) {
+namespace detail {
+constexpr Family family_switch(Api a) {
   switch (a) {
     case Api::New: case Api::Delete: return Family::New;
     case Api::NewArray: case Api::DeleteArray: return Family::NewArray;
@@ -130,6 +131,22 @@ constexpr Family family_of(Api a) {
     case Api::Custom: return Family::Custom;
     default: return Family::Malloc;
   }
+}
+// family_switch of the 32 wire apis, looked up (the replay asks for every event; the switch
+// compiles to a chain of compares).
+struct FamilyTable {
+  Family f[32];
+};
+inline constexpr FamilyTable kFamilyOfApi = [] {
+  FamilyTable t{};
+  for (unsigned i = 0; i < 32; ++i) t.f[i] = family_switch(static_cast<Api>(i));
+  return t;
+}();
+}  // namespace detail
+
+constexpr Family family_of(Api a) {
+  const auto i = static_cast<unsigned>(a);
+  return i < 32 ? detail::kFamilyOfApi.f[i] : Family::Malloc;
 }
 
 constexpr bool is_heap(Api a) { return family_of(a) != Family::Mmap; }
