@@ -64,7 +64,10 @@ template <class Varints>
                                                                                  StreamRegs& r, MergedEvent* out,
                                                                                  std::size_t room, std::size_t& written) {
   uint64_t time = r.time, addr = r.addr;
-  AddrRings& ring = r.ring;
+  // The rings' slots stay in memory, their push counts in registers (AddrRings::get and push
+  // with the ring chosen per record would go through memory for the count).
+  uint64_t (&slot)[2][kRingSize] = r.ring.slot;
+  uint32_t pushed_a = r.ring.pos[0], pushed_f = r.ring.pos[1];
   std::size_t n = 0;
   // Without a branch on Alloc or Free, full or short (they alternate unpredictably): four
   // varints are decoded in every case.
@@ -84,14 +87,21 @@ template <class Varints>
     if (is_alloc && stack > UINT32_MAX) break;
     time += v[0];
     const uint64_t full = addr + ((v[1] >> 1) ^ (uint64_t{0} - (v[1] & 1)));  // unzigzag
-    addr = recent ? ring.get(is_alloc, tag & (kRingSize - 1)) : full;
-    ring.push(!is_alloc, addr);
+    // A short Alloc takes its address from the Free ring (1), a short Free from the Alloc ring
+    // (0); the record's address goes into the other one.
+    const uint32_t from_pos = is_alloc ? pushed_f : pushed_a, to_pos = is_alloc ? pushed_a : pushed_f;
+    addr = recent ? slot[is_alloc][(from_pos - 1 - (tag & (kRingSize - 1))) & (kRingSize - 1)] : full;
+    slot[!is_alloc][to_pos & (kRingSize - 1)] = addr;
+    pushed_a += is_alloc;
+    pushed_f += !is_alloc;
     out[n++] = {time, addr, is_alloc || munmap ? size : 0, is_alloc ? static_cast<uint32_t>(stack) : 0u,
                 kFastEventTag[tag]};
     p += 1 + len[is_alloc ? (recent ? 2 : 3) : (recent ? 0 : munmap ? 2 : 1)];
   }
   r.time = time;
   r.addr = addr;
+  r.ring.pos[0] = pushed_a;
+  r.ring.pos[1] = pushed_f;
   written = n;
   return p;
 }
