@@ -154,7 +154,7 @@ struct Mapping {
 
 class Replayer : public NullVisitor {
  public:
-  Replayer(Model& m, const ReplayOptions& o) : m_(m), opt_(o) {
+  Replayer(Model& m, const ReplayOptions& o) : m_(m), opt_(o), windowed_(o.from || o.to) {
     for (auto& d : dom_) d.per_stack = o.per_stack;
     m_.per_stack = o.per_stack;
     m_.heap_series = Series(o.series_points);
@@ -226,25 +226,41 @@ class Replayer : public NullVisitor {
   void on_symbols(uint32_t, const Symbols& x) { add_embedded(m_, x); }
   void on_scan(uint32_t, const Scan& x) { scan_.add(x); }
 
-  [[gnu::always_inline]] void on_alloc(uint32_t stream, const Alloc& a) {
+  void on_alloc(uint32_t stream, const Alloc& a) {
+    if (windowed_)
+      alloc<true>(stream, a);
+    else
+      alloc<false>(stream, a);
+  }
+  void on_free(uint32_t stream, const Free& f) {
+    if (windowed_)
+      free<true>(stream, f);
+    else
+      free<false>(stream, f);
+  }
+  // W: whether the statistics have a window (from/to), so that a block may not be counted;
+  // the replay of a whole trace (no window) is compiled without those tests.
+  bool windowed() const { return windowed_; }
+  template <bool W>
+  [[gnu::always_inline]] void alloc(uint32_t stream, const Alloc& a) {
     note_time(a.time);
     ++m_.events;
     const uint64_t bytes = std::min<uint64_t>(a.weight ? a.weight : a.size, kMaxBlockBytes);
     switch (api_class(a.api)) {
-      case ApiClass::Heap: [[likely]] heap_alloc<Domain::Heap>(stream, a, bytes); return;
+      case ApiClass::Heap: [[likely]] heap_alloc<Domain::Heap, W>(stream, a, bytes); return;
       case ApiClass::Mmap: mmap_alloc(stream, a, bytes); return;
-      case ApiClass::Custom: heap_alloc<Domain::Custom>(stream, a, bytes); return;
+      case ApiClass::Custom: heap_alloc<Domain::Custom, W>(stream, a, bytes); return;
       case ApiClass::Bad: ++m_.anomalies.bad_records; return;
     }
   }
-
-  [[gnu::always_inline]] void on_free(uint32_t stream, const Free& f) {
+  template <bool W>
+  [[gnu::always_inline]] void free(uint32_t stream, const Free& f) {
     note_time(f.time);
     ++m_.events;
     switch (api_class(f.api)) {
-      case ApiClass::Heap: [[likely]] heap_free<Domain::Heap>(stream, f); return;
+      case ApiClass::Heap: [[likely]] heap_free<Domain::Heap, W>(stream, f); return;
       case ApiClass::Mmap: mmap_free(stream, f); return;
-      case ApiClass::Custom: heap_free<Domain::Custom>(stream, f); return;
+      case ApiClass::Custom: heap_free<Domain::Custom, W>(stream, f); return;
       case ApiClass::Bad: ++m_.anomalies.bad_records; return;
     }
   }
@@ -312,12 +328,12 @@ class Replayer : public NullVisitor {
     } table;
     return table.c[static_cast<uint8_t>(a)];
   }
-  // A heap-like domain's block (D: Heap or Custom).
-  template <Domain D>
+  // A heap-like domain's block (D: Heap or Custom; W: windowed()).
+  template <Domain D, bool W>
   void heap_alloc(uint32_t stream, const Alloc& a, uint64_t bytes);
-  template <Domain D>
+  template <Domain D, bool W>
   void heap_free(uint32_t stream, const Free& f);
-  template <Domain D>
+  template <Domain D, bool W>
   void release(const LiveBlock& b, uint64_t time);
   void unknown_free(Domain d, uint32_t stream, const Free& f);
   void mmap_alloc(uint32_t stream, const Alloc& a, uint64_t bytes);
@@ -329,6 +345,7 @@ class Replayer : public NullVisitor {
   uint64_t mmap_all_live_ = 0, custom_all_live_ = 0;  // every live mapping / custom block, for the series
   bool based_ = false;
   bool at_done_ = false;
+  const bool windowed_;
   DomainState dom_[kDomainCount];
   LiveMap<LiveBlock> live_[2];  // heap, custom
   uint64_t heap_all_live_ = 0;  // every live heap block, for the series
@@ -346,7 +363,7 @@ class Replayer : public NullVisitor {
 // [3] Heap-like domains
 // ---------------------------------------------------------------------------------------
 
-template <Domain D>
+template <Domain D, bool W>
 [[gnu::always_inline]] inline void Replayer::heap_alloc(uint32_t stream, const Alloc& a, uint64_t bytes) {
   constexpr Domain d = D;
   DomainState& ds = dom_[static_cast<unsigned>(d)];
@@ -355,9 +372,9 @@ template <Domain D>
   if (!fresh) [[unlikely]] {
     ++m_.anomalies.double_allocs;
     const LiveBlock old = *blk;
-    release<D>(old, a.time);
+    release<D, W>(old, a.time);
   }
-  const bool c = counted(a.time);
+  const bool c = !W || counted(a.time);
   const uint32_t s = c ? ds.index(a.stack) : kNoStack;
   LiveBlock nb;
   nb.bytes = bytes;
@@ -392,7 +409,7 @@ template <Domain D>
   ds.change(s, static_cast<int64_t>(bytes), 1, a.time);
 }
 
-template <Domain D>
+template <Domain D, bool W>
 [[gnu::always_inline]] inline void Replayer::release(const LiveBlock& b, uint64_t time) {
   constexpr Domain d = D;
   if (d == Domain::Heap) {
@@ -402,10 +419,10 @@ template <Domain D>
     custom_all_live_ -= b.bytes;
     m_.custom_series.add(time, custom_all_live_);
   }
-  if (b.counted) dom_[static_cast<unsigned>(d)].change(b.stack, -static_cast<int64_t>(b.bytes), -1, time);
+  if (!W || b.counted) dom_[static_cast<unsigned>(d)].change(b.stack, -static_cast<int64_t>(b.bytes), -1, time);
 }
 
-template <Domain D>
+template <Domain D, bool W>
 [[gnu::always_inline]] inline void Replayer::heap_free(uint32_t stream, const Free& f) {
   constexpr Domain d = D;
   DomainState& ds = dom_[static_cast<unsigned>(d)];
@@ -418,7 +435,7 @@ template <Domain D>
     return;
   }
   const ApiCount before = m_.free_api[static_cast<unsigned>(f.api)];
-  if (b.counted) {
+  if (!W || b.counted) {
     ++ds.t.frees;
     ds.t.freed_bytes += b.bytes;
     m_.free_api[static_cast<unsigned>(f.api)] = {before.calls + 1, before.bytes + b.bytes};
@@ -436,7 +453,7 @@ template <Domain D>
   if (d == Domain::Heap) {
     if (tw && tw->last_alloc == f.addr && b.thread == stream) {
       tw->last_alloc = 0;
-      if (b.counted) {
+      if (!W || b.counted) {
         ++ds.t.temporaries;
         ds.t.temporary_bytes += b.bytes;
         if (b.stack != kNoStack) {
@@ -446,7 +463,7 @@ template <Domain D>
       }
     }
   }
-  release<D>(b, f.time);
+  release<D, W>(b, f.time);
 }
 
 void Replayer::unknown_free(Domain d, uint32_t stream, const Free& f) {
@@ -721,7 +738,8 @@ using detail::SideRecord;
   }
 }
 
-// Replays a batch in order.
+// Replays a batch in order (W: rp.windowed()).
+template <bool W>
 void play(const Batch& b, Replayer& rp, DecodeScratch& scratch) {
   // How far ahead the events are prefetched (32: 512 bytes, 8 cache lines): they were written
   // by the reader thread, up to kAheadBytes ago.
@@ -744,14 +762,14 @@ void play(const Batch& b, Replayer& rp, DecodeScratch& scratch) {
       a.size = static_cast<uint32_t>(x);
       a.stack = x >> 32;
       a.api = static_cast<Api>(tag & 31);
-      rp.on_alloc(stream, a);
+      rp.alloc<W>(stream, a);
     } else if (e.word != detail::kBatchSide) [[likely]] {
       Free f;
       f.time = e.time;
       f.addr = e.word & detail::kBatchAddrMask;
       f.length = 0;
       f.api = static_cast<Api>(tag & 31);
-      rp.on_free(stream, f);
+      rp.free<W>(stream, f);
     } else {
       play_side(b, b.side[side++], rp, scratch);
     }
@@ -799,7 +817,10 @@ struct Session::Impl {
     try {
       for (;;) {
         ReadItem it = source.next();
-        play(*it.batch, rp, *scratch);
+        if (rp.windowed())
+          play<true>(*it.batch, rp, *scratch);
+        else
+          play<false>(*it.batch, rp, *scratch);
         source.give(std::move(it.batch));
         if (!it.warnings.empty()) {
           m.corrupt = true;
