@@ -76,10 +76,17 @@ struct DomainState {
   uint64_t live_bytes = 0, live_blocks = 0;  // counted blocks
   uint64_t seq = 0, peak_seq = 0;
 
+  // dense's and work's data and dense's size, for the lookups of every event (a vector's size
+  // is two loads and a subtraction); kept by index_slow.
+  const uint32_t* dense_data = nullptr;
+  std::size_t dense_size = 0;
+  StackWork* work_data = nullptr;
+  StackWork& w(uint32_t s) { return work_data[s]; }
+
   // The work index of a stack, made on first use (kNoStack without per-stack statistics).
   uint32_t index(uint64_t stack) {
-    if (stack < dense.size() && dense[stack] != 0) [[likely]]
-      return dense[stack] - 1;  // (dense stays empty without per-stack statistics)
+    if (stack < dense_size && dense_data[stack] != 0) [[likely]]
+      return dense_data[stack] - 1;  // (dense stays empty without per-stack statistics)
     return index_slow(stack);
   }
   [[gnu::noinline]] uint32_t index_slow(uint64_t stack) {
@@ -96,21 +103,25 @@ struct DomainState {
       raw.push_back(stack);
       *slot = static_cast<uint32_t>(work.size());
     }
-    return *slot - 1;
+    const uint32_t s = *slot - 1;
+    dense_data = dense.data();
+    dense_size = dense.size();
+    work_data = work.data();
+    return s;
   }
 
   // Applies a change of counted live bytes/blocks of stack `s` at `time`.
   [[gnu::always_inline]] void change(uint32_t s, int64_t dbytes, int64_t dblocks, uint64_t time) {
     ++seq;
     if (s != kNoStack) {
-      StackWork& w = work[s];
-      if (w.last_change <= peak_seq) {
-        w.m.peak_bytes = w.cur_bytes;
-        w.m.peak_blocks = w.cur_blocks;
+      StackWork& sw = work_data[s];
+      if (sw.last_change <= peak_seq) {
+        sw.m.peak_bytes = sw.cur_bytes;
+        sw.m.peak_blocks = sw.cur_blocks;
       }
-      w.cur_bytes += static_cast<uint64_t>(dbytes);
-      w.cur_blocks += static_cast<uint64_t>(dblocks);
-      w.last_change = seq;
+      sw.cur_bytes += static_cast<uint64_t>(dbytes);
+      sw.cur_blocks += static_cast<uint64_t>(dblocks);
+      sw.last_change = seq;
     }
     live_bytes += static_cast<uint64_t>(dbytes);
     live_blocks += static_cast<uint64_t>(dblocks);
@@ -307,10 +318,12 @@ class Replayer : public NullVisitor {
   }
   // Per-thread counters of the stream, or nullptr for an implausible stream number.
   [[gnu::always_inline]] ThreadWork* thread_work(uint32_t stream) {
-    if (stream < threads_.size()) [[likely]]
-      return &threads_[stream];
+    if (stream < threads_size_) [[likely]]
+      return &threads_data_[stream];
     if (stream >= kMaxThreadSlots) return nullptr;
     threads_.resize(stream + 1);
+    threads_data_ = threads_.data();
+    threads_size_ = threads_.size();
     return &threads_[stream];
   }
 
@@ -350,6 +363,8 @@ class Replayer : public NullVisitor {
   LiveMap<LiveBlock> live_[2];  // heap, custom
   uint64_t heap_all_live_ = 0;  // every live heap block, for the series
   std::vector<ThreadWork> threads_;  // by stream
+  ThreadWork* threads_data_ = nullptr;  // threads_'s data and size, for thread_work()
+  std::size_t threads_size_ = 0;
   std::unordered_map<uint32_t, uint32_t> thread_index_;
   std::map<uint64_t, MapRange> ranges_;  // mmap: start -> range
   std::unordered_map<uint64_t, Mapping> mappings_;
@@ -402,7 +417,7 @@ template <Domain D, bool W>
   ++ac.calls;
   ac.bytes += bytes;
   if (s != kNoStack) {
-    StackMetrics& sm = ds.work[s].m;
+    StackMetrics& sm = ds.w(s).m;
     ++sm.alloc_count;
     sm.alloc_bytes += bytes;
   }
@@ -457,8 +472,8 @@ template <Domain D, bool W>
         ++ds.t.temporaries;
         ds.t.temporary_bytes += b.bytes;
         if (b.stack != kNoStack) {
-          ++ds.work[b.stack].m.temp_count;
-          ds.work[b.stack].m.temp_bytes += b.bytes;
+          ++ds.w(b.stack).m.temp_count;
+          ds.w(b.stack).m.temp_bytes += b.bytes;
         }
       }
     }
