@@ -70,9 +70,9 @@ template <class Varints>
   uint32_t pushed_a = r.ring.pos[0], pushed_f = r.ring.pos[1];
   std::size_t n = 0;
   // Apart from the two-byte short Free below, without a branch on Alloc or Free, full or short
-  // (they alternate unpredictably): four varints are decoded in every case. (The short Free's
-  // branch pays: on the churn and worker traces its records follow patterns the predictor
-  // learns, and half of all records skip the extraction.)
+  // (they alternate unpredictably): four varints are decoded in every case. (That branch paid
+  // on the churn and worker traces, where half of all records take it: their reports took
+  // 13-17% less time; docs/ARCHITECTURE.md, "Decoded once".)
   while (n < room && static_cast<std::size_t>(end - p) > 4 * wire::kMaxVarint) {
     const uint8_t tag = *p;
     if (tag < kTagAllocBase) break;
