@@ -3,10 +3,10 @@
 // into time order (EventMerger), while the calling thread replays what was merged
 // (replay.cpp). The merged records reach the replay in batches: Allocs and Frees as 16-byte
 // BatchEvents in delivery order (an Alloc's size and stack in 8 more bytes beside them), the
-// rare other records as their wire bytes, decoded again by the replay. The replay thread is the busier one (the Replayer's live map and per-stack
-// counters), so the merge of the threads' streams, which on a multi-threaded trace is a
-// comparison or two per event, runs on the reader's side. The reader runs up to kAheadBytes of
-// batches ahead.
+// rare other records as their wire bytes, decoded again by the replay. The merge of the
+// threads' streams, a comparison or two per event on a multi-threaded trace, runs on the
+// reader's side, which keeps the two threads about equally busy (the replay has the live map
+// and the per-stack counters). The reader runs up to kAheadBytes of batches ahead.
 #pragma once
 
 #include <condition_variable>
