@@ -1,6 +1,5 @@
 #include "analysis/batches.h"
 
-#include <cstring>
 #include <system_error>
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -55,10 +54,9 @@ struct BlockSource::Writer {
     const uint64_t wide = (e.addr >> 48) | (alloc ? e.size >> 32 : e.size);  // (a Free's size: munmap)
     if (wide != 0 || (e.tag & 31) >= kApiCount) [[unlikely]]
       return false;
-    store_event(c.ev++, e.addr | static_cast<uint64_t>(e.tag - kTagAllocBase) << kBatchCodeShift | uint64_t{stream} << kBatchStreamShift,
-                e.time);
+    store_event(c.ev++, batch_word(e.addr, e.tag, stream), e.time);
     // (written for a Free too, where the next Alloc overwrites it: no branch)
-    store_extra(c.extra, e.size | uint64_t{e.stack} << 32);
+    store_extra(c.extra, batch_extra(e.size, e.stack));
     c.extra += alloc;
     return true;
   }

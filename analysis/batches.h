@@ -42,6 +42,19 @@ constexpr unsigned kBatchCodeShift = 48, kBatchStreamShift = 54;
 constexpr uint32_t kMaxBatchStream = (uint32_t{1} << 10) - 1;
 constexpr uint64_t kBatchSide = uint64_t{0x3F} << kBatchCodeShift;  // the code of tag 0x7F (an api never sent)
 
+// A BatchEvent's word and its fields; an Alloc's extra entry and its fields.
+constexpr uint64_t batch_word(uint64_t addr, uint8_t tag, uint32_t stream) {
+  return addr | static_cast<uint64_t>(tag - fmt::kTagAllocBase) << kBatchCodeShift | uint64_t{stream} << kBatchStreamShift;
+}
+constexpr uint64_t batch_addr(uint64_t word) { return word & kBatchAddrMask; }
+constexpr uint32_t batch_tag(uint64_t word) {
+  return static_cast<uint32_t>((word >> kBatchCodeShift) & 0x3F) + fmt::kTagAllocBase;
+}
+constexpr uint32_t batch_stream(uint64_t word) { return static_cast<uint32_t>(word >> kBatchStreamShift); }
+constexpr uint64_t batch_extra(uint64_t size, uint32_t stack) { return size | uint64_t{stack} << 32; }
+constexpr uint64_t extra_size(uint64_t x) { return static_cast<uint32_t>(x); }
+constexpr uint64_t extra_stack(uint64_t x) { return x >> 32; }
+
 struct SideRecord {
   enum class Kind : uint8_t { Alloc, Free, Weight, Wire } kind = Kind::Wire;
   uint32_t stream = 0;

@@ -37,9 +37,11 @@ enum class Domain : uint8_t { Heap, Mmap, Custom, Count };
 inline constexpr unsigned kDomainCount = static_cast<unsigned>(Domain::Count);
 
 [[gnu::always_inline]] constexpr Domain domain_of(fmt::Api a) {
-  // (branch-free: the replay asks for every event)
-  const fmt::Family f = fmt::family_of(a);
-  return f == fmt::Family::Mmap ? Domain::Mmap : f == fmt::Family::Custom ? Domain::Custom : Domain::Heap;
+  switch (fmt::family_of(a)) {
+    case fmt::Family::Mmap: return Domain::Mmap;
+    case fmt::Family::Custom: return Domain::Custom;
+    default: return Domain::Heap;
+  }
 }
 constexpr const char* domain_name(Domain d) {
   return d == Domain::Heap ? "heap" : d == Domain::Mmap ? "mmap" : "custom";

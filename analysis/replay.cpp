@@ -114,7 +114,7 @@ struct DomainState {
   [[gnu::always_inline]] void change(uint32_t s, int64_t dbytes, int64_t dblocks, uint64_t time) {
     ++seq;
     if (s != kNoStack) {
-      StackWork& sw = work_data[s];
+      StackWork& sw = w(s);
       if (sw.last_change <= peak_seq) {
         sw.m.peak_bytes = sw.cur_bytes;
         sw.m.peak_blocks = sw.cur_blocks;
@@ -767,21 +767,20 @@ void play(const Batch& b, Replayer& rp, DecodeScratch& scratch) {
     __builtin_prefetch(ev + i + kPrefetch);
     __builtin_prefetch(extra + kPrefetch / 2);
     const BatchEvent& e = ev[i];
-    const uint32_t tag = static_cast<uint32_t>((e.word >> detail::kBatchCodeShift) & 0x3F) + kTagAllocBase;
-    const auto stream = static_cast<uint32_t>(e.word >> detail::kBatchStreamShift);
+    const uint32_t tag = detail::batch_tag(e.word), stream = detail::batch_stream(e.word);
     if (tag < kTagFreeBase) [[likely]] {
       const uint64_t x = *extra++;
       Alloc a;
       a.time = e.time;
-      a.addr = e.word & detail::kBatchAddrMask;
-      a.size = static_cast<uint32_t>(x);
-      a.stack = x >> 32;
+      a.addr = detail::batch_addr(e.word);
+      a.size = detail::extra_size(x);
+      a.stack = detail::extra_stack(x);
       a.api = static_cast<Api>(tag & 31);
       rp.alloc<W>(stream, a);
     } else if (e.word != detail::kBatchSide) [[likely]] {
       Free f;
       f.time = e.time;
-      f.addr = e.word & detail::kBatchAddrMask;
+      f.addr = detail::batch_addr(e.word);
       f.length = 0;
       f.api = static_cast<Api>(tag & 31);
       rp.free<W>(stream, f);
