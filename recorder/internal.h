@@ -380,7 +380,10 @@ bool loaded_build_id(const ElfW(Phdr)* phdr, int phnum, uintptr_t bias, const ui
 struct UnwindStart {
   uint64_t ip = 0, sp = 0, bp = 0;
 };
-int fast_backtrace(void** out, int cap, UnwindMemo* memo, const UnwindStart* from = nullptr);
+// With `id_ok`, a stack found again whose id is known is not stored: the result is then
+// kSeenStackId, and memo->carry the SeenStack with the return addresses and the id.
+inline constexpr int kSeenStackId = -2;
+int fast_backtrace(void** out, int cap, UnwindMemo* memo, const UnwindStart* from = nullptr, bool id_ok = false);
 void unwind_modules_unloaded();
 extern pthread_mutex_t unwind_mutex;
 

@@ -283,7 +283,25 @@ inline uint32_t capture_stack(const Target& t, const void* frame) {
   }
   const UnwindStart* from = frame ? &start : nullptr;
   if (MT_LIKELY(g.opts.unwind == UnwindKind::Fast)) {
-    n = fast_backtrace(ips, cap, t.ts ? &t.ts->memo : nullptr, from);
+    n = fast_backtrace(ips, cap, t.ts ? &t.ts->memo : nullptr, from, /*id_ok=*/true);
+    if (n == kSeenStackId) {
+      // A stack found again with its id: the same one if the same frames are skipped and kept
+      // as when the id was given (as stack_id checks it).
+      UnwindMemo& m = t.ts->memo;
+      SeenStack* e = m.carry;
+      int s = 0;
+      if (g.own_range_known)
+        while (s < e->n && e->ip[s] >= g.own_lo && e->ip[s] < g.own_hi) ++s;
+      const int kept = e->n - s < static_cast<int>(g.opts.max_depth) ? e->n - s : static_cast<int>(g.opts.max_depth);
+      if (MT_LIKELY(e->id_skip == s && e->id_n == kept)) {
+        m.carry = nullptr;
+        return e->id;
+      }
+      std::memcpy(ips, e->ip, static_cast<size_t>(e->n) * sizeof(uint64_t));
+      n = e->n;
+      m.carry_out = ips;
+      m.carry_n = n;
+    }
   } else if (g.opts.unwind == UnwindKind::Verify) {
     n = unwind_verified(ips, cap, skip, t.ts ? &t.ts->memo : nullptr, from);
   }

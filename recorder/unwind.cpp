@@ -333,8 +333,8 @@ inline SeenStack* seen_set(UnwindMemo* m, uint64_t ip, uint64_t sp) {
 }
 
 // Whether the stack kept in `e` is the one on the stack again (its start state is the
-// current one): every slot its walk read holds the same value. Stores its return addresses.
-MT_NOINLINE bool seen_holds(const SeenStack* __restrict e, void** __restrict out) {
+// current one): every slot its walk read holds the same value.
+MT_NOINLINE bool seen_holds(const SeenStack* __restrict e) {
   const uint64_t base = e->sp;
   const int n = e->n;
   // The loads are independent of each other: groups of eight without branches.
@@ -346,9 +346,7 @@ MT_NOINLINE bool seen_holds(const SeenStack* __restrict e, void** __restrict out
   }
   uint64_t diff = 0;
   for (int j = 0; j < e->nbp; ++j) diff |= *slot(base, e->bp_at[j]) ^ e->bp_val[j];
-  if (diff || (e->zero_ra_at != kNoSlot && *slot(base, e->zero_ra_at) != 0)) return false;
-  std::memcpy(out, e->ip, static_cast<size_t>(n) * sizeof(uint64_t));
-  return true;
+  return !diff && (e->zero_ra_at == kNoSlot || *slot(base, e->zero_ra_at) == 0);
 }
 
 inline bool slot_at(uint64_t addr, uint64_t base, uint32_t& at) {
@@ -468,7 +466,7 @@ inline void memo_store(UnwindMemo* m, int n, bool zero_ra, uint64_t end_cfa, uin
 
 // Returns the number of return addresses stored (the first is inside this function), or -1
 // when a frame is not one this unwinder steps (the caller then asks libunwind).
-MT_NOINLINE int fast_backtrace(void** out, int cap, UnwindMemo* m, const UnwindStart* from) {
+MT_NOINLINE int fast_backtrace(void** out, int cap, UnwindMemo* m, const UnwindStart* from, bool id_ok) {
   if (m) m->carry = nullptr;
   if (MT_UNLIKELY(g_full.load(std::memory_order_relaxed))) return -1;
   uint64_t ip, sp, bp;
@@ -500,11 +498,16 @@ MT_NOINLINE int fast_backtrace(void** out, int cap, UnwindMemo* m, const UnwindS
     for (int w = 0; w < kSeenWays; ++w) {
       SeenStack* e = set + w;
       if (e->gen == gen && e->ip[0] == ip && e->sp == sp && (e->bp == bp || !e->bp_used) && e->n <= cap &&
-          seen_holds(e, out)) {
+          seen_holds(e)) {
         e->used = now;
         ++m->seen_hits;
         m->carry = e;
         m->carry_hit = e->has_id;
+        if (id_ok && e->has_id) {
+          m->carry_out = nullptr;
+          return kSeenStackId;
+        }
+        std::memcpy(out, e->ip, static_cast<size_t>(e->n) * sizeof(uint64_t));
         m->carry_out = out;
         m->carry_n = e->n;
         return e->n;
