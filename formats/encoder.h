@@ -67,8 +67,10 @@ class AddressCompactor {
   // number of its latest push (a lookup is one load and one compare with the ring's slot; an
   // address whose entry another one took keeps its full form).
   static constexpr unsigned kBits = 10;
+  static constexpr unsigned kSlots = 1u << kBits;
   static unsigned hash(uint64_t a) { return static_cast<unsigned>((a * 0x9E3779B97F4A7C15ull) >> (64 - kBits)); }
-  uint32_t table_[2][1u << kBits] = {};
+  static unsigned hash2(uint64_t a) { return static_cast<unsigned>((a * 0xD6E8FEB86659FD93ull) >> (64 - kBits)); }
+  uint32_t table_[2][2 * kSlots] = {};  // per ring: the slots of hash, then those of hash2
   AddrRings rings_;
 };
 

@@ -297,12 +297,14 @@ struct UnwindMemo {
   int carry_n = 0;
 };
 
-// The trie path (node id per depth, root first) of the last stack this thread added to the
-// stack table: the next new stack starts its walk below the part they share (stacks.cpp).
+// The trie path (node id and path key per depth, root first) of the last stack this thread
+// added to the stack table: the next new stack starts its walk below the part they share
+// (stacks.cpp).
 inline constexpr int kTriePathMax = 128;
 struct TriePath {
   int n = 0;
   uint32_t node[kTriePathMax];
+  uint64_t key[kTriePathMax];
   uint64_t ip[kTriePathMax];
 };
 

@@ -36,8 +36,15 @@ struct Index {
   IndexEntry slots[];
 };
 
+// A node is found by its path key, a hash of the return addresses from the root down to it
+// (child_key), and its parent's id. The key of a node's child is a bijection of the child's
+// return address, so among the children of one node (same parent id, same parent key) equal
+// keys mean equal addresses: the match is exact. Since the key of each depth follows from the
+// addresses alone, not from the node found one level up, the probes of a walk down the trie do
+// not wait for each other (a new stack of cc1plus walks about ten known levels before its new
+// ones, each probe a cache miss in a table of tens of megabytes).
 struct TrieEntry {
-  uint64_t ip;
+  uint64_t key;
   uint32_t parent;
   uint32_t id;  // 0: empty
 };
@@ -51,11 +58,16 @@ std::atomic<Index*> g_index{nullptr};
 Trie g_trie;
 uint32_t g_next_id = 1;  // 0 is the root (empty stack)
 
-inline uint64_t mix(uint64_t parent, uint64_t ip) {
-  uint64_t h = ip * 0x9E3779B97F4A7C15ull ^ (parent + 0x632BE59BD9B4E019ull);
-  h ^= h >> 29;
-  h *= 0xBF58476D1CE4E5B9ull;
-  return h ^ (h >> 32);
+// The path key of the root, and of a child given its parent's (a bijection of `ip` for a given
+// parent key: xor, then the 64-bit finalizer of MurmurHash3, itself a bijection).
+constexpr uint64_t kRootKey = 0x632BE59BD9B4E019ull;
+inline uint64_t child_key(uint64_t parent_key, uint64_t ip) {
+  uint64_t h = parent_key ^ ip;
+  h ^= h >> 33;
+  h *= 0xFF51AFD7ED558CCDull;
+  h ^= h >> 33;
+  h *= 0xC4CEB9FE1A85EC53ull;
+  return h ^ (h >> 33);
 }
 
 Index* index_new(uint64_t capacity) {
@@ -112,7 +124,7 @@ bool trie_grow() {
   for (uint64_t i = 0; g_trie.slots && i <= g_trie.mask; ++i) {
     const TrieEntry& e = g_trie.slots[i];
     if (!e.id) continue;
-    for (uint64_t j = mix(e.parent, e.ip) & (cap - 1);; j = (j + 1) & (cap - 1)) {
+    for (uint64_t j = e.key & (cap - 1);; j = (j + 1) & (cap - 1)) {
       if (!slots[j].id) {
         slots[j] = e;
         break;
@@ -125,22 +137,22 @@ bool trie_grow() {
   return true;
 }
 
-// Finds the node (parent, ip), creating it with `new_id` when absent (new_id != 0).
-uint32_t trie_find(uint32_t parent, uint64_t ip) {
+// The id of the child of `parent` whose path key is `key`, or 0.
+uint32_t trie_find(uint32_t parent, uint64_t key) {
   if (!g_trie.slots) return 0;
-  for (uint64_t i = mix(parent, ip) & g_trie.mask;; i = (i + 1) & g_trie.mask) {
+  for (uint64_t i = key & g_trie.mask;; i = (i + 1) & g_trie.mask) {
     const TrieEntry& e = g_trie.slots[i];
     if (!e.id) return 0;
-    if (e.parent == parent && e.ip == ip) return e.id;
+    if (e.key == key && e.parent == parent) return e.id;
   }
 }
 
-bool trie_add(uint32_t parent, uint64_t ip, uint32_t id) {
+bool trie_add(uint32_t parent, uint64_t key, uint32_t id) {
   if ((g_trie.used + 1) * 2 > (g_trie.slots ? g_trie.mask + 1 : 0) && !trie_grow()) return false;
-  for (uint64_t i = mix(parent, ip) & g_trie.mask;; i = (i + 1) & g_trie.mask) {
+  for (uint64_t i = key & g_trie.mask;; i = (i + 1) & g_trie.mask) {
     TrieEntry& e = g_trie.slots[i];
     if (!e.id) {
-      e = TrieEntry{ip, parent, id};
+      e = TrieEntry{key, parent, id};
       ++g_trie.used;
       return true;
     }
@@ -151,6 +163,7 @@ bool trie_add(uint32_t parent, uint64_t ip, uint32_t id) {
 // `path`: the calling thread's last path (may be null), used and updated.
 uint32_t insert_stack(Stream* s, void* const* ips, int n, uint64_t hash, TriePath* path) {
   uint32_t node = 0;
+  uint64_t key = kRootKey;
   int i = n - 1;  // ips are leaf first; the trie goes root first
   if (path && n > kTriePathMax) path->n = 0;
   if (path && path->n) {
@@ -160,15 +173,19 @@ uint32_t insert_stack(Stream* s, void* const* ips, int n, uint64_t hash, TriePat
     while (common < limit && path->ip[common] == reinterpret_cast<uint64_t>(ips[n - 1 - common])) ++common;
     if (common) {
       node = path->node[common - 1];
+      key = path->key[common - 1];
       i = n - 1 - common;
     }
   }
   for (; i >= 0; --i) {
-    const uint32_t child = trie_find(node, reinterpret_cast<uint64_t>(ips[i]));
+    const uint64_t child_k = child_key(key, reinterpret_cast<uint64_t>(ips[i]));
+    const uint32_t child = trie_find(node, child_k);
     if (!child) break;
     node = child;
+    key = child_k;
     if (path && n <= kTriePathMax) {
       path->node[n - 1 - i] = node;
+      path->key[n - 1 - i] = key;
       path->ip[n - 1 - i] = reinterpret_cast<uint64_t>(ips[i]);
     }
   }
@@ -183,13 +200,15 @@ uint32_t insert_stack(Stream* s, void* const* ips, int n, uint64_t hash, TriePat
     uint64_t prev = 0;
     for (; i >= 0; --i) {
       const uint64_t ip = reinterpret_cast<uint64_t>(ips[i]);
-      if (!trie_add(node, ip, g_next_id)) {
+      key = child_key(key, ip);
+      if (!trie_add(node, key, g_next_id)) {
         if (path) path->n = 0;
         return 0;
       }
       node = g_next_id++;
       if (path && n <= kTriePathMax) {
         path->node[n - 1 - i] = node;
+        path->key[n - 1 - i] = key;
         path->ip[n - 1 - i] = ip;
       }
       b.svarint(static_cast<int64_t>(ip - prev));
