@@ -53,7 +53,7 @@ std::size_t encode_scan_done(uint8_t* out, std::size_t cap, uint64_t regions, ui
 // Rewrites the Alloc and Free records of block payloads into their short forms where the
 // address is one of the block's recent ones (records.h, AddrRings), and copies every other
 // byte. The time and addr registers move as before, so block headers stay as they are. Its
-// tables (9 KiB) are kept from call to call, not cleared: keep one per writer.
+// tables (17 KiB) are kept from call to call, not cleared: keep one per writer.
 class AddressCompactor {
  public:
   // `in`: n bytes of a block whose addr register starts at `base_addr`; `out` has room for n
@@ -63,9 +63,10 @@ class AddressCompactor {
 
  private:
   // The rings as the decoder has them (their push counts run on across blocks: the block's
-  // first one bounds k), and per ring a direct-mapped table from an address's hash to the
-  // number of its latest push (a lookup is one load and one compare with the ring's slot; an
-  // address whose entry another one took keeps its full form).
+  // first one bounds k), and per ring two direct-mapped tables, each from its own hash of an
+  // address to the number of its latest push (a lookup is one load and one compare with the
+  // ring's slot, a second one when the first table's slot went to another address; an address
+  // whose entries in both went to others keeps its full form).
   static constexpr unsigned kBits = 10;
   static constexpr unsigned kSlots = 1u << kBits;
   static unsigned hash(uint64_t a) { return static_cast<unsigned>((a * 0x9E3779B97F4A7C15ull) >> (64 - kBits)); }
