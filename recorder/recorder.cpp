@@ -233,14 +233,19 @@ inline void release(const Target& t) {
 // ---------------------------------------------------------------------------------------
 namespace {
 
-inline int skip_own_frames(void* const* ips, int n) {
+// The leading frames of `ips` (return addresses, as void* or uint64_t) inside libmemtide.
+template <class Ip>
+inline int skip_own_frames(const Ip* ips, int n) {
   int skip = 0;
   if (g.own_range_known) {
-    while (skip < n && reinterpret_cast<uintptr_t>(ips[skip]) >= g.own_lo &&
-           reinterpret_cast<uintptr_t>(ips[skip]) < g.own_hi)
-      ++skip;
+    while (skip < n && (uintptr_t)ips[skip] >= g.own_lo && (uintptr_t)ips[skip] < g.own_hi) ++skip;
   }
   return skip;
+}
+// The frames kept of `n` after `skip`: at most --max-depth.
+inline int kept_frames(int n, int skip) {
+  const int depth = static_cast<int>(g.opts.max_depth);
+  return n - skip < depth ? n - skip : depth;
 }
 
 std::atomic<uint64_t> g_verify_stacks{0}, g_verify_fast{0}, g_verify_diff{0};
@@ -256,9 +261,8 @@ MT_NOINLINE int unwind_verified(void** ips, int cap, int& skip, UnwindMemo* memo
   if (nf < 0) return nl;
   g_verify_fast.fetch_add(1, std::memory_order_relaxed);
   const int sf = skip_own_frames(fast, nf);
-  const int depth = static_cast<int>(g.opts.max_depth);
-  const int a = nf - sf < depth ? nf - sf : depth;
-  const int b = nl - skip < depth ? nl - skip : depth;
+  const int a = kept_frames(nf, sf);
+  const int b = kept_frames(nl, skip);
   if (a != b || std::memcmp(fast + sf, ips + skip, static_cast<size_t>(a) * sizeof(void*)) != 0) {
     if (g_verify_diff.fetch_add(1, std::memory_order_relaxed) < 3) {
       int i = 0;
@@ -289,11 +293,8 @@ inline uint32_t capture_stack(const Target& t, const void* frame) {
       // as when the id was given (as stack_id checks it).
       UnwindMemo& m = t.ts->memo;
       SeenStack* e = m.carry;
-      int s = 0;
-      if (g.own_range_known)
-        while (s < e->n && e->ip[s] >= g.own_lo && e->ip[s] < g.own_hi) ++s;
-      const int kept = e->n - s < static_cast<int>(g.opts.max_depth) ? e->n - s : static_cast<int>(g.opts.max_depth);
-      if (MT_LIKELY(e->id_skip == s && e->id_n == kept)) {
+      const int s = skip_own_frames(e->ip, e->n);
+      if (MT_LIKELY(e->id_skip == s && e->id_n == kept_frames(e->n, s))) {
         m.carry = nullptr;
         return e->id;
       }
@@ -307,9 +308,7 @@ inline uint32_t capture_stack(const Target& t, const void* frame) {
   }
   if (n < 0) n = unw_backtrace(ips, cap);
   if (g.opts.unwind != UnwindKind::Verify) skip = skip_own_frames(ips, n);
-  n -= skip;
-  if (n > static_cast<int>(g.opts.max_depth)) n = static_cast<int>(g.opts.max_depth);
-  return stack_id(t.ts, t.s, ips + skip, n);
+  return stack_id(t.ts, t.s, ips + skip, kept_frames(n, skip));
 }
 
 // `time` kNow: the clock is read once the record has its room. Getting room may wait (a new
