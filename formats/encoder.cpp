@@ -180,7 +180,8 @@ namespace {
 
 }  // namespace
 
-std::size_t AddressCompactor::compact(const uint8_t* in, std::size_t n, uint64_t base_addr, uint8_t* out) {
+AddressCompactor::Split AddressCompactor::compact(const uint8_t* in, std::size_t n, uint64_t base_addr, uint8_t* out,
+                                                  uint8_t* stacks) {
   // Ring 0: allocated addresses, 1: freed ones. The address pushed as number s is in slot
   // s % kRingSize, for the decoder too (whose count starts at 0 with each block): k = (pushes
   // so far) - 1 - s, below kRingSize and below the pushes of this block.
@@ -206,6 +207,7 @@ std::size_t AddressCompactor::compact(const uint8_t* in, std::size_t n, uint64_t
   const uint8_t* p = in;
   const uint8_t* const end = in + n;
   uint8_t* o = out;
+  uint8_t* so = stacks;
   uint64_t addr = base_addr;
   while (p < end) {
     const uint8_t tag = *p;
@@ -260,11 +262,16 @@ std::size_t AddressCompactor::compact(const uint8_t* in, std::size_t n, uint64_t
     uint64_t len;
     if (!c.get_varint(len) || len > c.remaining()) break;
     const uint8_t* const rec_end = c.pos() + len;
-    o = copy_bytes(o, p, rec_end, end);
+    if (stacks && tag == tag_of(RecordType::StackDef)) {
+      std::memcpy(so, p, static_cast<std::size_t>(rec_end - p));
+      so += rec_end - p;
+    } else {
+      o = copy_bytes(o, p, rec_end, end);
+    }
     p = rec_end;
   }
   std::memmove(o, p, static_cast<std::size_t>(end - p));
-  return static_cast<std::size_t>(o + (end - p) - out);
+  return {static_cast<std::size_t>(o + (end - p) - out), static_cast<std::size_t>(so - stacks), p != end};
 }
 
 }  // namespace memtide::fmt

@@ -59,7 +59,21 @@ class AddressCompactor {
   // `in`: n bytes of a block whose addr register starts at `base_addr`; `out` has room for n
   // bytes. Returns the bytes written (at most n). A record that does not parse is copied with
   // the rest of the payload as it is.
-  std::size_t compact(const uint8_t* in, std::size_t n, uint64_t base_addr, uint8_t* out);
+  std::size_t compact(const uint8_t* in, std::size_t n, uint64_t base_addr, uint8_t* out) {
+    return compact(in, n, base_addr, out, nullptr).events;
+  }
+
+  // The same, and with `stacks` (room for n bytes) the StackDef records go there instead of
+  // to `out`, in their order, so that a block of the stream's stack definitions can be
+  // written before the block of its other records (a reader of the stacks alone then reads
+  // no events). `rest_has_stacks` is set when a StackDef may remain in `out`: one after a
+  // record that does not parse, which is copied with the rest of the payload as it is.
+  struct Split {
+    std::size_t events = 0;  // bytes written to `out`
+    std::size_t stacks = 0;  // bytes written to `stacks`
+    bool rest_has_stacks = false;
+  };
+  Split compact(const uint8_t* in, std::size_t n, uint64_t base_addr, uint8_t* out, uint8_t* stacks);
 
  private:
   // The rings as the decoder has them (their push counts run on across blocks: the block's

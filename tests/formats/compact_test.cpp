@@ -161,6 +161,33 @@ TEST(CompactAddresses, ShortFormsDecodeToTheSameRecords) {
   }
 }
 
+TEST(CompactAddresses, StackDefsSplitIntoABlockOfTheirOwn) {
+  // With a second output the StackDefs leave the payload, in their order; the rest is what
+  // compact() gives without it less those records, and the two, stacks first, decode to the
+  // same records as the payload (StackDefs untimed: the registers do not move over them).
+  std::mt19937_64 rng(77);
+  for (int round = 0; round < 30; ++round) {
+    const std::vector<uint8_t> full = allocator_payload(rng, 1 + rng() % 4000);
+    const std::string what = "round " + std::to_string(round);
+    AddressCompactor plain, split;
+    std::vector<uint8_t> whole(full.size()), events(full.size()), stacks(full.size());
+    whole.resize(plain.compact(full.data(), full.size(), kBaseAddr, whole.data()));
+    const auto r = split.compact(full.data(), full.size(), kBaseAddr, events.data(), stacks.data());
+    events.resize(r.events);
+    stacks.resize(r.stacks);
+    EXPECT_FALSE(r.rest_has_stacks) << what;
+    EXPECT_EQ(events.size() + stacks.size(), whole.size()) << what;
+
+    const Decoded all = decode_lines(whole), ev = decode_lines(events), st = decode_lines(stacks);
+    ASSERT_TRUE(ev.result.ok() && st.result.ok()) << what;
+    std::vector<std::string> defs, rest;
+    for (const auto& line : all.lines) (line.rfind("stack", 0) == 0 ? defs : rest).push_back(line);
+    ASSERT_FALSE(defs.empty()) << what << ": the payload has StackDefs to move";
+    EXPECT_EQ(st.lines, defs) << what;
+    EXPECT_EQ(ev.lines, rest) << what;
+  }
+}
+
 TEST(CompactAddresses, RecentAddressesTakeTheShortForms) {
   std::mt19937_64 rng(5);
   const std::vector<uint8_t> full = allocator_payload(rng, 20000);

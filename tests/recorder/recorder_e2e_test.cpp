@@ -121,6 +121,7 @@ void expect_consistent(const Replay& r) {
   EXPECT_TRUE(r.block_hints) << "the recorder flags the blocks holding stacks";
   EXPECT_EQ(r.exact_watermarks, membarrier_available()) << "exact watermarks wherever membarrier works";
   EXPECT_EQ(r.unflagged_stack_blocks, 0u) << "of " << r.stack_blocks << " blocks holding StackDef records";
+  EXPECT_EQ(r.events_in_stack_blocks, 0u) << "Allocs and Frees in the blocks flagged as holding stacks";
 }
 
 nlohmann::json run_exact(const fs::path& dir, bool baseline, Replay& replay, bool pvalloc = true) {

@@ -180,6 +180,7 @@ Replay replay_trace(const std::string& path) {
           ++r.short_records;
         else if (tag >= fmt::kTagAllocBase)
           ++r.full_records;
+        if (tag >= fmt::kTagAllocBase && (b.header.flags & fmt::kBlockFlagStacks)) ++r.events_in_stack_blocks;
       }
       if (!h.defs) continue;
       ++r.stack_blocks;

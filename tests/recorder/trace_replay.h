@@ -59,6 +59,9 @@ struct Replay {
   bool block_hints = false;
   bool exact_watermarks = false;  // fmt::kFileFlagExactWatermarks (the merge used it)
   uint64_t blocks = 0, stack_blocks = 0, unflagged_stack_blocks = 0;
+  // Alloc and Free records in blocks flagged kBlockFlagStacks: the writer puts a block's
+  // StackDefs in a block of their own, so that a reader of the stacks decodes no events.
+  uint64_t events_in_stack_blocks = 0;
 };
 
 Replay replay_trace(const std::string& path);
