@@ -33,7 +33,6 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -222,12 +221,13 @@ class TraceJob {
   // Reads and resolves what the recorder has written since the last step. Done once it has let
   // go of the file; GaveUp when the program ended more than 2 s ago and a process still
   // writes the trace (said on stderr: the trace is left without names).
-  Step follow_step() {
+  // `program_ended`: whether the program of the manifest has ended (program_ended()).
+  Step follow_step(bool program_ended) {
     const bool alive = defs_.writer_alive();
     defs_.advance();
     resolver_->catch_up();
     if (!alive) return Step::Done;
-    if (program_ended(o_)) {
+    if (program_ended) {
       const auto now = std::chrono::steady_clock::now();
       if (!ended_at_) ended_at_ = now;
       if (now - *ended_at_ > std::chrono::seconds(2)) {
@@ -362,57 +362,81 @@ int symbolize_trace(const SymbolizeOptions& o) {
   if (int e = job.open(); e != kExitOk) return e;
   if (o.follow) {
     TraceJob::Step st;
-    while ((st = job.follow_step()) == TraceJob::Step::Going) sleep_ms(o.poll_ms);
+    while ((st = job.follow_step(program_ended(o))) == TraceJob::Step::Going) sleep_ms(o.poll_ms);
     if (st == TraceJob::Step::GaveUp) return kExitOk;
   }
   return job.finish();
 }
 
+// The lines of a manifest, read as they are appended: its descriptor stays open and each poll
+// reads only the bytes added since the last one (no reopening, no stream set up per poll).
+class ManifestLines {
+ public:
+  explicit ManifestLines(const std::string& path) : fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {}
+  ~ManifestLines() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  ManifestLines(const ManifestLines&) = delete;
+  ManifestLines& operator=(const ManifestLines&) = delete;
+
+  // Adds the whole lines written since the last call to `out` (a line still being written
+  // waits for its newline). False when the manifest cannot be read, or is no longer linked:
+  // no line will come after those given.
+  bool read_new(std::deque<std::string>& out) {
+    if (fd_ < 0) return false;
+    char buf[4096];
+    for (;;) {
+      const ssize_t n = ::read(fd_, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return false;
+      if (n == 0) break;
+      partial_.append(buf, static_cast<std::size_t>(n));
+    }
+    std::size_t from = 0;
+    for (std::size_t nl; (nl = partial_.find('\n', from)) != std::string::npos; from = nl + 1)
+      out.emplace_back(partial_, from, nl - from);
+    partial_.erase(0, from);
+    struct stat st;
+    return ::fstat(fd_, &st) == 0 && st.st_nlink > 0;
+  }
+
+ private:
+  int fd_;
+  std::string partial_;
+};
+
 // With a manifest (lines "pid\tppid\tpath\n", written as each recorder opens its trace), every
 // trace it names, followed side by side: the program's, and those of the programs it started
 // (a program's trace also ends when it execs another, whose trace comes next), so that a
-// child's names are resolved while it runs, not after the parent ends. Each trace gets its names as soon as its recorder lets go of it. The manifest's lines are
-// read until the program has ended (MANIFEST.ended, checked before each read, so that every
-// line written before the end is seen) or the manifest goes away. At most kMaxJobs traces are
-// open at a time (each may hold modules' debug information); later lines wait for a place.
+// child's names are resolved while it runs, not after the parent ends. Each trace gets its
+// names as soon as its recorder lets go of it. The manifest's lines are read until the program
+// has ended (MANIFEST.ended, checked before each read, so that every line written before the
+// end is seen) or the manifest goes away. At most kMaxJobs traces are open at a time (each may
+// hold modules' debug information); later lines wait for a place.
 int run_symbolize(SymbolizeOptions o) {
   if (o.manifest.empty()) return symbolize_trace(o);
   constexpr std::size_t kMaxJobs = 16;
   catch_wake();
   int status = kExitOk;
   std::vector<std::unique_ptr<TraceJob>> jobs;
-  std::size_t lines = 0;  // manifest lines taken
+  ManifestLines manifest(o.manifest);
+  std::deque<std::string> lines;  // read, not yet taken
   bool all_lines = false;
   for (;;) {
-    if (!all_lines) {
-      const bool ended = program_ended(o);
-      std::ifstream in(o.manifest);
-      if (!in) {
-        all_lines = true;
-      } else {
-        std::string line;
-        bool full = false;
-        for (std::size_t i = 0; std::getline(in, line) && !in.eof(); ++i) {  // whole lines only
-          if (i < lines) continue;
-          if (jobs.size() >= kMaxJobs) {
-            full = true;
-            break;
-          }
-          ++lines;
-          SymbolizeOptions to = o;
-          if (!manifest_trace_path(line, to.file)) continue;
-          auto job = std::make_unique<TraceJob>(to);
-          if (int e = job->open(); e != kExitOk) {
-            status = std::max(status, e);
-            continue;
-          }
-          jobs.push_back(std::move(job));
-        }
-        all_lines = ended && !full;
+    const bool ended = program_ended(o);
+    if (!all_lines) all_lines = !manifest.read_new(lines) || ended;
+    for (; !lines.empty() && jobs.size() < kMaxJobs; lines.pop_front()) {
+      SymbolizeOptions to = o;
+      if (!manifest_trace_path(lines.front(), to.file)) continue;
+      auto job = std::make_unique<TraceJob>(to);
+      if (int e = job->open(); e != kExitOk) {
+        status = std::max(status, e);
+        continue;
       }
+      jobs.push_back(std::move(job));
     }
     for (auto it = jobs.begin(); it != jobs.end();) {
-      const TraceJob::Step st = (*it)->follow_step();
+      const TraceJob::Step st = (*it)->follow_step(ended);
       if (st == TraceJob::Step::Going) {
         ++it;
         continue;
@@ -420,7 +444,7 @@ int run_symbolize(SymbolizeOptions o) {
       if (st == TraceJob::Step::Done) status = std::max(status, (*it)->finish());
       it = jobs.erase(it);
     }
-    if (all_lines && jobs.empty()) return status;
+    if (all_lines && lines.empty() && jobs.empty()) return status;
     sleep_ms(o.poll_ms);
   }
 }
