@@ -105,18 +105,29 @@ struct Resolver {
   std::vector<uint64_t> waiting;  // in no module read so far
   uint64_t outside = 0;
 
-  // The names of offset `off` of `m`: from the cache, else from the module's file (and then
-  // kept in the cache if the module has debug information). None when the file cannot be used.
-  std::optional<CachedFrames> names(const ModuleInfo& m, uint64_t off, bool* cached = nullptr) {
-    if (const CachedFrames* c = cache.find(m, off, cached)) return *c;
+  // Calls f(function, file, line) for each frame that names offset `off` of `m` (none when
+  // nothing does), from the cache, else from the module's file (then kept in the cache if the
+  // module has debug information). False when the file cannot be used. The views stay valid
+  // while the cache and the symbolizer do: nothing is copied per address.
+  template <class F>
+  bool each_name(const ModuleInfo& m, uint64_t off, bool* cached, F&& f) {
+    if (const CachedFrames* c = cache.find(m, off, cached)) {
+      for (const CachedFrame& x : *c) f(std::string_view(x.function), std::string_view(x.file), x.line);
+      return true;
+    }
     const ModuleState st = sym.file_state(m);
-    if (st != ModuleState::Ok && st != ModuleState::NoDebugInfo) return std::nullopt;
-    CachedFrames out;
+    if (st != ModuleState::Ok && st != ModuleState::NoDebugInfo) return false;
     const std::vector<Frame> frames = sym.resolve_in_file(m, off);
-    if (!(frames.empty() || (frames.size() == 1 && frames[0].function.empty() && frames[0].file.empty())))
-      for (const Frame& f : frames) out.push_back({std::string(f.function), std::string(f.file), f.line});
-    if (st == ModuleState::Ok) cache.put(m, off, out);
-    return out;
+    const bool none = frames.empty() || (frames.size() == 1 && frames[0].function.empty() && frames[0].file.empty());
+    if (st == ModuleState::Ok) {
+      CachedFrames out;
+      if (!none)
+        for (const Frame& x : frames) out.push_back({std::string(x.function), std::string(x.file), x.line});
+      cache.put(m, off, std::move(out));
+    }
+    if (!none)
+      for (const Frame& x : frames) f(x.function, x.file, uint64_t{x.line});  // interned by the symbolizer
+    return true;
   }
 
   void catch_up(bool last = false) {
@@ -131,7 +142,7 @@ struct Resolver {
         else waiting.push_back(ip);
         continue;
       }
-      (void)names(*m, ip - m->load_bias);
+      (void)each_name(*m, ip - m->load_bias, nullptr, [](std::string_view, std::string_view, uint64_t) {});
     }
   }
 };
@@ -308,27 +319,24 @@ int TraceJob::finish() {
         if (st != ModuleState::Ok && st != ModuleState::NoDebugInfo) continue;  // reported below
       }
       std::vector<fmt::SymbolEntry> entries;
-      std::deque<CachedFrames> held;  // what `entries` point into (a deque: they stay put)
       auto flush = [&] {
         if (entries.empty()) return;
         w.append_symbols(0, m->id.value, entries);
         entries.clear();
-        held.clear();
       };
       for (uint64_t off : offs) {
         bool cached = false;
-        std::optional<CachedFrames> frames = resolver_->names(*m, off, &cached);
-        if (!frames) continue;  // the file went away meanwhile: reported below
+        uint64_t depth = 0;
+        const bool usable = resolver_->each_name(*m, off, &cached, [&](std::string_view fn, std::string_view file, uint64_t line) {
+          entries.push_back({off, fn, file, line, depth++});
+        });
+        if (!usable) continue;  // the file went away meanwhile: reported below
         ++addresses;
         from_cache += cached;
-        if (frames->empty()) {
+        if (depth == 0)
           entries.push_back({off, {}, {}, 0, 0});  // looked up: nothing to name it by
-        } else {
+        else
           ++named;
-          held.push_back(std::move(*frames));
-          uint64_t depth = 0;
-          for (const CachedFrame& f : held.back()) entries.push_back({off, f.function, f.file, f.line, depth++});
-        }
         if (entries.size() >= 20000) flush();
       }
       flush();
