@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "analysis/live_map.h"
+#include "analysis/stacks.h"
 #include "analysis/replay.h"
 #include "tests/analysis/trace_builder.h"
 
@@ -21,6 +22,47 @@ constexpr uint64_t S = TraceBuilder::kStart;
 // Stack ids 2 and 3 are two call paths under node 1; 4 is a third one.
 void add_stacks(TraceBuilder& b) {
   b.stack(1, 1, 0, {0x100}).stack(1, 2, 1, {0x200}).stack(1, 3, 1, {0x300}).stack(1, 4, 1, {0x400});
+}
+
+TEST(StackTable, ChainsAcrossChunksFarIdsAndCopies) {
+  // A chain that crosses the boundaries of the table's chunks, a lone far id (its chunk alone
+  // is allocated, not every id below it), one beyond the dense range, and a copy that holds
+  // the same nodes independently of the original.
+  constexpr std::size_t kChain = 40000;  // deeper than one chunk, within StackTable::kMaxDepth
+  analysis::StackTable t;
+  std::vector<uint64_t> ips(kChain);
+  for (std::size_t i = 0; i < ips.size(); ++i) ips[i] = 0x400000 + 16 * i;
+  t.define(1, 0, ips.data(), 4096);
+  for (uint32_t first = 4097; first <= kChain; first += 4096)
+    t.define(first, first - 1, ips.data() + first - 1, static_cast<uint32_t>(std::min<std::size_t>(4096, kChain + 1 - first)));
+  const uint64_t far = analysis::StackTable::kDenseLimit - 3, sparse = analysis::StackTable::kDenseLimit + 5;
+  const uint64_t far_ip[] = {0xABC}, sparse_ip[] = {0xDEF};
+  t.define(far, kChain, far_ip, 1);
+  t.define(sparse, far, sparse_ip, 1);
+  EXPECT_EQ(t.size(), kChain + 2);
+  EXPECT_LT(t.memory_bytes(), std::size_t{16} << 20) << "a far id allocates its own chunk, not every id below it";
+
+  std::vector<uint64_t> frames;
+  ASSERT_TRUE(t.frames(StackId(sparse), frames));
+  ASSERT_EQ(frames.size(), kChain + 2);
+  for (std::size_t i = 0; i < kChain; ++i) ASSERT_EQ(frames[i], ips[i]) << "frame " << i;
+  EXPECT_EQ(frames[kChain], 0xABCu);
+  EXPECT_EQ(frames[kChain + 1], 0xDEFu);
+  EXPECT_FALSE(t.defined(StackId(kChain + 1)));
+  EXPECT_FALSE(t.defined(StackId(far - 1)));
+  EXPECT_EQ(t.parent(StackId(32768)), StackId(32767));
+
+  analysis::StackTable copy = t;
+  const uint64_t other[] = {0x1};
+  t.define(kChain + 1, 5, other, 1);
+  std::size_t visited = 0;
+  copy.for_each([&](StackId id, const analysis::StackTable::Node& n) {
+    ++visited;
+    if (id.value <= kChain) EXPECT_EQ(n.ip, ips[id.value - 1]);
+  });
+  EXPECT_EQ(visited, kChain + 2);
+  EXPECT_FALSE(copy.defined(StackId(kChain + 1)));
+  EXPECT_TRUE(t.defined(StackId(kChain + 1)));
 }
 
 TEST(Leaks, GroupedByStackWithBytesBlocksAndAllocationTimes) {
