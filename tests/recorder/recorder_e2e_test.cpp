@@ -420,6 +420,24 @@ TEST(Lifecycle, ResidentMemoryPerThreadStaysSmall) {
   EXPECT_GE(t.allocs[static_cast<unsigned>(Api::Malloc)], n * 2000u);
 }
 
+// The recorder never asks glibc for its heap statistics: mallinfo and mallinfo2 walk every free
+// chunk of an arena with its lock held, stalling the program's allocations for as long (250 ms
+// a call with 2 M free chunks; a Python program running on malloc, asked every 100 ms, made
+// almost no progress). The program defines both, so any call of them in the process is counted.
+TEST(Lifecycle, TheProgramsHeapIsNeverWalkedUnderItsLock) {
+  TempDir dir;
+  RunResult r;
+  auto traces = traced({MT_LIFECYCLE, "free-chunks", "300000"}, dir.path(), &r);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "mallinfo calls 0\n");
+  ASSERT_EQ(traces.size(), 1u);
+  const Replay t = replay_trace(traces[0]);
+  ASSERT_TRUE(t.read_ok) << t.error;
+  expect_consistent(t);
+  EXPECT_GT(t.counters, 0u) << "the process counters are still sampled";
+  EXPECT_GE(t.allocs[static_cast<unsigned>(Api::Malloc)], 800000u);
+}
+
 TEST(Lifecycle, DlopenedModuleIsRecorded) {
   TempDir dir;
   RunResult r;
@@ -650,6 +668,39 @@ TEST(Wrapper, MissingProgramOrUnwritableOutputIsSaidBeforeTheRun) {
   EXPECT_EQ(o.status, 2);
   EXPECT_NE(o.err.find("is not a writable directory"), std::string::npos) << o.err;
   EXPECT_FALSE(fs::exists(marker)) << "the program must not run";
+}
+
+// Every trace of a run lands where memtide run was started, with the default name and with a
+// relative -o, also that of a program which changes directory before its trace is opened (here
+// exec'd after a cd): a name relative to its own working directory would put it elsewhere,
+// and the follower and the summary, reading the manifest from the start directory, would not
+// find it.
+TEST(Wrapper, TracesOfProgramsThatChangeDirectoryStayInTheStartDirectory) {
+  for (const bool named : {true, false}) {
+    TempDir dir;
+    fs::create_directory(dir.path() / "sub");
+    // memtide run started in the test's directory; the program moves to sub/, then execs.
+    const std::string cmd = "cd '" + dir.path().string() + "' && exec " MT_WRAPPER " run " +
+                            (named ? "-o t.mtide " : "") + "-- sh -c 'cd sub && exec " MT_LIFECYCLE " exec-image'";
+    RunResult r = run({"sh", "-c", cmd}, {}, dir.path());
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.err.find("no such file"), std::string::npos) << r.err;
+    EXPECT_TRUE(fs::is_empty(dir.path() / "sub")) << "a trace was written in the directory the program moved to";
+    std::vector<fs::path> traces;
+    for (const auto& e : fs::directory_iterator(dir.path()))
+      if (e.path().filename().string().find(".mtide") != std::string::npos) traces.push_back(e.path());
+    ASSERT_EQ(traces.size(), 2u) << r.err;  // the shell's and the exec'd image's
+    bool image = false;
+    for (const fs::path& t : traces) {
+      const Replay rep = replay_trace(t.string());
+      ASSERT_TRUE(rep.read_ok) << t << ": " << rep.error;
+      image |= live(rep, 8888) == 2;
+    }
+    EXPECT_TRUE(image) << "the exec'd image's trace (8888 x2 not freed) is among them";
+    if (!named) {
+      for (const fs::path& t : traces) EXPECT_EQ(t.filename().string().rfind("memtide.", 0), 0u) << t;
+    }
+  }
 }
 
 // A program killed by a signal: its status passes through (128 + signal), its own stderr is

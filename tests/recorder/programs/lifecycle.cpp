@@ -36,6 +36,13 @@
 //                           so the process exits (and a leak scan reads its memory) meanwhile
 //   lifecycle usable        malloc_usable_size of malloc/calloc/realloc/memalign blocks is at
 //                           least what was asked (prints "usable ok")
+//   lifecycle free-chunks N leaves N free chunks in glibc's bins (2N blocks of 16..520 bytes, every
+//                           other one freed), then makes and frees 200,000 more blocks; prints
+//                           "mallinfo calls <n>": the calls of mallinfo/mallinfo2 made by anyone
+//                           in the process (this program defines both, so the recorder's would
+//                           come here). glibc answers them by walking every free chunk with the
+//                           arena's lock held, so each call stalls the program's allocations
+//                           for a time that grows with its free chunks
 #include <dlfcn.h>
 #include <malloc.h>
 #include <signal.h>
@@ -56,6 +63,22 @@
 #include "memtide.h"
 
 static void* volatile sink;
+
+// mallinfo and mallinfo2, defined here so that every call of them in the process comes to this
+// program (it precedes libc in the lookup scope), counted and passed on to libc's.
+static std::atomic<long> g_mallinfo_calls{0};
+extern "C" struct mallinfo2 mallinfo2() {
+  g_mallinfo_calls.fetch_add(1);
+  using Fn = struct mallinfo2 (*)();
+  static Fn real = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "mallinfo2"));
+  return real ? real() : (struct mallinfo2){};
+}
+extern "C" struct mallinfo mallinfo() {
+  g_mallinfo_calls.fetch_add(1);
+  using Fn = struct mallinfo (*)();
+  static Fn real = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "mallinfo"));
+  return real ? real() : (struct mallinfo){};
+}
 
 static void leak(size_t size, int n) {
   for (int i = 0; i < n; ++i) sink = malloc(size);
@@ -337,6 +360,21 @@ int main(int argc, char** argv) {
     }
     std::fputs("program data\n", f);
     std::fclose(f);
+    return 0;
+  }
+  if (!std::strcmp(mode, "free-chunks") && argc > 2) {
+    const size_t n = std::strtoul(argv[2], nullptr, 10);
+    std::vector<void*> blocks(2 * n);
+    for (size_t i = 0; i < blocks.size(); ++i) blocks[i] = malloc(16 + (i * 7919 % 64) * 8);
+    for (size_t i = 0; i < blocks.size(); i += 2) free(blocks[i]);  // their neighbours stay: no merging
+    for (int i = 0; i < 200000; ++i) {
+      void* p = malloc(16 + (i * 31 % 64) * 8);
+      sink = p;
+      free(p);
+      if (i % 1000 == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    for (size_t i = 1; i < blocks.size(); i += 2) free(blocks[i]);
+    std::printf("mallinfo calls %ld\n", g_mallinfo_calls.load());
     return 0;
   }
   if (!std::strcmp(mode, "usable")) {
