@@ -134,6 +134,7 @@ struct Resolver {
   std::size_t catch_up(bool last = false) {
     const Model& model = defs.model();
     std::vector<uint64_t> ips = std::exchange(waiting, {});
+    const std::size_t retried = ips.size();  // still in no module: not new
     for (uint64_t ip : defs.take_new_ips())
       if (seen.insert(ip).second) ips.push_back(ip);
     for (uint64_t ip : ips) {
@@ -145,7 +146,7 @@ struct Resolver {
       }
       (void)each_name(*m, ip - m->load_bias, nullptr, [](std::string_view, std::string_view, uint64_t) {});
     }
-    return ips.size();
+    return ips.size() - retried;
   }
 };
 
