@@ -58,7 +58,9 @@ TEST(StackTable, ChainsAcrossChunksFarIdsAndCopies) {
   std::size_t visited = 0;
   copy.for_each([&](StackId id, const analysis::StackTable::Node& n) {
     ++visited;
-    if (id.value <= kChain) EXPECT_EQ(n.ip, ips[id.value - 1]);
+    if (id.value <= kChain) {
+      EXPECT_EQ(n.ip, ips[id.value - 1]);
+    }
   });
   EXPECT_EQ(visited, kChain + 2);
   EXPECT_FALSE(copy.defined(StackId(kChain + 1)));
