@@ -391,7 +391,11 @@ extern pthread_mutex_t unwind_mutex;
 
 // process.cpp
 void append_process_info(Stream* s);
-void append_counters(Stream* s);
+// Reads the process counters (every counter interval) and appends a Counters record to `s` when
+// they changed since the last one written (with the last unchanged reading before it), when
+// kCounterHeartbeatNs passed without one, or when `write` (the trace's last sample).
+inline constexpr uint64_t kCounterHeartbeatNs = 1000000000;
+void sample_counters(Stream* s, bool write = false);
 void process_counters_reset();
 
 // writer.cpp

@@ -1,5 +1,5 @@
 // Process-level records: ProcessInfo (first record of the process stream) and the periodic
-// Counters sample (RSS and VM size from /proc/self/statm).
+// Counters sample (RSS and VM size from /proc/self/statm), written when they change.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -74,13 +74,32 @@ void append_process_info(Stream* s) {
   if (n) append_record(s, buf, n);
 }
 
+namespace {
+// The counters as last read and as last written (the series a reader draws from them).
+struct CounterSample {
+  uint64_t time = 0, rss = 0, vm = 0;
+  bool valid = false;
+};
+CounterSample g_counters_written, g_counters_unwritten;
+
+void write_counters(Stream* s, const CounterSample& c) {
+  uint8_t rec[64];
+  const uint64_t t = stream_time(s, c.time);
+  fmt::RecordBuilder b(rec, sizeof rec, fmt::RecordType::Counters);
+  b.varint(t - s->last_time).varint(c.rss).varint(c.vm).varint(0).varint(0);
+  const size_t n = b.finish();
+  if (n && append_record(s, rec, n)) s->last_time = t;
+}
+}  // namespace
+
 void process_counters_reset() {
   if (g_statm_fd >= 0) close(g_statm_fd);
   g_statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  g_counters_written = g_counters_unwritten = CounterSample{};  // a new trace: its first sample is written
 }
 
-void append_counters(Stream* s) {
-  uint64_t rss = 0, vm = 0;
+void sample_counters(Stream* s, bool write) {
+  CounterSample c;
   if (g_statm_fd >= 0) {
     char buf[128];
     const ssize_t n = pread(g_statm_fd, buf, sizeof buf - 1, 0);
@@ -88,8 +107,8 @@ void append_counters(Stream* s) {
       buf[n] = 0;
       unsigned long size = 0, resident = 0;
       if (std::sscanf(buf, "%lu %lu", &size, &resident) == 2) {
-        vm = size * static_cast<uint64_t>(g_page_size);
-        rss = resident * static_cast<uint64_t>(g_page_size);
+        c.vm = size * static_cast<uint64_t>(g_page_size);
+        c.rss = resident * static_cast<uint64_t>(g_page_size);
       }
     }
   }
@@ -97,13 +116,23 @@ void append_counters(Stream* s) {
   // free chunk of an arena with the arena's lock held, so the program's allocations wait for
   // it (2 M free chunks: 250 ms a call; a Python program with PYTHONMALLOC=malloc, asked every
   // 100 ms, made almost no progress). heap_live_bytes stays 0; the heap comes from the events.
-  uint8_t rec[64];
   pthread_mutex_lock(&g.shared_mutex);
-  const uint64_t t = stream_time(s, now_ns());
-  fmt::RecordBuilder b(rec, sizeof rec, fmt::RecordType::Counters);
-  b.varint(t - s->last_time).varint(rss).varint(vm).varint(0).varint(0);
-  const size_t n = b.finish();
-  if (n && append_record(s, rec, n)) s->last_time = t;
+  c.time = now_ns();
+  c.valid = true;
+  const CounterSample& w = g_counters_written;
+  // The same values as the last written: kept back (an idle program's trace does not grow by a
+  // record per interval), unless a heartbeat is due. On a change, the last unchanged reading is
+  // written first, so that a reader's series steps where the values changed instead of ramping
+  // from the last written one.
+  if (!write && w.valid && c.rss == w.rss && c.vm == w.vm && c.time - w.time < kCounterHeartbeatNs) {
+    g_counters_unwritten = c;
+  } else {
+    const CounterSample& u = g_counters_unwritten;
+    if (u.valid && (c.rss != w.rss || c.vm != w.vm)) write_counters(s, u);
+    write_counters(s, c);
+    g_counters_written = c;
+    g_counters_unwritten = CounterSample{};
+  }
   pthread_mutex_unlock(&g.shared_mutex);
 }
 

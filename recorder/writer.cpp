@@ -167,8 +167,11 @@ uint8_t* scratch(uint8_t*& buf, size_t& cap, size_t n) {
   return buf;
 }
 
+uint64_t g_emitted = 0;  // emit() calls with records, for flush_pass
+
 void emit(Stream* s, const uint8_t* p, size_t n, uint16_t flags, const Registers* end = nullptr) {
   if (!n || g_write_failed) return;
+  ++g_emitted;
   const uint64_t base_time = s->w_time, base_addr = s->w_addr;
   // The registers move past these records whether or not the block reaches the file, so the
   // next block's base stays right.
@@ -431,19 +434,57 @@ bool barrier_and_mark() {
   return true;
 }
 
+// Whether the stream has records the writer has not written: committed past what it took, or
+// a chunk on its way to the queue.
+bool stream_has_news(Stream* s) {
+  const Chunk* c = __atomic_load_n(&s->chunk, __ATOMIC_ACQUIRE);
+  if (!c) return false;
+  if (c->seq != s->w_next_seq) return true;
+  return c->committed.load(std::memory_order_acquire) > c->consumed;
+}
+
+// Whether a pass now would find nothing to write: no chunk queued, no stream with records
+// not yet written and no exited thread to free.
+bool nothing_to_flush() {
+  if (stream_has_news(&g.shared)) return false;
+  pthread_mutex_lock(&g.queue_mutex);
+  const bool queued = g.queue_head != nullptr;
+  pthread_mutex_unlock(&g.queue_mutex);
+  if (queued) return false;
+  bool news = false;
+  pthread_mutex_lock(&g.registry_mutex);
+  for (Stream* s = g.registry; s && !news; s = s->reg_next) news = s->w_done || stream_has_news(s);
+  pthread_mutex_unlock(&g.registry_mutex);
+  return !news;
+}
+
+// Passes in a row that wrote no record and a watermark vouching for everything before them.
+// Once a reader has what it needs to release every record written so far (an exact watermark
+// after them; without exact watermarks, the next one after that), passes that would find
+// nothing to write are not made: an idle program's trace does not grow by a watermark (and a
+// block) per flush interval, nor does its writer run membarrier for nothing.
+uint32_t g_quiet_passes = 0;
+inline uint32_t quiet_passes_needed() { return g_exact_watermarks ? 1 : 2; }
+
 // One full pass: sealed chunks, then every stream's current bytes, then a watermark that
 // vouches for everything timed before the pass started (and before any record still pending).
 // With exact watermarks it vouches for what it has written (above); without, only once the
 // next watermark has been written (a thread may have timed a record and not yet committed it).
 void flush_pass() {
+  const uint64_t emitted = g_emitted;
+  const bool shared_news = stream_has_news(&g.shared);  // (before the watermark goes there)
   clock_tick();  // records begun after the barrier below read the clock (event_time)
-  uint64_t w = vouchable_time();
+  const uint64_t vouched = vouchable_time();
+  uint64_t w = vouched;
   const bool exact = g_exact_watermarks && barrier_and_mark();
   drain_queue();
   const uint64_t unwritten = flush_all();
   if (exact && unwritten < w) w = unwritten;
   // (Without the barrier an exact file gets no watermark in this pass: readers wait longer.)
-  if ((exact || !g_exact_watermarks) && append_watermark(w)) g_last_watermark = w;
+  const bool marked = (exact || !g_exact_watermarks) && append_watermark(w);
+  if (marked) g_last_watermark = w;
+  const bool quiet = marked && w == vouched && !shared_news && g_emitted == emitted;
+  g_quiet_passes = quiet ? g_quiet_passes + 1 : 0;
   flush_current(&g.shared);
 }
 
@@ -483,18 +524,19 @@ void* writer_main(void*) {
     // The pass first: a counter sample in stream 0 timed after the pass's time would keep its
     // watermark, which must not go back in time there, from being written.
     if (!stop && now >= next_flush) {
-      flush_pass();
+      if (g_quiet_passes < quiet_passes_needed() || !nothing_to_flush()) flush_pass();
       next_flush = now + flush_ns;
     }
     if (now >= next_counter) {
-      append_counters(&g.shared);
+      sample_counters(&g.shared);
       next_counter = now + counter_ns;
     }
     if (g_capped && !g_capped_ended) write_capped_end();
     if (stop) break;
   }
-  // Final pass: everything recorded so far, then the End record.
+  // Final pass: everything recorded so far, the last counters, then the End record.
   flush_pass();
+  if (counter_ns) sample_counters(&g.shared, /*write=*/true);
   append_end(static_cast<fmt::EndReason>(g.end_reason), g.end_status);
   flush_current(&g.shared);
   if (g_capped && !g_capped_ended) write_capped_end();
@@ -582,6 +624,7 @@ bool open_trace_file(bool child) {
   g_capped = g_capped_ended = false;
   g_finished = false;
   g_last_watermark = 0;
+  g_quiet_passes = 0;
 
   g_exact_watermarks = membarrier_register();
   uint8_t header[fmt::kFileHeaderSize];
@@ -676,6 +719,7 @@ void writer_reset_after_fork() {
   g_stacks_cap = 0;
   g_finished = false;
   g_last_watermark = 0;
+  g_quiet_passes = 0;
   pthread_mutex_init(&g_done_mutex, nullptr);
   pthread_cond_init(&g_done_cond, nullptr);
   if (g.fd >= 0) close(g.fd);

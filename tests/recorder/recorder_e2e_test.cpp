@@ -438,6 +438,46 @@ TEST(Lifecycle, TheProgramsHeapIsNeverWalkedUnderItsLock) {
   EXPECT_GE(t.allocs[static_cast<unsigned>(Api::Malloc)], 800000u);
 }
 
+// A program that sleeps does not grow its trace by a record per interval: the counters are
+// written when they change (with the last unchanged reading before the change, so the series
+// steps where the memory grew), once a second, and at the end; a flush pass that would find
+// nothing new writes no watermark. Before: 100 Counters and 50 watermarks a second.
+TEST(Lifecycle, AnIdleProgramsTraceGrowsOnlyWhenSomethingChanges) {
+  TempDir dir;
+  RunResult r;
+  auto traces = traced({MT_LIFECYCLE, "idle-touch", "1500"}, dir.path(), &r);
+  ASSERT_EQ(r.status, 0) << r.err;
+  unsigned long long before = 0, after = 0;
+  ASSERT_EQ(std::sscanf(r.out.c_str(), "touch %llu %llu", &before, &after), 2) << r.out;
+  ASSERT_EQ(traces.size(), 1u);
+  const Replay t = replay_trace(traces[0]);
+  ASSERT_TRUE(t.read_ok) << t.error;
+  expect_consistent(t);
+  // 3 s of sleep: a heartbeat a second, the first and last samples, the memory's growth.
+  EXPECT_LE(t.counters, 24u);
+  EXPECT_LE(t.watermarks, 30u);
+  ASSERT_GE(t.rss_series.size(), 4u);
+  uint64_t low = UINT64_MAX, high = 0;
+  for (const auto& [time, rss] : t.rss_series) {
+    low = std::min(low, rss);
+    high = std::max(high, rss);
+  }
+  ASSERT_GE(high, low + (60u << 20)) << "the 64 MiB written do not show in the resident size";
+  // The last reading before the growth and the first after it: at most a few intervals apart
+  // (not a heartbeat apart), around the time the program wrote to the block.
+  size_t up = 0;
+  while (up < t.rss_series.size() && t.rss_series[up].second < low + (8u << 20)) ++up;
+  ASSERT_GT(up, 0u);
+  ASSERT_LT(up, t.rss_series.size());
+  const uint64_t last_low = t.rss_series[up - 1].first, first_high = t.rss_series[up].first;
+  EXPECT_LE(first_high - last_low, 200000000u) << "the series ramps from an old reading";
+  EXPECT_GE(first_high, before);
+  EXPECT_LE(last_low, after);
+  // The series reaches the end of the run (the last sleep of 1.5 s).
+  EXPECT_GE(t.rss_series.back().first, after + 1000000000u);
+  EXPECT_GE(t.rss_series.back().second, low + (60u << 20));
+}
+
 TEST(Lifecycle, DlopenedModuleIsRecorded) {
   TempDir dir;
   RunResult r;

@@ -59,12 +59,16 @@ struct Visitor : fmt::NullVisitor {
   void on_counters(uint32_t, const fmt::Counters& c) {
     timed(c.time);
     ++r.counters;
+    r.rss_series.emplace_back(c.time, c.rss_bytes);
   }
   void on_marker(uint32_t, const fmt::Marker& m) {
     timed(m.time);
     r.marker_times[std::string(m.label)] = m.time;
   }
-  void on_watermark(uint32_t, const fmt::Watermark& w) { timed(w.time); }
+  void on_watermark(uint32_t, const fmt::Watermark& w) {
+    timed(w.time);
+    ++r.watermarks;
+  }
   void on_scan(uint32_t, const fmt::Scan& x) {
     if (x.op == fmt::ScanOp::Region) ++r.scan_regions;
     if (x.op == fmt::ScanOp::Refs) r.scan_refs += x.count;

@@ -34,6 +34,8 @@
 //   lifecycle unmapping MS  a second thread maps, touches and unmaps memory and makes and frees
 //                           large (mmap-served) blocks without a pause; main returns after MS ms,
 //                           so the process exits (and a leak scan reads its memory) meanwhile
+//   lifecycle idle-touch MS sleeps MS ms, writes to 64 MiB of a new block (printing
+//                           "touch <before> <after>", CLOCK_MONOTONIC ns), sleeps MS ms, exits
 //   lifecycle usable        malloc_usable_size of malloc/calloc/realloc/memalign blocks is at
 //                           least what was asked (prints "usable ok")
 //   lifecycle free-chunks N leaves N free chunks in glibc's bins (2N blocks of 16..520 bytes, every
@@ -409,6 +411,25 @@ int main(int argc, char** argv) {
       std::printf("%s %llu %llu\n", label, before, after);
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
+    return 0;
+  }
+  if (!std::strcmp(mode, "idle-touch") && argc > 2) {
+    const int ms = std::atoi(argv[2]);
+    auto mono = [] {
+      timespec ts;
+      clock_gettime(CLOCK_MONOTONIC, &ts);
+      return static_cast<unsigned long long>(ts.tv_sec) * 1000000000ull + static_cast<unsigned long long>(ts.tv_nsec);
+    };
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    const size_t size = 64u << 20;
+    const unsigned long long before = mono();
+    char* p = static_cast<char*>(malloc(size));
+    std::memset(p, 1, size);
+    sink = p;
+    const unsigned long long after = mono();
+    std::printf("touch %llu %llu\n", before, after);
+    std::fflush(stdout);
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
     return 0;
   }
   if (!std::strcmp(mode, "bursts") && argc > 3) {
