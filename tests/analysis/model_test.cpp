@@ -668,5 +668,47 @@ TEST(LiveMap, AgreesWithUnorderedMapOnAllocatorLikeAddresses) {
       300000);
 }
 
+// A live set of 700K blocks: the table outgrows the sparse regime and is mapped on its own
+// (zero pages, huge pages where allowed); every block is found, erased and listed as in a map.
+TEST(LiveMap, MillionsOfSlotsInAMappedTable) {
+  analysis::LiveMap<uint64_t> lm;
+  std::unordered_map<uint64_t, uint64_t> ref;
+  std::mt19937_64 rng(11);
+  for (uint64_t i = 0; i < 700000; ++i) {
+    const uint64_t key = 0x7f0000000000ull + (i % 7) * (64ull << 20) + (i / 7) * 48 + (rng() % 2) * 16;
+    auto [v, fresh] = lm.insert(key);
+    ASSERT_EQ(fresh, ref.count(key) == 0);
+    *v = i;
+    ref[key] = i;
+  }
+  EXPECT_GT(lm.capacity(), std::size_t{1} << 22);
+  EXPECT_GE(lm.memory_bytes(), std::size_t{2} << 20);
+  ASSERT_EQ(lm.size(), ref.size());
+  std::size_t erased = 0;
+  for (auto it = ref.begin(); it != ref.end();) {
+    uint64_t out = 0;
+    if (it->first % 3 == 0) {
+      ASSERT_TRUE(lm.erase(it->first, out));
+      ASSERT_EQ(out, it->second);
+      it = ref.erase(it);
+      ++erased;
+    } else {
+      ++it;
+    }
+  }
+  EXPECT_GT(erased, 100000u);
+  std::size_t listed = 0;
+  lm.for_each([&](uint64_t k, uint64_t v) {
+    ++listed;
+    auto it = ref.find(k);
+    ASSERT_NE(it, ref.end());
+    EXPECT_EQ(it->second, v);
+  });
+  EXPECT_EQ(listed, ref.size());
+  lm.clear();
+  EXPECT_EQ(lm.size(), 0u);
+  EXPECT_EQ(lm.find(0x7f0000000000ull), nullptr);
+}
+
 }  // namespace
 }  // namespace memtide::test
