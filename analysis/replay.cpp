@@ -276,6 +276,10 @@ class Replayer : public NullVisitor {
     }
   }
 
+  // The heap's live map slot where the block at `addr` would be (play(): a few events ahead,
+  // so that the slot is in cache when its event comes).
+  [[gnu::always_inline]] void prefetch_heap_block(uint64_t addr) const { live_[0].prefetch(addr); }
+
   // Finishes `out`, a copy of the model being built, as if the trace ended here: leaks, peaks
   // by stack, threads, warnings. The replay's own state is not changed, so it can go on.
   void finish_into(Model& out) const;
@@ -759,13 +763,20 @@ void play(const Batch& b, Replayer& rp, DecodeScratch& scratch) {
   // How far ahead the events are prefetched (32: 512 bytes, 8 cache lines): they were written
   // by the reader thread, up to kAheadBytes ago.
   constexpr std::size_t kPrefetch = 32;
+  // How far ahead the live map's slots are: a block freed long after it was made (a large live
+  // set) has its slot out of the cache, and the replay would wait for it at each event.
+  constexpr std::size_t kSlotAhead = 8;
   const BatchEvent* const ev = b.events.data();
   const uint64_t* extra = b.extra.data();
   const std::size_t n = b.events.size();
   std::size_t side = 0;
+  for (std::size_t i = 0; i < kSlotAhead && i < n; ++i)
+    if (ev[i].word != detail::kBatchSide) rp.prefetch_heap_block(detail::batch_addr(ev[i].word));
   for (std::size_t i = 0; i < n; ++i) {
     __builtin_prefetch(ev + i + kPrefetch);
     __builtin_prefetch(extra + kPrefetch / 2);
+    if (i + kSlotAhead < n && ev[i + kSlotAhead].word != detail::kBatchSide)
+      rp.prefetch_heap_block(detail::batch_addr(ev[i + kSlotAhead].word));
     const BatchEvent& e = ev[i];
     const uint32_t tag = detail::batch_tag(e.word), stream = detail::batch_stream(e.word);
     if (tag < kTagFreeBase) [[likely]] {
