@@ -93,6 +93,26 @@ void sleep_ms(double ms) {
   if (::nanosleep(&ts, nullptr) != 0) g_woken = 0;
 }
 
+// The pause between polls of a follower. While no poll finds a new address (a program in its
+// steady state, or idle) it doubles, up to kIdlePauseMs: a poll costs CPU even when there is
+// nothing to resolve (about 80 us: `memtide run -- sleep 10` took 0.078 s of the follower's CPU
+// at 10 ms polls). A new address brings it back to poll_ms. With a manifest, the end of the
+// program does not wait for it (SIGUSR1 cuts the pause short); following one trace, the end is
+// seen at most kIdlePauseMs late.
+class PollPause {
+ public:
+  explicit PollPause(double poll_ms) : poll_ms_(poll_ms), pause_(poll_ms) {}
+  // The next pause, after a poll that found new work (`busy`) or none.
+  double next(bool busy) {
+    pause_ = busy ? poll_ms_ : std::min(pause_ * 2, std::max(poll_ms_, kIdlePauseMs));
+    return pause_;
+  }
+
+ private:
+  static constexpr double kIdlePauseMs = 160;
+  double poll_ms_, pause_;
+};
+
 // Resolves the return addresses of the stacks read so far that it has not seen yet: while
 // following, the work is done as the program runs. A thread's block may come before the
 // process stream's block that loads the module its stacks run in: such addresses wait for the
@@ -377,7 +397,8 @@ int symbolize_trace(const SymbolizeOptions& o) {
   if (int e = job.open(); e != kExitOk) return e;
   if (o.follow) {
     TraceJob::Step st;
-    while ((st = job.follow_step(program_ended(o))) == TraceJob::Step::Going) sleep_ms(o.poll_ms);
+    PollPause pause(o.poll_ms);
+    while ((st = job.follow_step(program_ended(o))) == TraceJob::Step::Going) sleep_ms(pause.next(job.found_new()));
     if (st == TraceJob::Step::GaveUp) return kExitOk;
   }
   return job.finish();
@@ -437,12 +458,7 @@ int run_symbolize(SymbolizeOptions o) {
   ManifestLines manifest(o.manifest);
   std::deque<std::string> lines;  // read, not yet taken
   bool all_lines = false;
-  // While no trace brings a new address (a program in its steady state, or idle) the pause
-  // doubles, up to kIdlePauseMs: a poll costs CPU even when there is nothing to resolve (about
-  // 80 us: `memtide run -- sleep 10` took 0.078 s of the follower's CPU at 10 ms polls). A new address or a new trace brings it back to poll_ms; the end of the program
-  // does not wait for it (SIGUSR1 cuts the pause short).
-  constexpr double kIdlePauseMs = 160;
-  double pause = o.poll_ms;
+  PollPause pause(o.poll_ms);  // a new address or a new trace counts as work
   for (;;) {
     const bool ended = program_ended(o);
     if (!all_lines) all_lines = !manifest.read_new(lines) || ended;
@@ -468,8 +484,7 @@ int run_symbolize(SymbolizeOptions o) {
       it = jobs.erase(it);
     }
     if (all_lines && lines.empty() && jobs.empty()) return status;
-    pause = busy ? o.poll_ms : std::min(pause * 2, std::max(o.poll_ms, kIdlePauseMs));
-    sleep_ms(pause);
+    sleep_ms(pause.next(busy));
   }
 }
 

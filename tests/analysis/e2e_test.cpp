@@ -572,6 +572,32 @@ TEST(Symbolize, RunFollowsALongerProgram) {
   EXPECT_EQ(bytes, 128 * count);
 }
 
+// `memtide symbolize --follow TRACE` (no manifest) beside a program that runs 1 s and mostly
+// waits: it names the stacks as the program records them, appends the names once the recorder
+// lets go, and ends soon after the program (its pauses grow while no new address comes, up
+// to 160 ms).
+TEST(Symbolize, FollowingOneTraceNamesItAndEndsWithTheProgram) {
+  const std::string dir = temp_dir() + "/runsym4";
+  ASSERT_EQ(sh("mkdir -p " + dir + " && cp " MT_WORKER " " + dir + "/worker_copy").status, 0);
+  const std::string trace = dir + "/w.mtide";
+  const Proc r = sh("MEMTIDE_OUTPUT=" + trace + " LD_PRELOAD=" MT_PRELOAD " " + dir +
+                    "/worker_copy --seconds 1 >/dev/null & sleep 0.3; start=$(date +%s%N); " MT_CLI
+                    " symbolize --follow " + trace + "; s=$?; wait; echo \"status $s ms $(( ($(date +%s%N) - start) / 1000000 ))\"");
+  int status = -1;
+  long ms = 0;
+  ASSERT_NE(r.out.find("status "), std::string::npos) << r.out << r.err;
+  ASSERT_EQ(std::sscanf(r.out.c_str() + r.out.find("status "), "status %d ms %ld", &status, &ms), 2) << r.out;
+  EXPECT_EQ(status, 0) << r.err;
+  EXPECT_NE(r.out.find("addresses named"), std::string::npos) << r.out;
+  EXPECT_LT(ms, 3000) << "the follower did not end with the program";
+  ASSERT_EQ(sh("rm " + dir + "/worker_copy").status, 0);
+  const Proc p = cli("report --json --top 1000 " + trace);
+  ASSERT_EQ(p.status, 0) << p.err;
+  const json j = json::parse(p.out);
+  const auto [bytes, count] = by_function(j["leaks"], "write_audit_line");
+  EXPECT_GT(count, 0u);
+}
+
 // A program's children are followed side by side with it: a child's trace gets its names as
 // soon as the child ends, while the program that started it still runs and records (here a
 // shell that then waits, in a process it does not trace, for the child's names to appear),

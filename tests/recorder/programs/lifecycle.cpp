@@ -185,6 +185,13 @@ static long vm_rss_kb() {
   return kb;
 }
 
+// CLOCK_MONOTONIC in ns, as the trace's times are.
+static unsigned long long mono() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<unsigned long long>(ts.tv_sec) * 1000000000ull + static_cast<unsigned long long>(ts.tv_nsec);
+}
+
 static int resident(int n) {
   std::atomic<int> done{0};
   std::atomic<bool> go{false};
@@ -397,11 +404,6 @@ int main(int argc, char** argv) {
   }
   if (!std::strcmp(mode, "clock") && argc > 2) {
     const int n = std::atoi(argv[2]);
-    auto mono = [] {
-      timespec ts;
-      clock_gettime(CLOCK_MONOTONIC, &ts);
-      return static_cast<unsigned long long>(ts.tv_sec) * 1000000000ull + static_cast<unsigned long long>(ts.tv_nsec);
-    };
     for (int i = 0; i < n; ++i) {
       char label[32];
       std::snprintf(label, sizeof label, "m%d", i);
@@ -415,11 +417,6 @@ int main(int argc, char** argv) {
   }
   if (!std::strcmp(mode, "idle-touch") && argc > 2) {
     const int ms = std::atoi(argv[2]);
-    auto mono = [] {
-      timespec ts;
-      clock_gettime(CLOCK_MONOTONIC, &ts);
-      return static_cast<unsigned long long>(ts.tv_sec) * 1000000000ull + static_cast<unsigned long long>(ts.tv_nsec);
-    };
     std::this_thread::sleep_for(std::chrono::milliseconds(ms));
     const size_t size = 64u << 20;
     const unsigned long long before = mono();
@@ -434,11 +431,6 @@ int main(int argc, char** argv) {
   }
   if (!std::strcmp(mode, "bursts") && argc > 3) {
     const int n = std::atoi(argv[2]), ms = std::atoi(argv[3]);
-    auto mono = [] {
-      timespec ts;
-      clock_gettime(CLOCK_MONOTONIC, &ts);
-      return static_cast<unsigned long long>(ts.tv_sec) * 1000000000ull + static_cast<unsigned long long>(ts.tv_nsec);
-    };
     for (int i = 0; i < n; ++i) {
       void* blocks[20];
       const unsigned long long before = mono();
