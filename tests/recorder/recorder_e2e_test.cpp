@@ -25,6 +25,7 @@
 #include <gtest/gtest.h>
 
 #include "recorder/options.h"
+#include "tests/recorder/e2e_run.h"
 #include "tests/recorder/test_support.h"
 #include "tests/recorder/trace_replay.h"
 
@@ -37,92 +38,14 @@ using memtide::test::verify_counts;
 using memtide::test::VerifyCounts;
 using memtide::test::Replay;
 using memtide::test::replay_trace;
+using memtide::test::expect_consistent;
+using memtide::test::live;
+using memtide::test::membarrier_available;
+using memtide::test::run;
+using memtide::test::RunResult;
+using memtide::test::traced;
 
 namespace {
-
-struct RunResult {
-  int status = -1;  // exit status, or 128 + signal
-  std::string out, err;
-};
-
-// Runs argv with extra environment variables; kills it after `timeout_s` (a watchdog).
-RunResult run(const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& env,
-              const fs::path& dir, int timeout_s = 300, int kill_after_ms = -1) {
-  const fs::path out = dir / "stdout.txt", err = dir / "stderr.txt";
-  const pid_t pid = fork();
-  if (pid == 0) {
-    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-    const int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(o, 1);
-    dup2(e, 2);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
-    _exit(127);
-  }
-  RunResult r;
-  const auto start = std::chrono::steady_clock::now();
-  int status = 0;
-  bool killed = false;
-  for (;;) {
-    const pid_t w = waitpid(pid, &status, WNOHANG);
-    if (w == pid) break;
-    const auto ms =
-        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
-    if (kill_after_ms >= 0 && ms >= kill_after_ms && !killed) {
-      kill(pid, SIGKILL);
-      killed = true;
-    }
-    if (ms > timeout_s * 1000 && !killed) {
-      ADD_FAILURE() << "watchdog: " << argv[0] << " ran longer than " << timeout_s << " s";
-      kill(pid, SIGKILL);
-      killed = true;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
-}
-
-// Runs a program under the preload; returns the traces it wrote (manifest order: root first).
-std::vector<std::string> traced(const std::vector<std::string>& argv, const fs::path& dir, RunResult* result = nullptr,
-                                std::vector<std::pair<std::string, std::string>> env = {}, int kill_after_ms = -1) {
-  const fs::path manifest = dir / "manifest";
-  env.emplace_back("LD_PRELOAD", MT_PRELOAD);
-  env.emplace_back("MEMTIDE_MANIFEST", manifest.string());
-  bool has_output = false;
-  for (auto& [k, v] : env) has_output |= k == "MEMTIDE_OUTPUT";
-  if (!has_output) env.emplace_back("MEMTIDE_OUTPUT", (dir / "trace.%p.mtide").string());
-  RunResult r = run(argv, env, dir, 300, kill_after_ms);
-  if (result) *result = r;
-  return manifest_traces(manifest);
-}
-
-uint64_t live(const Replay& r, uint64_t size) {
-  auto it = r.live_by_size.find(size);
-  return it == r.live_by_size.end() ? 0 : it->second;
-}
-
-// Whether this kernel offers expedited private membarrier (what exact watermarks need).
-bool membarrier_available() {
-  const long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
-  return cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0;
-}
-
-void expect_consistent(const Replay& r) {
-  EXPECT_EQ(r.double_allocs, 0u) << "an address was allocated twice without a free in between";
-  EXPECT_EQ(r.unknown_frees, 0u) << "a free of an address that was not live";
-  EXPECT_EQ(r.out_of_order, 0u) << "merged records went back in time";
-  EXPECT_EQ(r.stacks_undefined, 0u) << "an allocation refers to an undefined stack";
-  EXPECT_TRUE(r.block_hints) << "the recorder flags the blocks holding stacks";
-  EXPECT_EQ(r.exact_watermarks, membarrier_available()) << "exact watermarks wherever membarrier works";
-  EXPECT_EQ(r.unflagged_stack_blocks, 0u) << "of " << r.stack_blocks << " blocks holding StackDef records";
-  EXPECT_EQ(r.events_in_stack_blocks, 0u) << "Allocs and Frees in the blocks flagged as holding stacks";
-}
 
 nlohmann::json run_exact(const fs::path& dir, bool baseline, Replay& replay, bool pvalloc = true) {
   std::vector<std::string> argv{MT_EXACT, "--out", (dir / "tally.json").string()};
@@ -664,130 +587,6 @@ TEST(Lifecycle, LeakScanWhileAnotherThreadUnmapsMemory) {
   EXPECT_FALSE(t.scan_done);
 }
 
-TEST(Wrapper, RunPassesExitStatusAndWritesPrivateFile) {
-  TempDir dir;
-  const fs::path out = dir.path() / "w.mtide";
-  RunResult r = run({MT_WRAPPER, "run", "--quiet", "-o", out.string(), "--", MT_LIFECYCLE, "quick-exit"}, {}, dir.path());
-  EXPECT_EQ(r.status, 3) << r.err;
-  ASSERT_TRUE(fs::exists(out)) << r.err;
-  struct stat st;
-  ASSERT_EQ(stat(out.c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 0777, 0600u);
-  const Replay t = replay_trace(out.string());
-  EXPECT_EQ(live(t, 9999), 3u);
-}
-
-TEST(Wrapper, BadOptionValueIsAnErrorBeforeTheProgramRuns) {
-  TempDir dir;
-  RunResult r = run({MT_WRAPPER, "run", "--max-depth", "zero", "--", MT_LIFECYCLE, "quick-exit"}, {}, dir.path());
-  EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.err.find("MEMTIDE_MAX_DEPTH"), std::string::npos) << r.err;
-  RunResult u = run({MT_WRAPPER, "run", "--no-such-option", "--", MT_LIFECYCLE, "quick-exit"}, {}, dir.path());
-  EXPECT_EQ(u.status, 2);
-  EXPECT_NE(u.err.find("unknown option"), std::string::npos) << u.err;
-  // Bad values that come from the environment, also of the variables the wrapper itself sets.
-  for (auto [var, value] : {std::pair{"MEMTIDE_FOLLOW", "maybe"}, std::pair{"MEMTIDE_QUIET", "2"},
-                            std::pair{"MEMTIDE_OUTPUT", ""}, std::pair{"MEMTIDE_UNWIND", "slow"}}) {
-    RunResult e = run({MT_WRAPPER, "run", "--", MT_LIFECYCLE, "quick-exit"}, {{var, value}}, dir.path());
-    EXPECT_EQ(e.status, 2) << var << "=" << value << "\n" << e.err;
-    EXPECT_NE(e.err.find(var), std::string::npos) << e.err;
-  }
-}
-
-// What a shell would do with a program that is not there (127), and a trace that cannot be
-// created is an error before the program runs (it would otherwise run unrecorded).
-TEST(Wrapper, MissingProgramOrUnwritableOutputIsSaidBeforeTheRun) {
-  TempDir dir;
-  RunResult r = run({MT_WRAPPER, "run", "--", (dir.path() / "no-such-program").string()}, {}, dir.path());
-  EXPECT_EQ(r.status, 127);
-  EXPECT_NE(r.err.find("no-such-program: command not found"), std::string::npos) << r.err;
-  const fs::path marker = dir.path() / "ran";
-  RunResult o = run({MT_WRAPPER, "run", "-o", (dir.path() / "missing" / "t.mtide").string(), "--", "sh", "-c",
-                     "touch " + marker.string()},
-                    {}, dir.path());
-  EXPECT_EQ(o.status, 2);
-  EXPECT_NE(o.err.find("is not a writable directory"), std::string::npos) << o.err;
-  EXPECT_FALSE(fs::exists(marker)) << "the program must not run";
-}
-
-// Every trace of a run lands where memtide run was started, with the default name and with a
-// relative -o, also that of a program which changes directory before its trace is opened (here
-// exec'd after a cd): a name relative to its own working directory would put it elsewhere,
-// and the follower and the summary, reading the manifest from the start directory, would not
-// find it.
-TEST(Wrapper, TracesOfProgramsThatChangeDirectoryStayInTheStartDirectory) {
-  for (const bool named : {true, false}) {
-    TempDir dir;
-    fs::create_directory(dir.path() / "sub");
-    // memtide run started in the test's directory; the program moves to sub/, then execs.
-    const std::string cmd = "cd '" + dir.path().string() + "' && exec " MT_WRAPPER " run " +
-                            (named ? "-o t.mtide " : "") + "-- sh -c 'cd sub && exec " MT_LIFECYCLE " exec-image'";
-    RunResult r = run({"sh", "-c", cmd}, {}, dir.path());
-    ASSERT_EQ(r.status, 0) << r.err;
-    EXPECT_EQ(r.err.find("no such file"), std::string::npos) << r.err;
-    EXPECT_TRUE(fs::is_empty(dir.path() / "sub")) << "a trace was written in the directory the program moved to";
-    std::vector<fs::path> traces;
-    for (const auto& e : fs::directory_iterator(dir.path()))
-      if (e.path().filename().string().find(".mtide") != std::string::npos) traces.push_back(e.path());
-    ASSERT_EQ(traces.size(), 2u) << r.err;  // the shell's and the exec'd image's
-    bool image = false;
-    for (const fs::path& t : traces) {
-      const Replay rep = replay_trace(t.string());
-      ASSERT_TRUE(rep.read_ok) << t << ": " << rep.error;
-      image |= live(rep, 8888) == 2;
-    }
-    EXPECT_TRUE(image) << "the exec'd image's trace (8888 x2 not freed) is among them";
-    if (!named) {
-      for (const fs::path& t : traces) EXPECT_EQ(t.filename().string().rfind("memtide.", 0), 0u) << t;
-    }
-  }
-}
-
-// A program killed by a signal: its status passes through (128 + signal), its own stderr is
-// kept, and the note is memtide's, without the shell's line-numbered job report.
-TEST(Wrapper, AProgramKilledByASignalIsReportedOnce) {
-  TempDir dir;
-  const fs::path out = dir.path() / "k.mtide";
-  RunResult r = run({MT_WRAPPER, "run", "-q", "-o", out.string(), "--", "sh", "-c", "echo own-stderr >&2; kill -KILL $$"},
-                    {}, dir.path());
-  EXPECT_EQ(r.status, 137);
-  EXPECT_NE(r.err.find("own-stderr"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("memtide: sh ended with status 137 (signal 9, KILL)"), std::string::npos) << r.err;
-  EXPECT_EQ(r.err.find("line "), std::string::npos) << r.err;
-}
-
-// A status of 128 + N is a signal's only when the program did not exit with it: the trace's End
-// record tells the two apart, also after an exec.
-TEST(Wrapper, AnExitStatusAbove128IsNotTakenForASignal) {
-  TempDir dir;
-  const fs::path out = dir.path() / "s.mtide";
-  struct Case {
-    const char* script;
-    int status;
-    const char* note;  // nullptr: no note
-  };
-  for (const Case& c : {Case{"exit 130", 130, nullptr}, Case{"kill -TERM $$", 143, "(signal 15, TERM)"},
-                        Case{"exec sh -c 'exit 131'", 131, nullptr},
-                        Case{"exec sh -c 'kill -TERM $$'", 143, "(signal 15, TERM)"}}) {
-    RunResult r = run({MT_WRAPPER, "run", "-q", "-o", out.string(), "--", "sh", "-c", c.script}, {}, dir.path());
-    EXPECT_EQ(r.status, c.status) << c.script << "\n" << r.err;
-    if (c.note)
-      EXPECT_NE(r.err.find(std::string("memtide: sh ended with status ") + std::to_string(c.status) + " " + c.note),
-                std::string::npos)
-          << c.script << "\n" << r.err;
-    else
-      EXPECT_EQ(r.err.find("ended with status"), std::string::npos) << c.script << "\n" << r.err;
-  }
-}
-
-TEST(Wrapper, HelpListsEveryOptionWithItsDefault) {
-  TempDir dir;
-  RunResult r = run({MT_WRAPPER, "run", "--help"}, {}, dir.path());
-  EXPECT_EQ(r.status, 0);
-  for (const char* s : {"--max-depth", "--no-follow", "--allocator", "-o, --output", "default: 64", "MEMTIDE_ALLOCATOR"})
-    EXPECT_NE(r.out.find(s), std::string::npos) << s << " missing from:\n" << r.out;
-}
-
 TEST(Allocator, MimallocBackingRecordsTheSame) {
   TempDir dir;
   RunResult r;
@@ -1007,18 +806,4 @@ TEST(Lifecycle, ClosedTraceDescriptorIsNeverReused) {
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(slurp(data), "program data\n") << "trace bytes reached the program's file";
   EXPECT_NE(r.err.find("closed the trace file"), std::string::npos) << r.err;
-}
-
-// `memtide run --check`: the gate's verdict is the exit status, unless the program failed.
-TEST(Wrapper, RunCheckGatesAndTheProgramsFailureWins) {
-  TempDir dir;
-  const std::string out = (dir.path() / "c.mtide").string();
-  RunResult leaky = run({MT_WRAPPER, "run", "--quiet", "--check", "-o", out, "--", MT_LIFECYCLE, "pause"}, {}, dir.path());
-  EXPECT_EQ(leaky.status, 1) << leaky.out << leaky.err;
-  RunResult allowed = run({MT_WRAPPER, "run", "--quiet", "--check", "--max-leaked-bytes", "100000", "-o", out, "--",
-                           MT_LIFECYCLE, "pause"},
-                          {}, dir.path());
-  EXPECT_EQ(allowed.status, 0) << allowed.out << allowed.err;
-  RunResult failing = run({MT_WRAPPER, "run", "--quiet", "--check", "-o", out, "--", MT_LIFECYCLE, "quick-exit"}, {}, dir.path());
-  EXPECT_EQ(failing.status, 3) << "the program's own exit status wins over the gate";
 }

@@ -1,0 +1,158 @@
+// End-to-end tests of `memtide run` (scripts/memtide): options, exit statuses, where traces go,
+// the leak gate. Real programs under the real wrapper; traces read back through the reader.
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tests/recorder/e2e_run.h"
+
+namespace fs = std::filesystem;
+using memtide::test::live;
+using memtide::test::Replay;
+using memtide::test::replay_trace;
+using memtide::test::run;
+using memtide::test::RunResult;
+using memtide::test::TempDir;
+
+TEST(Wrapper, RunPassesExitStatusAndWritesPrivateFile) {
+  TempDir dir;
+  const fs::path out = dir.path() / "w.mtide";
+  RunResult r = run({MT_WRAPPER, "run", "--quiet", "-o", out.string(), "--", MT_LIFECYCLE, "quick-exit"}, {}, dir.path());
+  EXPECT_EQ(r.status, 3) << r.err;
+  ASSERT_TRUE(fs::exists(out)) << r.err;
+  struct stat st;
+  ASSERT_EQ(stat(out.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  const Replay t = replay_trace(out.string());
+  EXPECT_EQ(live(t, 9999), 3u);
+}
+
+TEST(Wrapper, BadOptionValueIsAnErrorBeforeTheProgramRuns) {
+  TempDir dir;
+  RunResult r = run({MT_WRAPPER, "run", "--max-depth", "zero", "--", MT_LIFECYCLE, "quick-exit"}, {}, dir.path());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("MEMTIDE_MAX_DEPTH"), std::string::npos) << r.err;
+  RunResult u = run({MT_WRAPPER, "run", "--no-such-option", "--", MT_LIFECYCLE, "quick-exit"}, {}, dir.path());
+  EXPECT_EQ(u.status, 2);
+  EXPECT_NE(u.err.find("unknown option"), std::string::npos) << u.err;
+  // Bad values that come from the environment, also of the variables the wrapper itself sets.
+  for (auto [var, value] : {std::pair{"MEMTIDE_FOLLOW", "maybe"}, std::pair{"MEMTIDE_QUIET", "2"},
+                            std::pair{"MEMTIDE_OUTPUT", ""}, std::pair{"MEMTIDE_UNWIND", "slow"}}) {
+    RunResult e = run({MT_WRAPPER, "run", "--", MT_LIFECYCLE, "quick-exit"}, {{var, value}}, dir.path());
+    EXPECT_EQ(e.status, 2) << var << "=" << value << "\n" << e.err;
+    EXPECT_NE(e.err.find(var), std::string::npos) << e.err;
+  }
+}
+
+// What a shell would do with a program that is not there (127), and a trace that cannot be
+// created is an error before the program runs (it would otherwise run unrecorded).
+TEST(Wrapper, MissingProgramOrUnwritableOutputIsSaidBeforeTheRun) {
+  TempDir dir;
+  RunResult r = run({MT_WRAPPER, "run", "--", (dir.path() / "no-such-program").string()}, {}, dir.path());
+  EXPECT_EQ(r.status, 127);
+  EXPECT_NE(r.err.find("no-such-program: command not found"), std::string::npos) << r.err;
+  const fs::path marker = dir.path() / "ran";
+  RunResult o = run({MT_WRAPPER, "run", "-o", (dir.path() / "missing" / "t.mtide").string(), "--", "sh", "-c",
+                     "touch " + marker.string()},
+                    {}, dir.path());
+  EXPECT_EQ(o.status, 2);
+  EXPECT_NE(o.err.find("is not a writable directory"), std::string::npos) << o.err;
+  EXPECT_FALSE(fs::exists(marker)) << "the program must not run";
+}
+
+// Every trace of a run lands where memtide run was started, with the default name and with a
+// relative -o, also that of a program which changes directory before its trace is opened (here
+// exec'd after a cd): a name relative to its own working directory would put it elsewhere,
+// and the follower and the summary, reading the manifest from the start directory, would not
+// find it.
+TEST(Wrapper, TracesOfProgramsThatChangeDirectoryStayInTheStartDirectory) {
+  for (const bool named : {true, false}) {
+    TempDir dir;
+    fs::create_directory(dir.path() / "sub");
+    // memtide run started in the test's directory; the program moves to sub/, then execs.
+    const std::string cmd = "cd '" + dir.path().string() + "' && exec " MT_WRAPPER " run " +
+                            (named ? "-o t.mtide " : "") + "-- sh -c 'cd sub && exec " MT_LIFECYCLE " exec-image'";
+    RunResult r = run({"sh", "-c", cmd}, {}, dir.path());
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.err.find("no such file"), std::string::npos) << r.err;
+    EXPECT_TRUE(fs::is_empty(dir.path() / "sub")) << "a trace was written in the directory the program moved to";
+    std::vector<fs::path> traces;
+    for (const auto& e : fs::directory_iterator(dir.path()))
+      if (e.path().filename().string().find(".mtide") != std::string::npos) traces.push_back(e.path());
+    ASSERT_EQ(traces.size(), 2u) << r.err;  // the shell's and the exec'd image's
+    bool image = false;
+    for (const fs::path& t : traces) {
+      const Replay rep = replay_trace(t.string());
+      ASSERT_TRUE(rep.read_ok) << t << ": " << rep.error;
+      image |= live(rep, 8888) == 2;
+    }
+    EXPECT_TRUE(image) << "the exec'd image's trace (8888 x2 not freed) is among them";
+    if (!named) {
+      for (const fs::path& t : traces) EXPECT_EQ(t.filename().string().rfind("memtide.", 0), 0u) << t;
+    }
+  }
+}
+
+// A program killed by a signal: its status passes through (128 + signal), its own stderr is
+// kept, and the note is memtide's, without the shell's line-numbered job report.
+TEST(Wrapper, AProgramKilledByASignalIsReportedOnce) {
+  TempDir dir;
+  const fs::path out = dir.path() / "k.mtide";
+  RunResult r = run({MT_WRAPPER, "run", "-q", "-o", out.string(), "--", "sh", "-c", "echo own-stderr >&2; kill -KILL $$"},
+                    {}, dir.path());
+  EXPECT_EQ(r.status, 137);
+  EXPECT_NE(r.err.find("own-stderr"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("memtide: sh ended with status 137 (signal 9, KILL)"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("line "), std::string::npos) << r.err;
+}
+
+// A status of 128 + N is a signal's only when the program did not exit with it: the trace's End
+// record tells the two apart, also after an exec.
+TEST(Wrapper, AnExitStatusAbove128IsNotTakenForASignal) {
+  TempDir dir;
+  const fs::path out = dir.path() / "s.mtide";
+  struct Case {
+    const char* script;
+    int status;
+    const char* note;  // nullptr: no note
+  };
+  for (const Case& c : {Case{"exit 130", 130, nullptr}, Case{"kill -TERM $$", 143, "(signal 15, TERM)"},
+                        Case{"exec sh -c 'exit 131'", 131, nullptr},
+                        Case{"exec sh -c 'kill -TERM $$'", 143, "(signal 15, TERM)"}}) {
+    RunResult r = run({MT_WRAPPER, "run", "-q", "-o", out.string(), "--", "sh", "-c", c.script}, {}, dir.path());
+    EXPECT_EQ(r.status, c.status) << c.script << "\n" << r.err;
+    if (c.note)
+      EXPECT_NE(r.err.find(std::string("memtide: sh ended with status ") + std::to_string(c.status) + " " + c.note),
+                std::string::npos)
+          << c.script << "\n" << r.err;
+    else
+      EXPECT_EQ(r.err.find("ended with status"), std::string::npos) << c.script << "\n" << r.err;
+  }
+}
+
+TEST(Wrapper, HelpListsEveryOptionWithItsDefault) {
+  TempDir dir;
+  RunResult r = run({MT_WRAPPER, "run", "--help"}, {}, dir.path());
+  EXPECT_EQ(r.status, 0);
+  for (const char* s : {"--max-depth", "--no-follow", "--allocator", "-o, --output", "default: 64", "MEMTIDE_ALLOCATOR"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << s << " missing from:\n" << r.out;
+}
+
+// `memtide run --check`: the gate's verdict is the exit status, unless the program failed.
+TEST(Wrapper, RunCheckGatesAndTheProgramsFailureWins) {
+  TempDir dir;
+  const std::string out = (dir.path() / "c.mtide").string();
+  RunResult leaky = run({MT_WRAPPER, "run", "--quiet", "--check", "-o", out, "--", MT_LIFECYCLE, "pause"}, {}, dir.path());
+  EXPECT_EQ(leaky.status, 1) << leaky.out << leaky.err;
+  RunResult allowed = run({MT_WRAPPER, "run", "--quiet", "--check", "--max-leaked-bytes", "100000", "-o", out, "--",
+                           MT_LIFECYCLE, "pause"},
+                          {}, dir.path());
+  EXPECT_EQ(allowed.status, 0) << allowed.out << allowed.err;
+  RunResult failing = run({MT_WRAPPER, "run", "--quiet", "--check", "-o", out, "--", MT_LIFECYCLE, "quick-exit"}, {}, dir.path());
+  EXPECT_EQ(failing.status, 3) << "the program's own exit status wins over the gate";
+}
