@@ -30,6 +30,7 @@ namespace memtide::rec {
 // [1] Memory
 // ---------------------------------------------------------------------------------------
 void* mem_alloc(size_t n);   // zeroed
+void* mem_alloc_uninit(size_t n);  // not zeroed (a chunk's data, written before it is read)
 void mem_free(void* p);
 
 // One-line diagnostics, prefixed "memtide: ", written with write(2), capped in number.
@@ -104,6 +105,10 @@ struct Chunk {
 
 inline constexpr uint32_t kFirstChunkSize = 4 * 1024;
 inline constexpr uint32_t kMaxChunkSize = 64 * 1024;
+// For the recorder's tests only: MEMTIDE_TEST_CHUNK_BYTES (16..65536) makes every chunk that
+// size (a record that does not fit gets a chunk of its own), so that a short program crosses
+// chunk boundaries at every few records, where the writer must keep each stream's order.
+inline constexpr const char* kTestChunkEnv = "MEMTIDE_TEST_CHUNK_BYTES";
 
 struct Stream {
   uint32_t index = 0;
@@ -328,6 +333,7 @@ struct Global {
   char path[4096] = {};
   uint64_t start_time = 0;
   std::atomic<uint32_t> next_stream{1};
+  uint32_t chunk_first = kFirstChunkSize, chunk_max = kMaxChunkSize;  // (kTestChunkEnv)
 
   pthread_mutex_t registry_mutex = PTHREAD_MUTEX_INITIALIZER;
   Stream* registry = nullptr;  // all streams with data the writer must visit

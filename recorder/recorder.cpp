@@ -59,6 +59,10 @@ void early_init() {
     message("ignoring %s=%s: %s", env, value, problem);
   });
   if (g.opts.allocator == AllocatorKind::Mimalloc) use_mimalloc_backing();
+  if (const char* v = std::getenv(kTestChunkEnv)) {
+    const unsigned long n = std::strtoul(v, nullptr, 10);
+    if (n >= 16 && n <= kMaxChunkSize) g.chunk_first = g.chunk_max = static_cast<uint32_t>(n);
+  }
   g.pid = getpid();
   g.start_time = now_ns();
   stream_init(&g.shared, 0, g.start_time);

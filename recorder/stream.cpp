@@ -7,6 +7,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <new>
 
 #include "recorder/internal.h"
 
@@ -92,6 +93,11 @@ void* mem_alloc(size_t n) {
   if (MT_UNLIKELY(!tls_heap)) tls_heap = mi_heap_new();
   return tls_heap ? mi_heap_zalloc(tls_heap, n) : nullptr;
 }
+void* mem_alloc_uninit(size_t n) {
+  if (g.opts.allocator != AllocatorKind::Mimalloc) return mi_malloc(n);
+  if (MT_UNLIKELY(!tls_heap)) tls_heap = mi_heap_new();
+  return tls_heap ? mi_heap_malloc(tls_heap, n) : nullptr;
+}
 void mem_free(void* p) { mi_free(p); }
 
 void message(const char* fmt, ...) {
@@ -109,11 +115,14 @@ void message(const char* fmt, ...) {
 }
 
 static Chunk* new_chunk(Stream* s, size_t need) {
-  uint32_t cap = kFirstChunkSize;
-  if (s->chunk) cap = s->chunk->cap < kMaxChunkSize ? s->chunk->cap * 2 : kMaxChunkSize;
+  uint32_t cap = g.chunk_first;
+  if (s->chunk) cap = s->chunk->cap < g.chunk_max ? s->chunk->cap * 2 : g.chunk_max;
   while (cap < need) cap *= 2;
-  auto* c = static_cast<Chunk*>(mem_alloc(sizeof(Chunk) + cap));
-  if (!c) return nullptr;
+  // Only the header is initialised: the data is written before the writer reads it (zeroing
+  // each chunk was 4.6% of the samples of a 1-thread churn's recording, in the program's thread).
+  void* mem = mem_alloc_uninit(sizeof(Chunk) + cap);
+  if (!mem) return nullptr;
+  auto* c = new (mem) Chunk{};
   c->stream = s;
   c->seq = s->next_seq++;
   c->cap = cap;

@@ -534,10 +534,15 @@ void* writer_main(void*) {
     if (g_capped && !g_capped_ended) write_capped_end();
     if (stop) break;
   }
-  // Final pass: everything recorded so far, the last counters, then the End record.
+  // Final pass: everything recorded so far, the last counters, then the End record. Appending
+  // them may fill the process stream's chunk, which then waits in the queue (with any chunk a
+  // thread sealed since the pass): the queue is written first, as flush_current writes only a
+  // stream's next chunk (without it, a trace lost its last counters and its End whenever they
+  // did not fit in the chunk: a python3 run in twenty).
   flush_pass();
   if (counter_ns) sample_counters(&g.shared, /*write=*/true);
   append_end(static_cast<fmt::EndReason>(g.end_reason), g.end_status);
+  drain_queue();
   flush_current(&g.shared);
   if (g_capped && !g_capped_ended) write_capped_end();
   pthread_mutex_lock(&g_done_mutex);
