@@ -98,6 +98,35 @@ TEST(Wrapper, TracesOfProgramsThatChangeDirectoryStayInTheStartDirectory) {
   }
 }
 
+// A script that starts many short programs (as pyenv's shims do) gets a trace per process; the
+// summary names the program's own last trace and the busiest others, at most eight, and counts
+// the rest in one line. Every trace stays on disk.
+TEST(Wrapper, TheSummaryOfManyProcessesNamesTheProgramAndCountsTheRest) {
+  TempDir dir;
+  const std::string script = "for i in 1 2 3 4 5 6 7 8 9 10 11 12; do /bin/true; done; exec " MT_LIFECYCLE " exec-image";
+  RunResult r = run({"sh", "-c", "cd '" + dir.path().string() + "' && exec " MT_WRAPPER " run --no-symbolize -- sh -c '" +
+                                    script + "'"},
+                    {}, dir.path());
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::size_t files = 0;
+  for (const auto& e : fs::directory_iterator(dir.path())) files += e.path().extension() == ".mtide";
+  EXPECT_GE(files, 13u) << "twelve true and the exec'd program";
+  std::size_t named = 0;
+  bool program = false;
+  std::istringstream lines(r.err);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.size() > 6 && line.compare(line.size() - 6, 6, ".mtide") == 0) {
+      ++named;
+      program |= line.find("memtide.lifecycle.") != std::string::npos;
+    }
+  }
+  EXPECT_TRUE(program) << "the program's own trace is named\n" << r.err;
+  EXPECT_EQ(named, 8u) << r.err;
+  const std::string more = "and " + std::to_string(files - named) + " more traces in " + dir.path().string() + " (";
+  EXPECT_NE(r.err.find(more), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" true"), std::string::npos) << "the others counted by program\n" << r.err;
+}
+
 // A program killed by a signal: its status passes through (128 + signal), its own stderr is
 // kept, and the note is memtide's, without the shell's line-numbered job report.
 TEST(Wrapper, AProgramKilledByASignalIsReportedOnce) {
