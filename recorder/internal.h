@@ -32,6 +32,7 @@ namespace memtide::rec {
 void* mem_alloc(size_t n);   // zeroed
 void* mem_alloc_uninit(size_t n);  // not zeroed (a chunk's data, written before it is read)
 void mem_free(void* p);
+void mem_thread_ending();  // the thread's destructor runs: mimalloc has deleted its heaps (stream.cpp)
 
 // One-line diagnostics, prefixed "memtide: ", written with write(2), capped in number.
 void message(const char* fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -176,6 +176,7 @@ ThreadState* create_thread_state() {
 void thread_exit_destructor(void* p) {
   auto* ts = static_cast<ThreadState*>(p);
   if (!ts || ts != tls_thread) return;
+  mem_thread_ending();
   tls_busy++;
   append_thread_record(&ts->stream, fmt::RecordType::ThreadExit, 0, 0, nullptr);
   tls_thread = nullptr;
