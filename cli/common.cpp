@@ -23,16 +23,45 @@ void print_warning(std::string_view file, std::string_view message) {
   std::cerr << "memtide: " << printable(file) << ": warning: " << message << '\n';
 }
 
+namespace {
+// The length of the well-formed UTF-8 sequence of a printable character at `s[i]` (not a C1
+// control, U+0080..U+009F, which terminals act on), or 0.
+std::size_t utf8_printable_at(std::string_view s, std::size_t i) {
+  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  const unsigned char c = b(0);
+  std::size_t n;
+  uint32_t cp;
+  if (c >= 0xc2 && c <= 0xdf) n = 2, cp = c & 0x1fu;
+  else if (c >= 0xe0 && c <= 0xef) n = 3, cp = c & 0x0fu;
+  else if (c >= 0xf0 && c <= 0xf4) n = 4, cp = c & 0x07u;
+  else return 0;
+  if (i + n > s.size()) return 0;
+  for (std::size_t k = 1; k < n; ++k) {
+    if ((b(k) & 0xc0) != 0x80) return 0;
+    cp = (cp << 6) | (b(k) & 0x3fu);
+  }
+  const uint32_t least[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < least[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || cp < 0xa0) return 0;
+  return n;
+}
+}  // namespace
+
 std::string printable(std::string_view s) {
   std::string out;
   out.reserve(s.size());
-  for (unsigned char c : s) {
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
     if (c >= 0x20 && c < 0x7f) {
       out += static_cast<char>(c);
+      ++i;
+    } else if (const std::size_t n = c >= 0x80 ? utf8_printable_at(s, i) : 0) {
+      out.append(s.substr(i, n));
+      i += n;
     } else {
       char buf[8];
       std::snprintf(buf, sizeof buf, "\\x%02x", c);
       out += buf;
+      ++i;
     }
   }
   return out;

@@ -18,7 +18,8 @@ inline constexpr int kExitError = 2;
 void print_error(std::string_view file, std::string_view message);
 void print_warning(std::string_view file, std::string_view message);
 
-// Control and non-ASCII bytes as \xNN, so that a hostile string cannot drive the terminal.
+// Control characters (C0, DEL, C1) and bytes that are not well-formed UTF-8 as \xNN, so that a
+// hostile string cannot drive the terminal; every other character (accented, CJK) as it is.
 std::string printable(std::string_view s);
 // A word as a POSIX shell would need it: unchanged when safe, else in single quotes.
 std::string shell_quote(std::string_view s);

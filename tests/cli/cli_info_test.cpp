@@ -65,6 +65,17 @@ TEST(CliInfo, GoodFileExitsZero) {
   EXPECT_NE(r.out.find("command      demo --size 'a b'"), std::string::npos);
 }
 
+// Names are printed as they are when they are text (a UTF-8 file name), and control characters
+// and bytes that are not UTF-8 as \xNN, so that a file name cannot drive the terminal.
+TEST(CliInfo, NamesPrintAsTextButControlBytesAreEscaped) {
+  const std::string name = "caf\xc3\xa9 \xe6\x97\xa5 \x1b[31m \xc2\x9b \xff.mtide";
+  const auto path = write_sample(name);
+  const CliRun r = run_cli("info '" + path + "'");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("caf\xc3\xa9 \xe6\x97\xa5 \\x1b[31m \\xc2\\x9b \\xff.mtide"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos);
+}
+
 TEST(CliInfo, GoldenText) {
   const std::string dir = test::temp_path("golden");
   std::filesystem::create_directories(dir);
