@@ -69,6 +69,7 @@ struct Visitor : fmt::NullVisitor {
     timed(w.time);
     ++r.watermarks;
   }
+  void on_symbols(uint32_t, const fmt::Symbols&) { ++r.symbols; }
   void on_scan(uint32_t, const fmt::Scan& x) {
     if (x.op == fmt::ScanOp::Region) ++r.scan_regions;
     if (x.op == fmt::ScanOp::Refs) r.scan_refs += x.count;

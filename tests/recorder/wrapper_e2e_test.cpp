@@ -1,6 +1,10 @@
 // End-to-end tests of `memtide run` (scripts/memtide): options, exit statuses, where traces go,
 // the leak gate. Real programs under the real wrapper; traces read back through the reader.
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <string>
@@ -125,6 +129,46 @@ TEST(Wrapper, TheSummaryOfManyProcessesNamesTheProgramAndCountsTheRest) {
   const std::string more = "and " + std::to_string(files - named) + " more traces in " + dir.path().string() + " (";
   EXPECT_NE(r.err.find(more), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(" true"), std::string::npos) << "the others counted by program\n" << r.err;
+}
+
+// Ctrl-C: the terminal's SIGINT reaches the program, memtide run and its follower alike (one
+// process group). The program ends by it, as it would untraced, and the run still finishes: the
+// names are appended, the summary printed, the status is 130. (memtide run and its follower
+// died with the program, leaving the trace without names and the terminal without a word.)
+TEST(Wrapper, CtrlCEndsTheProgramAndTheRunStillFinishes) {
+  TempDir dir;
+  const fs::path out = dir.path() / "c.mtide", err = dir.path() / "stderr.txt";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setsid();  // its own process group, as a terminal's foreground job
+    signal(SIGINT, SIG_DFL);
+    const int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(e, 2);
+    execl(MT_WRAPPER, MT_WRAPPER, "run", "-o", out.c_str(), "--", MT_LIFECYCLE, "spin", nullptr);
+    _exit(127);
+  }
+  // Once the program has recorded for a while (its trace grows), the terminal's Ctrl-C.
+  for (int i = 0; i < 500 && !(fs::exists(out) && fs::file_size(out) > 100000); ++i) usleep(10000);
+  usleep(200000);
+  ASSERT_EQ(kill(-pid, SIGINT), 0);
+  int status = 0;
+  for (int i = 0; i < 3000 && waitpid(pid, &status, WNOHANG) == 0; ++i) usleep(10000);
+  if (!WIFEXITED(status) && !WIFSIGNALED(status)) {
+    kill(-pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    FAIL() << "memtide run did not end within 30 s of the Ctrl-C";
+  }
+  const std::string e = memtide::test::slurp(err);
+  ASSERT_TRUE(WIFEXITED(status)) << "memtide run died of signal " << WTERMSIG(status) << "\n" << e;
+  EXPECT_EQ(WEXITSTATUS(status), 130) << e;
+  EXPECT_NE(e.find("ended with status 130 (signal 2, INT)"), std::string::npos) << e;
+  EXPECT_NE(e.find(out.string() + "\n  "), std::string::npos) << "the summary names the trace\n" << e;
+  const Replay t = replay_trace(out.string());
+  ASSERT_TRUE(t.read_ok) << t.error;
+  EXPECT_TRUE(t.ended);
+  EXPECT_EQ(t.end_reason, memtide::fmt::EndReason::Signal);
+  EXPECT_EQ(t.end_status, static_cast<uint64_t>(SIGINT));
+  EXPECT_GT(t.symbols, 0u) << "the follower appended the names";
 }
 
 // A program killed by a signal: its status passes through (128 + signal), its own stderr is
