@@ -171,6 +171,21 @@ TEST(Wrapper, CtrlCEndsTheProgramAndTheRunStillFinishes) {
   EXPECT_GT(t.symbols, 0u) << "the follower appended the names";
 }
 
+// A statically linked program runs (its status passes through) but cannot be recorded: the
+// run says why instead of asking whether the program started.
+TEST(Wrapper, AStaticallyLinkedProgramIsSaidToBeOutOfReach) {
+  TempDir dir;
+  RunResult r = run({"sh", "-c", "cd '" + dir.path().string() + "' && exec " MT_WRAPPER " run -- " MT_STATIC}, {},
+                    dir.path());
+  EXPECT_EQ(r.status, 4) << r.err;
+  EXPECT_NE(r.out.find("static 1"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("no trace was written: " MT_STATIC " is statically linked"), std::string::npos) << r.err;
+  RunResult d = run({"sh", "-c", "cd '" + dir.path().string() + "' && exec " MT_WRAPPER " run -- /bin/sh -c 'exit 0'"},
+                    {}, dir.path());
+  EXPECT_EQ(d.err.find("statically linked"), std::string::npos) << "a dynamically linked program is not taken for one\n"
+                                                                 << d.err;
+}
+
 // A program killed by a signal: its status passes through (128 + signal), its own stderr is
 // kept, and the note is memtide's, without the shell's line-numbered job report.
 TEST(Wrapper, AProgramKilledByASignalIsReportedOnce) {
