@@ -235,6 +235,13 @@ void stacks_reset() {
   g_next_id = 1;
 }
 
+namespace {
+inline bool is_own_frame(const void* ip) {
+  const auto a = reinterpret_cast<uintptr_t>(ip);
+  return a >= g.own_lo && a < g.own_hi;
+}
+}  // namespace
+
 uint32_t stack_id(ThreadState* ts, Stream* s, void* const* ips, int n) {
   // The stack fast_backtrace just stored, if these are its return addresses: a stack found
   // again (the same frames from the same start) has the id it was given last time.
@@ -273,9 +280,26 @@ uint32_t stack_id(ThreadState* ts, Stream* s, void* const* ips, int n) {
   }
   uint32_t id = index_find(hash);
   if (!id) {
+    // The frames of the recorder's interposers inside a new stack (dlopen's, whose real
+    // function allocates) are left out of its definition: the program called the function they
+    // stand for. The index keeps the hash of the frames as captured, so the same stack found
+    // again has the same id.
+    void* const* def = ips;
+    int def_n = n;
+    if (g.own_range_known) {
+      int own = 0;
+      for (int i = 0; i < n; ++i) own += is_own_frame(ips[i]);
+      if (own && own < n) {
+        auto** kept = static_cast<void**>(__builtin_alloca(static_cast<size_t>(n) * sizeof(void*)));
+        def_n = 0;
+        for (int i = 0; i < n; ++i)
+          if (!is_own_frame(ips[i])) kept[def_n++] = ips[i];
+        def = kept;
+      }
+    }
     pthread_mutex_lock(&stacks_mutex);
     id = index_find(hash);
-    if (!id) id = insert_stack(s, ips, n, hash, ts ? &ts->path : nullptr);
+    if (!id) id = insert_stack(s, def, def_n, hash, ts ? &ts->path : nullptr);
     pthread_mutex_unlock(&stacks_mutex);
   }
   if (ce && id) *ce = StackCacheEntry{hash, id};

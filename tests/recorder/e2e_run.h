@@ -105,6 +105,7 @@ inline void expect_consistent(const Replay& r) {
   EXPECT_EQ(r.exact_watermarks, membarrier_available()) << "exact watermarks wherever membarrier works";
   EXPECT_EQ(r.unflagged_stack_blocks, 0u) << "of " << r.stack_blocks << " blocks holding StackDef records";
   EXPECT_EQ(r.events_in_stack_blocks, 0u) << "Allocs and Frees in the blocks flagged as holding stacks";
+  EXPECT_EQ(r.frames_in_recorder, 0u) << "frames of libmemtide's own code in the stacks";
 }
 
 }  // namespace memtide::test

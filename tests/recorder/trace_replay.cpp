@@ -13,6 +13,7 @@ struct Visitor : fmt::NullVisitor {
   std::unordered_map<uint64_t, std::pair<uint64_t, fmt::Api>> live;  // addr -> (size, api)
   std::set<uint64_t> stacks_used;
   std::unordered_map<uint64_t, std::pair<uint64_t, uint64_t>> nodes;  // id -> (parent, ip)
+  std::vector<std::pair<uint64_t, uint64_t>> own_code;  // [lo, hi) of libmemtide's executable segments
   std::vector<std::pair<uint64_t, uint64_t>> sized_stacks;             // (size, stack id)
   uint64_t last = 0;
   bool any = false;
@@ -36,6 +37,10 @@ struct Visitor : fmt::NullVisitor {
     ++r.modules;
     r.module_paths.emplace_back(m.path);
     r.modules_loaded.push_back({std::string(m.path), m.load_bias});
+    const std::string_view name = m.path.substr(m.path.rfind('/') + 1);
+    if (name.rfind("libmemtide", 0) == 0)
+      for (uint32_t i = 0; i < m.nseg; ++i)
+        if (m.segments[i].flags & 1) own_code.emplace_back(m.load_bias + m.segments[i].vaddr, m.load_bias + m.segments[i].vaddr + m.segments[i].memsz);
   }
   void on_module_unload(uint32_t, const fmt::ModuleUnload& m) {
     timed(m.time);
@@ -157,6 +162,8 @@ Replay replay_trace(const std::string& path) {
     r.caller_ips[size].push_back(up == v.nodes.end() ? 0 : up->second.second);
   }
   r.out_of_order += merger.stats().out_of_order;
+  for (const auto& [id, node] : v.nodes)
+    for (const auto& [lo, hi] : v.own_code) r.frames_in_recorder += node.second >= lo && node.second < hi;
 
   // The block hints, checked block by block in file order.
   struct Hints : fmt::NullVisitor {

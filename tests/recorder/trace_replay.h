@@ -44,6 +44,9 @@ struct Replay {
   uint64_t module_unloads = 0;
   uint64_t modules = 0, counters = 0, threads = 0, thread_names = 0, watermarks = 0;
   uint64_t symbols = 0;  // Symbols records (the names memtide run's follower appends)
+  // Frames of the stacks defined that lie in libmemtide's own code (its interposers must not
+  // show in a stack: the program called the functions they stand for).
+  uint64_t frames_in_recorder = 0;
   std::vector<std::pair<uint64_t, uint64_t>> rss_series;  // (time, rss_bytes) of each Counters record
   std::vector<std::string> thread_name_list;
   std::vector<std::string> module_paths;
