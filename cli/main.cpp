@@ -28,6 +28,16 @@ int main(int argc, char** argv) {
     actions.emplace_back(sub, c.setup(*sub));
   }
 
+  // A first word that names no command: CLI11 would call it a missing subcommand.
+  if (argc >= 2 && argv[1][0] != '-') {
+    bool known = false;
+    for (const Command& c : commands) known |= c.name == argv[1];
+    if (!known) {
+      std::cerr << "memtide: unknown command '" << printable(argv[1]) << "' (see memtide help)\n";
+      return kExitError;
+    }
+  }
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

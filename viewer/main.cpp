@@ -4,8 +4,13 @@
 //   memtide-view --screenshot OUT.png [--view summary|timeline|flamegraph|leaks|tree|compare]
 //                [--width W --height H] [--domain heap|mmap|custom] [--stats] FILE
 #include <CLI/CLI.hpp>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 
 #include "viewer/app.h"
 #include "viewer/format.h"
@@ -87,6 +92,20 @@ int main(int argc, char** argv) {
   if (!screenshot.empty() && file.empty()) {
     std::fprintf(stderr, "memtide-view: --screenshot needs a trace file\n");
     return 2;
+  }
+
+  // A file that cannot be read is said here, before a window opens (or fails to, without a
+  // display): "no such file" is the answer, not "no display".
+  for (const std::string* f : {&file, &baseline}) {
+    if (f->empty()) continue;
+    struct stat st {};
+    const int fd = ::open(f->c_str(), O_RDONLY | O_CLOEXEC);
+    const int err = fd < 0 ? errno : (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) ? EISDIR : 0);
+    if (fd >= 0) ::close(fd);
+    if (err) {
+      std::fprintf(stderr, "memtide-view: cannot open %s: %s\n", f->c_str(), std::strerror(err));
+      return 2;
+    }
   }
 
   AppOptions ao;

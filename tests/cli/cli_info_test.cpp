@@ -318,7 +318,9 @@ TEST(CliUsage, BadOptionsExitTwoHelpExitsZero) {
   EXPECT_EQ(run_cli("info --no-such-option x").status, 2);
   EXPECT_EQ(run_cli("info").status, 2);
   EXPECT_EQ(run_cli("").status, 2);
-  EXPECT_EQ(run_cli("no-such-command").status, 2);
+  const CliRun unknown = run_cli("no-such-command file.mtide");
+  EXPECT_EQ(unknown.status, 2);
+  EXPECT_EQ(unknown.err, "memtide: unknown command 'no-such-command' (see memtide help)\n");
   const CliRun bad = run_cli("info --no-such-option x");
   EXPECT_EQ(count_lines(bad.err), 1u) << bad.err;
   EXPECT_EQ(bad.err.rfind("memtide: ", 0), 0u);

@@ -317,6 +317,15 @@ TEST_F(ViewerE2E, MissingFileExitsWithStatus2AndOneLine) {
   for (std::string l; std::getline(in, l);) lines.push_back(l);
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0].rfind("memtide-view: ", 0), 0u) << lines[0];
+  // Without a display the answer is still about the file, before any window is tried.
+  const std::string nope = (*dir_ / "nope.mtide").string();
+  const int st2 = run("env -u DISPLAY -u WAYLAND_DISPLAY " + std::string(MT_VIEW) + " " + nope + " 2> " + log);
+  EXPECT_EQ(st2, 2);
+  std::ifstream in2(log);
+  std::string line, rest;
+  std::getline(in2, line);
+  EXPECT_EQ(line, "memtide-view: cannot open " + nope + ": No such file or directory");
+  EXPECT_FALSE(std::getline(in2, rest)) << rest;
 }
 
 }  // namespace
