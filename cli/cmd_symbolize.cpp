@@ -16,9 +16,9 @@
 // modules' files are opened and new addresses resolved as they appear, and the symbols are
 // appended once the recorder has let go of the file. --manifest names the traces by a
 // `memtide run` manifest instead, following them all side by side as their lines appear
-// (run_symbolize); `memtide run` creates MANIFEST.ended when the program has ended, after
-// which the follower waits at most 2 s more for each file to be let go of (a child process
-// may have inherited it). It also sends SIGUSR1 then, which cuts the follower's current pause
+// (run_symbolize); `memtide run` creates MANIFEST.ended when the program has ended (a
+// follower whose `memtide run` is gone takes it as ended too), after which the follower waits
+// at most 2 s more for each file to be let go of (a child process may have inherited it). It also sends SIGUSR1 then, which cuts the follower's current pause
 // short, so that the names are appended as soon as the recorder has let go rather than at the
 // next poll.
 #include <CLI/CLI.hpp>
@@ -62,10 +62,13 @@ struct SymbolizeOptions {
   double poll_ms = 10;  // a short program's trace is complete this long after it ends, at most
 };
 
-// Whether `memtide run` has said that the program ended (MANIFEST.ended exists).
+// Whether `memtide run` has said that the program ended (MANIFEST.ended exists), or is gone
+// itself (killed: the follower, its child, has another parent now), so that nobody will say
+// it and the follower would otherwise poll for ever.
 bool program_ended(const SymbolizeOptions& o) {
+  static const pid_t parent = ::getppid();
   struct stat st;
-  return !o.manifest.empty() && ::stat((o.manifest + ".ended").c_str(), &st) == 0;
+  return !o.manifest.empty() && (::stat((o.manifest + ".ended").c_str(), &st) == 0 || ::getppid() != parent);
 }
 
 // Set by SIGUSR1 (`memtide run`: the program has ended): the next pause is skipped.

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -131,44 +132,80 @@ TEST(Wrapper, TheSummaryOfManyProcessesNamesTheProgramAndCountsTheRest) {
   EXPECT_NE(r.err.find(" true"), std::string::npos) << "the others counted by program\n" << r.err;
 }
 
-// Ctrl-C: the terminal's SIGINT reaches the program, memtide run and its follower alike (one
-// process group). The program ends by it, as it would untraced, and the run still finishes: the
-// names are appended, the summary printed, the status is 130. (memtide run and its follower
-// died with the program, leaving the trace without names and the terminal without a word.)
-TEST(Wrapper, CtrlCEndsTheProgramAndTheRunStillFinishes) {
-  TempDir dir;
-  const fs::path out = dir.path() / "c.mtide", err = dir.path() / "stderr.txt";
+// memtide run of `lifecycle spin` (allocates until killed) in a process group of its own, as a
+// terminal's foreground job; once the program has recorded for a while, `sig` goes to the group
+// (`group`: as the terminal sends Ctrl-C) or to memtide run alone (as a supervisor or `docker
+// stop` does). The run must end within 30 s: its exit status, its stderr.
+std::pair<int, std::string> run_then_signal(const fs::path& out, const fs::path& dir, int sig, bool group) {
+  const fs::path err = dir / "stderr.txt";
   const pid_t pid = fork();
   if (pid == 0) {
-    setsid();  // its own process group, as a terminal's foreground job
+    setsid();
     signal(SIGINT, SIG_DFL);
     const int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     dup2(e, 2);
     execl(MT_WRAPPER, MT_WRAPPER, "run", "-o", out.c_str(), "--", MT_LIFECYCLE, "spin", nullptr);
     _exit(127);
   }
-  // Once the program has recorded for a while (its trace grows), the terminal's Ctrl-C.
   for (int i = 0; i < 500 && !(fs::exists(out) && fs::file_size(out) > 100000); ++i) usleep(10000);
   usleep(200000);
-  ASSERT_EQ(kill(-pid, SIGINT), 0);
+  EXPECT_EQ(kill(group ? -pid : pid, sig), 0);
   int status = 0;
   for (int i = 0; i < 3000 && waitpid(pid, &status, WNOHANG) == 0; ++i) usleep(10000);
-  if (!WIFEXITED(status) && !WIFSIGNALED(status)) {
-    kill(-pid, SIGKILL);
+  const bool ended = WIFEXITED(status) || WIFSIGNALED(status);
+  kill(-pid, SIGKILL);  // whatever of the group is left (a program memtide run left behind)
+  if (!ended) {
     waitpid(pid, &status, 0);
-    FAIL() << "memtide run did not end within 30 s of the Ctrl-C";
+    ADD_FAILURE() << "memtide run did not end within 30 s of the signal";
   }
   const std::string e = memtide::test::slurp(err);
-  ASSERT_TRUE(WIFEXITED(status)) << "memtide run died of signal " << WTERMSIG(status) << "\n" << e;
-  EXPECT_EQ(WEXITSTATUS(status), 130) << e;
-  EXPECT_NE(e.find("ended with status 130 (signal 2, INT)"), std::string::npos) << e;
-  EXPECT_NE(e.find(out.string() + "\n  "), std::string::npos) << "the summary names the trace\n" << e;
+  if (!WIFEXITED(status)) {
+    ADD_FAILURE() << "memtide run died of signal " << WTERMSIG(status) << "\n" << e;
+    return {128 + WTERMSIG(status), e};
+  }
+  return {WEXITSTATUS(status), e};
+}
+
+// What a run ended by `sig` must leave: the program's status (128 + sig) passed through with
+// memtide's note, the summary, and a whole trace with its End record and the names.
+void expect_finished_after(int sig, const char* note, const fs::path& out, const std::pair<int, std::string>& run) {
+  const auto& [status, err] = run;
+  EXPECT_EQ(status, 128 + sig) << err;
+  EXPECT_NE(err.find(std::string("ended with status ") + std::to_string(128 + sig) + " " + note), std::string::npos)
+      << err;
+  EXPECT_NE(err.find(out.string() + "\n  "), std::string::npos) << "the summary names the trace\n" << err;
   const Replay t = replay_trace(out.string());
   ASSERT_TRUE(t.read_ok) << t.error;
   EXPECT_TRUE(t.ended);
   EXPECT_EQ(t.end_reason, memtide::fmt::EndReason::Signal);
-  EXPECT_EQ(t.end_status, static_cast<uint64_t>(SIGINT));
+  EXPECT_EQ(t.end_status, static_cast<uint64_t>(sig));
   EXPECT_GT(t.symbols, 0u) << "the follower appended the names";
+}
+
+// Ctrl-C: the terminal's SIGINT reaches the program, memtide run and its follower alike (one
+// process group). The program ends by it, as it would untraced, and the run still finishes.
+// (memtide run and its follower died with the program, leaving the trace without names and
+// the terminal without a word.)
+TEST(Wrapper, CtrlCEndsTheProgramAndTheRunStillFinishes) {
+  TempDir dir;
+  const fs::path out = dir.path() / "c.mtide";
+  expect_finished_after(SIGINT, "(signal 2, INT)", out, run_then_signal(out, dir.path(), SIGINT, /*group=*/true));
+}
+
+// A SIGTERM or SIGHUP sent to memtide run alone (a supervisor; `docker stop` signals a
+// container's first process only) is passed on to the program, which ends by it as it would
+// untraced; the run finishes. (The program ran on, untouched, and memtide run died; as a
+// container's first process it ignored SIGTERM, until the SIGKILL that took everything.) The
+// same signal sent to the whole group ends the run the same way.
+TEST(Wrapper, ATermOrHupSentToTheRunIsPassedOnToTheProgram) {
+  for (const auto& [sig, note, group] : {std::tuple{SIGTERM, "(signal 15, TERM)", false},
+                                         std::tuple{SIGHUP, "(signal 1, HUP)", false},
+                                         std::tuple{SIGTERM, "(signal 15, TERM)", true}}) {
+    SCOPED_TRACE(std::string(note) + (group ? " to the group" : " to memtide run"));
+    TempDir dir;
+    const fs::path out = dir.path() / "t.mtide";
+    expect_finished_after(sig, note, out, run_then_signal(out, dir.path(), sig, group));
+  }
 }
 
 // A statically linked program runs (its status passes through) but cannot be recorded: the
