@@ -278,6 +278,15 @@ MT_EXPORT int dlclose(void* h) {
   return r;
 }
 
+MT_EXPORT int pthread_getattr_np(pthread_t t, pthread_attr_t* attr) {
+  ready();
+  if (MT_UNLIKELY(!rec::real.pthread_getattr_np)) return ENOSYS;
+  rec::getattr_enter();
+  const int r = rec::real.pthread_getattr_np(t, attr);
+  rec::getattr_leave();
+  return r;
+}
+
 MT_EXPORT int pthread_setname_np(pthread_t t, const char* name) {
   ready();
   const int r = rec::real.pthread_setname_np(t, name);

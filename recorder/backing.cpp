@@ -81,6 +81,7 @@ void resolve_backing() {
   resolve(real.dlmopen, "dlmopen");
   resolve(real.dlclose, "dlclose");
   resolve(real.pthread_setname_np, "pthread_setname_np");
+  resolve(real.pthread_getattr_np, "pthread_getattr_np");
   resolve(real.exit_, "_exit");
   resolve(real.Exit_, "_Exit");
   resolve(real.execve, "execve");

@@ -37,6 +37,7 @@ struct RealFns {
   void* (*dlmopen)(long, const char*, int);
   int (*dlclose)(void*);
   int (*pthread_setname_np)(unsigned long, const char*);
+  int (*pthread_getattr_np)(unsigned long, void*);  // (pthread_attr_t*)
   void (*exit_)(int) __attribute__((noreturn));   // _exit
   void (*Exit_)(int) __attribute__((noreturn));   // _Exit
   int (*execve)(const char*, char* const[], char* const[]);

@@ -279,6 +279,7 @@ struct UnwindMemo {
   // so that every slot it re-reads is mapped (a program may run on other stacks: coroutines,
   // sigaltstack). Both 0: unknown, no memo.
   uint64_t stack_lo = 0, stack_hi = 0;
+  bool stack_pending = false;  // not known yet (thread_stack_bounds could not ask then)
   uint64_t gen = 0;           // rule generation the frames were stepped with; 0: empty
   int n = 0;
   bool ends_with_zero_ra = false;  // the walk ended on a null return address (else on CFI)
@@ -302,6 +303,9 @@ struct UnwindMemo {
   void* const* carry_out = nullptr;
   int carry_n = 0;
 };
+// Sets the calling thread's stack bounds in `m`; false when they cannot be asked for now
+// (stack_pending then: asked again at the thread's next walk). recorder.cpp.
+bool thread_stack_bounds(UnwindMemo* m);
 
 // The trie path (node id and path key per depth, root first) of the last stack this thread
 // added to the stack table: the next new stack starts its walk below the part they share

@@ -133,20 +133,40 @@ void append_thread_record(Stream* s, fmt::RecordType type, uint64_t a, uint64_t 
   end_record(s);
 }
 
+// The calling thread's stack, for its unwind memo (and the leak scan). pthread_getattr_np
+// takes the thread's own lock and allocates under it: when the thread's first allocation comes
+// from inside the program's own call of it (the JVM's threads ask for their stack first thing),
+// asking again would wait for that lock for ever. The bounds are then asked for at the
+// thread's first walk after it (fast_backtrace), and until then the memo is not used.
+MT_TLS int tls_in_getattr = 0;
+
+}  // namespace
+
+void getattr_enter() { ++tls_in_getattr; }
+void getattr_leave() { --tls_in_getattr; }
+
+bool thread_stack_bounds(UnwindMemo* m) {
+  m->stack_pending = tls_in_getattr != 0;
+  if (m->stack_pending) return false;
+  pthread_attr_t attr;
+  if (!real.pthread_getattr_np || real.pthread_getattr_np(pthread_self(), &attr) != 0) return false;
+  void* lo = nullptr;
+  size_t size = 0;
+  if (pthread_attr_getstack(&attr, &lo, &size) == 0 && lo && size) {
+    m->stack_lo = reinterpret_cast<uint64_t>(lo);
+    m->stack_hi = m->stack_lo + size;
+  }
+  pthread_attr_destroy(&attr);
+  return true;
+}
+
+namespace {
+
 ThreadState* create_thread_state() {
   auto* ts = static_cast<ThreadState*>(mem_alloc(sizeof(ThreadState)));
   if (!ts) return nullptr;
   ts->tid = static_cast<pid_t>(syscall(SYS_gettid));
-  pthread_attr_t attr;
-  if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-    void* lo = nullptr;
-    size_t size = 0;
-    if (pthread_attr_getstack(&attr, &lo, &size) == 0 && lo && size) {
-      ts->memo.stack_lo = reinterpret_cast<uint64_t>(lo);
-      ts->memo.stack_hi = ts->memo.stack_lo + size;
-    }
-    pthread_attr_destroy(&attr);
-  }
+  thread_stack_bounds(&ts->memo);
   const uint32_t index = g.next_stream.fetch_add(1, std::memory_order_relaxed);
   if (index >= 2) clock_share();  // a second thread records (before its first event)
   stream_init(&ts->stream, index, now_ns());

@@ -48,6 +48,10 @@ void on_mremap(void* old_p, size_t old_len, void* new_p, size_t new_len, const v
 // Modules, threads, exec.
 void on_modules_changed();
 void on_thread_name(unsigned long pthread, const char* name);
+// Around the program's calls of pthread_getattr_np, which holds the thread's own lock while it
+// allocates: the recorder must not call it then (recorder.cpp, thread_stack_bounds).
+void getattr_enter();
+void getattr_leave();
 // Prepares a program about to exec: flushes the trace; returns the environment to pass
 // (adjusted for --no-follow), valid until the exec returns.
 char* const* on_exec_begin(char* const envp[]);

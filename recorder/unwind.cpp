@@ -483,7 +483,9 @@ MT_NOINLINE int fast_backtrace(void** out, int cap, UnwindMemo* m, const UnwindS
   const bool exact_leaf = from == nullptr;
   const uint64_t gen = g_gen.load(std::memory_order_acquire);
   // Cursor into the memo, from its leaf toward its outermost frame (sp grows that way).
-  if (m && (sp < m->stack_lo || sp >= m->stack_hi)) m = nullptr;  // not on the thread's own stack
+  if (m && (sp < m->stack_lo || sp >= m->stack_hi)) {  // not on the thread's own stack, or not known yet
+    if (!(MT_UNLIKELY(m->stack_pending) && thread_stack_bounds(m) && sp >= m->stack_lo && sp < m->stack_hi)) m = nullptr;
+  }
   // On the thread's own stack every slot read lies between sp and the stack's top: a CFA
   // beyond it means a rule does not fit this code, and libunwind takes the stack.
   const uint64_t top = m ? m->stack_hi : ~0ull;

@@ -306,6 +306,25 @@ TEST(Lifecycle, NoFollowLeavesExecdProgramsUntraced) {
   EXPECT_EQ(traces.size(), 2u) << "parent and forked child only";
 }
 
+// A thread's first allocation comes from glibc inside the program's own pthread_getattr_np
+// (as with every thread of a JVM), which holds the thread's lock while it allocates: the
+// recorder, setting up the thread, must not ask for the stack the same way (it waited for
+// that lock for ever: java -version hung).
+TEST(Lifecycle, AThreadWhoseFirstAllocationIsInsidePthreadGetattrNp) {
+  TempDir dir;
+  RunResult r = run({MT_LIFECYCLE, "getattr", "8"},
+                    {{"LD_PRELOAD", MT_PRELOAD}, {"MEMTIDE_OUTPUT", (dir.path() / "g.mtide").string()}}, dir.path(),
+                    /*timeout_s=*/30);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("getattr done"), std::string::npos);
+  const Replay t = replay_trace((dir.path() / "g.mtide").string());
+  ASSERT_TRUE(t.read_ok) << t.error;
+  expect_consistent(t);
+  EXPECT_TRUE(t.ended);
+  EXPECT_EQ(live(t, 5151), 8u);
+  EXPECT_GE(t.threads, 9u);
+}
+
 TEST(Lifecycle, ThousandShortLivedThreads) {
   TempDir dir;
   RunResult r;

@@ -38,6 +38,10 @@
 //                           "touch <before> <after>", CLOCK_MONOTONIC ns), sleeps MS ms, exits
 //   lifecycle usable        malloc_usable_size of malloc/calloc/realloc/memalign blocks is at
 //                           least what was asked (prints "usable ok")
+//   lifecycle getattr N     N threads whose first allocation is glibc's own, inside their first
+//                           call: pthread_getattr_np on themselves (as the JVM's threads do),
+//                           which allocates while it holds the thread's lock; each then leaks
+//                           one 5151-byte block (prints "getattr done")
 //   lifecycle free-chunks N leaves N free chunks in glibc's bins (2N blocks of 16..520 bytes, every
 //                           other one freed), then makes and frees 200,000 more blocks; prints
 //                           "mallinfo calls <n>": the calls of mallinfo/mallinfo2 made by anyone
@@ -48,6 +52,7 @@
 #include <dlfcn.h>
 #include <malloc.h>
 #include <signal.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <ucontext.h>
 #include <sys/wait.h>
@@ -384,6 +389,26 @@ int main(int argc, char** argv) {
     }
     for (size_t i = 1; i < blocks.size(); i += 2) free(blocks[i]);
     std::printf("mallinfo calls %ld\n", g_mallinfo_calls.load());
+    return 0;
+  }
+  if (!std::strcmp(mode, "getattr") && argc > 2) {
+    const int n = std::atoi(argv[2]);
+    std::vector<pthread_t> threads(static_cast<size_t>(n));
+    for (pthread_t& t : threads) {
+      pthread_create(&t, nullptr, [](void*) -> void* {
+        pthread_attr_t attr;
+        size_t size = 0;
+        void* lo = nullptr;
+        if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+          pthread_attr_getstack(&attr, &lo, &size);
+          pthread_attr_destroy(&attr);
+        }
+        sink = malloc(5151);
+        return lo;
+      }, nullptr);
+    }
+    for (pthread_t t : threads) pthread_join(t, nullptr);
+    std::printf("getattr done\n");
     return 0;
   }
   if (!std::strcmp(mode, "usable")) {
