@@ -31,10 +31,15 @@ TimelineData make_timeline(const analysis::Model& m) {
   d.peak_bytes = m.heap().peak_bytes;
   d.peak_time = m.heap().peak_time > base ? m.heap().peak_time - base : 0;
   d.peak_rss = m.peak_rss;
-  for (const SeriesSample& p : d.heap) d.max_value = std::max(d.max_value, p.max);
-  for (const auto* s : {&d.rss, &d.mapped, &d.custom})
+  for (const auto* s : {&d.heap, &d.rss, &d.custom})
     for (const SeriesSample& p : *s) d.max_value = std::max(d.max_value, p.max);
   d.max_value = std::max(d.max_value, d.peak_bytes);
+  uint64_t mapped_max = 0;
+  for (const SeriesSample& p : d.mapped) mapped_max = std::max(mapped_max, p.max);
+  // Only against a known RSS: without one, mapped bytes may well be all there is to see.
+  const uint64_t rss_max = std::max(d.max_value, d.peak_rss);
+  if (d.peak_rss && mapped_max / kMappedOffScale > rss_max) d.mapped_off_scale = mapped_max;
+  else d.max_value = std::max(d.max_value, mapped_max);
   d.markers.reserve(m.markers.size());
   for (const analysis::MarkerInfo& k : m.markers) d.markers.push_back({k.time > base ? k.time - base : 0, k.label});
   std::stable_sort(d.markers.begin(), d.markers.end(),

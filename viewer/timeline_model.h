@@ -30,6 +30,8 @@ struct MarkerLabel {
   std::string label;
 };
 
+inline constexpr uint64_t kMappedOffScale = 4;
+
 // Everything the timeline draws, copied out of a Model once (immutable afterwards).
 struct TimelineData {
   uint64_t duration = 0;  // relative time of the last event
@@ -39,7 +41,11 @@ struct TimelineData {
   uint64_t heap_bucket_ns = 0, mapped_bucket_ns = 0, custom_bucket_ns = 0;
   uint64_t peak_bytes = 0, peak_time = 0;  // heap high-water mark (relative time)
   uint64_t peak_rss = 0;
-  uint64_t max_value = 0;  // the largest value of any series: the y axis
+  uint64_t max_value = 0;  // the largest value of any series on the scale: the y axis
+  // The mapped line's largest value when it is left off the scale (else 0): more than
+  // kMappedOffScale times the RSS peak is address space reserved rather than used (a JVM
+  // reserves gigabytes for its heap and code), which would flatten every other line.
+  uint64_t mapped_off_scale = 0;
   std::vector<MarkerLabel> markers;
   uint64_t serial = next_serial();
 };

@@ -48,7 +48,8 @@ void TimelineView::update_columns(const TimelineData& d, int width, int height, 
     std::vector<PixelSpan> spans(fill.size());
     for (std::size_t c = 0; c < spans.size(); ++c)
       if (line_cols_[i][c].valid) {
-        const int y = static_cast<int>(std::lround(row(line_cols_[i][c].max)));
+        // (A value above the scale, the mapped line's at times, runs along the top.)
+        const int y = std::max(0, static_cast<int>(std::lround(row(line_cols_[i][c].max))));
         spans[c] = {y, y, true};
       }
     series_runs_[i] = merge_runs(spans);
@@ -78,7 +79,12 @@ void TimelineView::draw(Frame& f, float height, bool compact) {
     };
     swatch(pal.heap, "heap (live bytes)");
     if (!d.rss.empty()) swatch(pal.rss, "RSS");
-    if (!d.mapped.empty()) swatch(pal.mapped, "mapped (anonymous mmap)");
+    if (d.mapped_off_scale)
+      swatch(pal.mapped, ("mapped (anonymous mmap): up to " + format_bytes(d.mapped_off_scale) +
+                          ", mostly reserved address space, above the scale")
+                             .c_str());
+    else if (!d.mapped.empty())
+      swatch(pal.mapped, "mapped (anonymous mmap)");
     if (!d.custom.empty()) swatch(pal.custom, "custom pools");
     swatch(pal.peak, ("peak " + format_bytes(d.peak_bytes) + " at " + format_duration(d.peak_time)).c_str());
     if (!d.markers.empty()) swatch(pal.marker, (format_count(d.markers.size()) + " marks").c_str());

@@ -143,6 +143,29 @@ TEST(TimelineData, MappedBytesAreALineOfTheirOwnOnTheSameAxis) {
   EXPECT_EQ(cols[8].max, uint64_t{1} << 19);
 }
 
+// Mappings far beyond the RSS peak are reserved address space (a JVM's heap and code cache):
+// the y axis is the other lines', the mapped line runs above it. Within the RSS they stay on it.
+TEST(TimelineData, MappedBytesFarBeyondTheRssAreLeftAboveTheScale) {
+  for (const uint64_t mapped : {uint64_t{1} << 30, uint64_t{16} << 10}) {
+    test::Synthetic s;
+    s.stack(1, 0, {0x1000});
+    s.rss(1 * test::kMs, 64 << 10);  // RSS 64 KiB
+    s.malloc(2 * test::kMs, 0x10000, 1000, 1);
+    s.alloc(3 * test::kMs, fmt::Api::Mmap, 0x7f0000000000, mapped, 1);
+    auto r = analysis::analyze_memory(s.end(10 * test::kMs));
+    ASSERT_TRUE(r.ok()) << r.error;
+    const TimelineData d = make_timeline(*r.model);
+    ASSERT_FALSE(d.mapped.empty());
+    if (mapped > (64 << 10) * kMappedOffScale) {
+      EXPECT_EQ(d.mapped_off_scale, mapped);
+      EXPECT_EQ(d.max_value, uint64_t{64} << 10) << "the axis is the RSS's";
+    } else {
+      EXPECT_EQ(d.mapped_off_scale, 0u);
+      EXPECT_EQ(d.max_value, uint64_t{64} << 10);
+    }
+  }
+}
+
 TEST(PixelRuns, ColumnsCoveringTheSameRowsAreOneRun) {
   const std::vector<PixelSpan> spans = {{5, 9, true}, {5, 9, true}, {4, 9, true}, {}, {4, 9, true}, {4, 9, true}};
   const auto runs = merge_runs(spans);
