@@ -16,9 +16,10 @@
 // modules' files are opened and new addresses resolved as they appear, and the symbols are
 // appended once the recorder has let go of the file. --manifest names the traces by a
 // `memtide run` manifest instead, following them all side by side as their lines appear
-// (run_symbolize); `memtide run` creates MANIFEST.ended when the program has ended (a
-// follower whose `memtide run` is gone takes it as ended too), after which the follower waits
-// at most 2 s more for each file to be let go of (a child process may have inherited it). It also sends SIGUSR1 then, which cuts the follower's current pause
+// (run_symbolize); `memtide run` creates MANIFEST.ended when the program has ended, after
+// which the follower waits at most 2 s more for each file to be let go of (a child process
+// may have inherited it). A follower whose `memtide run` was killed follows the traces until
+// none is being written, then removes the manifest itself. It also sends SIGUSR1 then, which cuts the follower's current pause
 // short, so that the names are appended as soon as the recorder has let go rather than at the
 // next poll.
 #include <CLI/CLI.hpp>
@@ -62,13 +63,10 @@ struct SymbolizeOptions {
   double poll_ms = 10;  // a short program's trace is complete this long after it ends, at most
 };
 
-// Whether `memtide run` has said that the program ended (MANIFEST.ended exists), or is gone
-// itself (killed: the follower, its child, has another parent now), so that nobody will say
-// it and the follower would otherwise poll for ever.
+// Whether `memtide run` has said that the program ended (MANIFEST.ended exists).
 bool program_ended(const SymbolizeOptions& o) {
-  static const pid_t parent = ::getppid();
   struct stat st;
-  return !o.manifest.empty() && (::stat((o.manifest + ".ended").c_str(), &st) == 0 || ::getppid() != parent);
+  return !o.manifest.empty() && ::stat((o.manifest + ".ended").c_str(), &st) == 0;
 }
 
 // Set by SIGUSR1 (`memtide run`: the program has ended): the next pause is skipped.
@@ -462,9 +460,18 @@ int run_symbolize(SymbolizeOptions o) {
   std::deque<std::string> lines;  // read, not yet taken
   bool all_lines = false;
   PollPause pause(o.poll_ms);  // a new address or a new trace counts as work
+  // `memtide run` (the parent) killed: nobody will say that the program ended. The traces are
+  // then followed until none is being written (every process that records has written its
+  // manifest line by then), and the manifest, which memtide run would have removed, goes too.
+  const pid_t parent = ::getppid();
+  bool orphan = false;
   for (;;) {
     const bool ended = program_ended(o);
-    if (!all_lines) all_lines = !manifest.read_new(lines) || ended;
+    orphan = orphan || ::getppid() != parent;
+    if (!all_lines) {
+      const bool readable = manifest.read_new(lines);
+      all_lines = !readable || ended || (orphan && lines.empty() && jobs.empty());
+    }
     bool busy = !lines.empty();
     for (; !lines.empty() && jobs.size() < kMaxJobs; lines.pop_front()) {
       SymbolizeOptions to = o;
@@ -486,7 +493,13 @@ int run_symbolize(SymbolizeOptions o) {
       if (st == TraceJob::Step::Done) status = std::max(status, (*it)->finish());
       it = jobs.erase(it);
     }
-    if (all_lines && lines.empty() && jobs.empty()) return status;
+    if (all_lines && lines.empty() && jobs.empty()) {
+      if (orphan) {
+        ::unlink(o.manifest.c_str());
+        ::unlink((o.manifest + ".ended").c_str());
+      }
+      return status;
+    }
     sleep_ms(pause.next(busy));
   }
 }

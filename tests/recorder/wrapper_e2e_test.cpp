@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -221,6 +222,53 @@ TEST(Wrapper, AStaticallyLinkedProgramIsSaidToBeOutOfReach) {
                     {}, dir.path());
   EXPECT_EQ(d.err.find("statically linked"), std::string::npos) << "a dynamically linked program is not taken for one\n"
                                                                  << d.err;
+}
+
+// memtide run itself killed (SIGKILL: no trap runs) while the program goes on: its follower
+// keeps naming the program's trace until the program ends, then removes the run's manifest and
+// ends. (It polled the manifest for ever, and the manifest stayed behind.)
+TEST(Wrapper, TheFollowerOfAKilledRunNamesTheTraceAndCleansUp) {
+  TempDir dir;
+  const fs::path out = dir.path() / "k.mtide";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setsid();
+    setenv("TMPDIR", dir.path().c_str(), 1);  // where memtide run puts its manifest
+    const int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 2);
+    execl(MT_WRAPPER, MT_WRAPPER, "run", "-o", out.c_str(), "--", MT_LIFECYCLE, "spin", nullptr);
+    _exit(127);
+  }
+  auto manifests = [&] {
+    std::vector<fs::path> found;
+    for (const auto& e : fs::directory_iterator(dir.path()))
+      if (e.path().filename().string().rfind("memtide-run.", 0) == 0) found.push_back(e.path());
+    return found;
+  };
+  for (int i = 0; i < 500 && !(fs::exists(out) && fs::file_size(out) > 100000); ++i) usleep(10000);
+  const std::vector<fs::path> before = manifests();
+  ASSERT_EQ(before.size(), 1u);
+  pid_t program = 0;
+  {
+    std::ifstream m(before[0]);
+    m >> program;  // the first line: the program's pid
+  }
+  ASSERT_GT(program, 0);
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  usleep(300000);  // the program runs on, recorded and followed
+  ASSERT_EQ(kill(program, SIGTERM), 0);
+  for (int i = 0; i < 1000 && !manifests().empty(); ++i) usleep(10000);
+  EXPECT_TRUE(manifests().empty()) << "the follower removed the manifest";
+  for (int i = 0; i < 200 && kill(-pid, 0) == 0; ++i) usleep(10000);
+  EXPECT_NE(kill(-pid, 0), 0) << "a process of the run is left (the follower?)";
+  kill(-pid, SIGKILL);
+  const Replay t = replay_trace(out.string());
+  ASSERT_TRUE(t.read_ok) << t.error;
+  EXPECT_TRUE(t.ended);
+  EXPECT_EQ(t.end_reason, memtide::fmt::EndReason::Signal);
+  EXPECT_GT(t.symbols, 0u) << "the follower appended the names";
 }
 
 // A program killed by a signal: its status passes through (128 + signal), its own stderr is
