@@ -15,6 +15,7 @@
 #include <iostream>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "cli/analysis_cli.h"
 #include "cli/commands.h"
@@ -40,29 +41,36 @@ constexpr std::size_t kShown = 8;
 
 struct Entry {
   std::string path, pid;
-  AnalyzeResult result;
+  std::string text;  // its lines (the trace's model is not kept: a run may have many big traces)
+  std::string exe;   // the program's file name
   uint64_t allocations = 0;
-  bool shown = false;
+  bool ok = false, shown = false;
 };
 
-void print_entry(const Entry& e) {
-  std::cout << printable(e.path) << '\n';
-  if (!e.result.ok()) {
-    std::cout << "  (unreadable: " << e.result.error << ")\n";
+void describe(Entry& e, const AnalyzeResult& r) {
+  std::ostringstream out;
+  out << printable(e.path) << '\n';
+  e.ok = r.ok();
+  if (!e.ok) {
+    out << "  (unreadable: " << r.error << ")\n";
+    e.text = out.str();
     return;
   }
-  const Model& m = *e.result.model;
+  const Model& m = *r.model;
   const Totals& h = m.heap();
-  std::cout << "  " << with_commas(h.allocations) << " allocations, peak heap " << human_bytes(h.peak_bytes) << " at "
-            << rel_time(m, h.peak_time) << ", " << human_bytes(h.leaked_bytes) << " in " << with_commas(h.leaked_blocks)
-            << " blocks not freed";
+  e.allocations = h.allocations;
+  e.exe = m.process.exe.substr(m.process.exe.rfind('/') + 1);
+  out << "  " << with_commas(h.allocations) << " allocations, peak heap " << human_bytes(h.peak_bytes) << " at "
+      << rel_time(m, h.peak_time) << ", " << human_bytes(h.leaked_bytes) << " in " << with_commas(h.leaked_blocks)
+      << " blocks not freed";
   if (m.leak_scan.complete)
-    std::cout << " (" << human_bytes(h.leaked_bytes - h.reachable_bytes) << " unreachable, "
-              << human_bytes(h.reachable_bytes) << " still reachable)";
-  if (m.truncated) std::cout << " (truncated trace)";
-  else if (!m.complete) std::cout << " (no end record)";
-  else if (m.end && m.end->reason == fmt::EndReason::Detached) std::cout << " (recording stopped at the size limit)";
-  std::cout << '\n';
+    out << " (" << human_bytes(h.leaked_bytes - h.reachable_bytes) << " unreachable, " << human_bytes(h.reachable_bytes)
+        << " still reachable)";
+  if (m.truncated) out << " (truncated trace)";
+  else if (!m.complete) out << " (no end record)";
+  else if (m.end && m.end->reason == fmt::EndReason::Detached) out << " (recording stopped at the size limit)";
+  out << '\n';
+  e.text = out.str();
 }
 
 // "12 true, 2 sh": the programs of the traces not shown, the most frequent first.
@@ -70,9 +78,7 @@ std::string programs_of(const std::vector<Entry>& entries) {
   std::map<std::string, std::size_t> count;
   for (const Entry& e : entries) {
     if (e.shown) continue;
-    std::string exe = e.result.ok() ? e.result.model->process.exe : std::string();
-    if (const auto slash = exe.rfind('/'); slash != std::string::npos) exe.erase(0, slash + 1);
-    ++count[exe.empty() ? "?" : exe];
+    ++count[e.exe.empty() ? "?" : e.exe];
   }
   std::vector<std::pair<std::string, std::size_t>> order(count.begin(), count.end());
   std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
@@ -99,16 +105,20 @@ int run_summary(const std::string& manifest) {
       print_error(manifest, "line " + std::to_string(lineno) + ": expected pid<TAB>ppid<TAB>path");
       return kExitError;
     }
-    if (seen.insert(path).second) entries.push_back(Entry{std::move(path), line.substr(0, line.find('\t')), {}, 0, false});
+    if (seen.insert(path).second) {
+      Entry e;
+      e.pid = line.substr(0, line.find('\t'));
+      e.path = std::move(path);
+      entries.push_back(std::move(e));
+    }
   }
   int status = kExitOk;
   for (Entry& e : entries) {
     ReplayOptions ro;
     ro.per_stack = false;
     ro.series_points = 4;
-    e.result = analyze_file(e.path, ro);
-    if (e.result.ok()) e.allocations = e.result.model->heap().allocations;
-    else status = kExitError;
+    describe(e, analyze_file(e.path, ro));
+    if (!e.ok) status = kExitError;
   }
   if (entries.size() <= kShown) {
     for (Entry& e : entries) e.shown = true;
@@ -124,7 +134,7 @@ int run_summary(const std::string& manifest) {
         break;
       }
     for (Entry& e : entries)
-      if (!e.result.ok()) show(e);
+      if (!e.ok) show(e);
     std::vector<Entry*> busiest;
     for (Entry& e : entries) busiest.push_back(&e);
     std::stable_sort(busiest.begin(), busiest.end(), [](const Entry* a, const Entry* b) { return a->allocations > b->allocations; });
@@ -134,7 +144,7 @@ int run_summary(const std::string& manifest) {
   std::size_t hidden = 0;
   uint64_t hidden_allocations = 0;
   for (const Entry& e : entries) {
-    if (e.shown) print_entry(e);
+    if (e.shown) std::cout << e.text;
     else {
       ++hidden;
       hidden_allocations += e.allocations;
