@@ -509,6 +509,20 @@ TEST(Lifecycle, TracesStayWholeAcrossChunkBoundaries) {
       EXPECT_EQ(live(t, 1013), tally["leaks"]["leak_small"]["blocks"].get<uint64_t>());
       EXPECT_EQ(live(t, 10007), tally["leaks"]["leak_big"]["blocks"].get<uint64_t>());
     }
+    {
+      // Two threads handing one address back and forth: the order across threads holds at
+      // every chunk boundary too.
+      TempDir dir;
+      RunResult r;
+      auto traces = traced({MT_PINGPONG, "20000"}, dir.path(), &r, env);
+      EXPECT_EQ(r.status, 0) << r.err;
+      ASSERT_EQ(traces.size(), 1u);
+      const Replay t = replay_trace(traces[0]);
+      ASSERT_TRUE(t.read_ok) << t.error;
+      expect_consistent(t);
+      EXPECT_TRUE(t.ended);
+      EXPECT_GE(t.allocs[static_cast<unsigned>(Api::Malloc)], 20000u);
+    }
     const struct {
       const char* mode;
       int status;
