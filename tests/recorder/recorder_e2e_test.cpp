@@ -61,6 +61,25 @@ nlohmann::json run_exact(const fs::path& dir, bool baseline, Replay& replay, boo
   return nlohmann::json::parse(slurp(dir / "tally.json"));
 }
 
+// Runs argv under the preload with `env` and checks what every run of the chunk-boundary test
+// must give: the exit status, one trace, read whole, consistent, with its End record. The
+// trace (empty, and a failure, when there was not exactly one).
+Replay whole_trace(const std::vector<std::string>& argv, const fs::path& dir,
+                   std::vector<std::pair<std::string, std::string>> env, int status) {
+  RunResult r;
+  auto traces = traced(argv, dir, &r, std::move(env));
+  EXPECT_EQ(r.status, status) << r.err;
+  if (traces.size() != 1) {
+    ADD_FAILURE() << traces.size() << " traces instead of one";
+    return {};
+  }
+  Replay t = replay_trace(traces[0]);
+  EXPECT_TRUE(t.read_ok) << t.error;
+  expect_consistent(t);
+  EXPECT_TRUE(t.ended);
+  return t;
+}
+
 const std::vector<std::pair<std::string, Api>> kTallyApis = {
     {"malloc", Api::Malloc},        {"calloc", Api::Calloc},
     {"realloc", Api::Realloc},      {"reallocarray", Api::Reallocarray},
@@ -492,16 +511,9 @@ TEST(Lifecycle, TracesStayWholeAcrossChunkBoundaries) {
     for (const char* allocator : {"system", "mimalloc"}) {
       SCOPED_TRACE(allocator);
       TempDir dir;
-      RunResult r;
       auto with = env;
       with.emplace_back("MEMTIDE_ALLOCATOR", allocator);
-      auto traces = traced({MT_EXACT, "--out", (dir.path() / "tally.json").string()}, dir.path(), &r, with);
-      EXPECT_EQ(r.status, 0) << r.err;
-      ASSERT_EQ(traces.size(), 1u);
-      const Replay t = replay_trace(traces[0]);
-      ASSERT_TRUE(t.read_ok) << t.error;
-      expect_consistent(t);
-      EXPECT_TRUE(t.ended);
+      const Replay t = whole_trace({MT_EXACT, "--out", (dir.path() / "tally.json").string()}, dir.path(), with, 0);
       EXPECT_EQ(t.end_reason, memtide::fmt::EndReason::Exit);
       EXPECT_GT(t.counters, 0u);
       const nlohmann::json tally = nlohmann::json::parse(slurp(dir.path() / "tally.json"));
@@ -513,14 +525,7 @@ TEST(Lifecycle, TracesStayWholeAcrossChunkBoundaries) {
       // Two threads handing one address back and forth: the order across threads holds at
       // every chunk boundary too.
       TempDir dir;
-      RunResult r;
-      auto traces = traced({MT_PINGPONG, "20000"}, dir.path(), &r, env);
-      EXPECT_EQ(r.status, 0) << r.err;
-      ASSERT_EQ(traces.size(), 1u);
-      const Replay t = replay_trace(traces[0]);
-      ASSERT_TRUE(t.read_ok) << t.error;
-      expect_consistent(t);
-      EXPECT_TRUE(t.ended);
+      const Replay t = whole_trace({MT_PINGPONG, "20000"}, dir.path(), env, 0);
       EXPECT_GE(t.allocs[static_cast<unsigned>(Api::Malloc)], 20000u);
     }
     const struct {
@@ -534,14 +539,7 @@ TEST(Lifecycle, TracesStayWholeAcrossChunkBoundaries) {
     for (const auto& w : ways) {
       SCOPED_TRACE(w.mode);
       TempDir dir;
-      RunResult r;
-      auto traces = traced({MT_LIFECYCLE, w.mode}, dir.path(), &r, env);
-      EXPECT_EQ(r.status, w.status) << r.err;
-      ASSERT_EQ(traces.size(), 1u);
-      const Replay t = replay_trace(traces[0]);
-      ASSERT_TRUE(t.read_ok) << t.error;
-      expect_consistent(t);
-      EXPECT_TRUE(t.ended);
+      const Replay t = whole_trace({MT_LIFECYCLE, w.mode}, dir.path(), env, w.status);
       EXPECT_EQ(t.end_reason, w.reason);
       EXPECT_EQ(live(t, w.live_size), w.live_blocks);
     }
