@@ -13,12 +13,12 @@ RealFns real{};
 BackingFns backing{};
 int backing_state = 0;
 
-namespace {
-
 // --- Bootstrap pool: a bump allocator over static storage. Each block is preceded by its
 // size so malloc_usable_size and realloc work on it. Frees of pool blocks are ignored.
-constexpr size_t kPoolSize = 256 * 1024;
 alignas(64) unsigned char g_pool[kPoolSize];
+
+namespace {
+
 std::atomic<size_t> g_pool_used{0};
 
 template <typename F>
@@ -29,11 +29,6 @@ void resolve(F& slot, const char* name) {
 bool g_mimalloc = false;
 
 }  // namespace
-
-bool in_pool(const void* p) {
-  const auto* c = static_cast<const unsigned char*>(p);
-  return c >= g_pool && c < g_pool + kPoolSize;
-}
 
 void* pool_alloc(size_t size, size_t align) {
   if (align < 16) align = 16;

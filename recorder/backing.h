@@ -73,7 +73,13 @@ void resolve_backing();
 void use_mimalloc_backing();
 
 // --- The bootstrap pool -----------------------------------------------------------------
-bool in_pool(const void* p);
+inline constexpr size_t kPoolSize = 256 * 1024;
+extern unsigned char g_pool[kPoolSize];
+// Inline: every free asks it.
+inline bool in_pool(const void* p) {
+  const auto* c = static_cast<const unsigned char*>(p);
+  return c >= g_pool && c < g_pool + kPoolSize;
+}
 void* pool_alloc(size_t size, size_t align);
 size_t pool_usable_size(const void* p);
 

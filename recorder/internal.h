@@ -23,6 +23,7 @@
 #define MT_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define MT_TLS __attribute__((tls_model("initial-exec"))) __thread
 #define MT_NOINLINE __attribute__((noinline))
+#define MT_ALWAYS_INLINE inline __attribute__((always_inline))
 
 namespace memtide::rec {
 
@@ -265,6 +266,7 @@ struct SeenStack {
   // The id stack_id gave it, once known, with the frames it was given (after skipping the
   // recorder's own frames and the depth limit), which must be the same again.
   bool has_id;
+  bool id_own_known;  // whether libmemtide's range was known when the id was given
   uint32_t id;
   int id_skip, id_n;
   int nbp;                       // rbp slots to check

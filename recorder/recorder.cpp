@@ -316,10 +316,16 @@ inline uint32_t capture_stack(const Target& t, const void* frame) {
     if (n == kSeenStackId) {
       // A stack found again with its id: the same one if the same frames are skipped and kept
       // as when the id was given (as stack_id checks it).
+      // The frames skipped and kept depend only on the entry's return addresses and on
+      // libmemtide's range, so they are as then unless that range became known since.
       UnwindMemo& m = t.ts->memo;
       SeenStack* e = m.carry;
+      if (MT_LIKELY(e->id_own_known == g.own_range_known)) {
+        m.carry = nullptr;
+        return e->id;
+      }
       const int s = skip_own_frames(e->ip, e->n);
-      if (MT_LIKELY(e->id_skip == s && e->id_n == kept_frames(e->n, s))) {
+      if (e->id_skip == s && e->id_n == kept_frames(e->n, s)) {
         m.carry = nullptr;
         return e->id;
       }
@@ -341,7 +347,7 @@ inline uint32_t capture_stack(const Target& t, const void* frame) {
 // after a watermark that vouched for its time.
 constexpr uint64_t kNow = 0;
 
-inline void write_alloc(Stream* s, fmt::Api api, uint64_t time, uint64_t addr, uint64_t size, uint32_t stack) {
+MT_ALWAYS_INLINE void write_alloc(Stream* s, fmt::Api api, uint64_t time, uint64_t addr, uint64_t size, uint32_t stack) {
   uint8_t* w = reserve(s, fmt::kMaxAllocRecord);
   if (MT_UNLIKELY(!w)) return;
   begin_record(s);
@@ -354,7 +360,7 @@ inline void write_alloc(Stream* s, fmt::Api api, uint64_t time, uint64_t addr, u
   ++s->allocs;
 }
 
-inline void write_free(Stream* s, fmt::Api api, uint64_t time, uint64_t addr, uint64_t length) {
+MT_ALWAYS_INLINE void write_free(Stream* s, fmt::Api api, uint64_t time, uint64_t addr, uint64_t length) {
   uint8_t* w = reserve(s, fmt::kMaxFreeRecord);
   if (MT_UNLIKELY(!w)) return;
   begin_record(s);

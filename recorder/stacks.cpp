@@ -258,6 +258,7 @@ uint32_t stack_id(ThreadState* ts, Stream* s, void* const* ips, int n) {
       seen->has_id = false;
       seen->id_skip = skip;
       seen->id_n = n;
+      seen->id_own_known = g.own_range_known;
     }
     m.carry = nullptr;
   }
