@@ -398,7 +398,17 @@ struct UnwindStart {
 // With `id_ok`, a stack found again whose id is known is not stored: the result is then
 // kSeenStackId, and memo->carry the SeenStack with the return addresses and the id.
 inline constexpr int kSeenStackId = -2;
-int fast_backtrace(void** out, int cap, UnwindMemo* memo, const UnwindStart* from = nullptr, bool id_ok = false);
+// The kept-stack lookup a walk from `from` starts with, done on its own by seen_find so that a
+// stack found again with its id costs no buffer nor walk; fast_backtrace then takes it as
+// done (`done`: the entry found, or the way to keep the walked stack in, either may be null).
+struct SeenLookup {
+  bool done = false;
+  SeenStack* hit = nullptr;
+  SeenStack* victim = nullptr;
+};
+SeenStack* seen_find(UnwindMemo* memo, const UnwindStart& from, int cap, SeenLookup* lookup);
+int fast_backtrace(void** out, int cap, UnwindMemo* memo, const UnwindStart* from = nullptr, bool id_ok = false,
+                   const SeenLookup* lookup = nullptr);
 void unwind_modules_unloaded();
 extern pthread_mutex_t unwind_mutex;
 

@@ -299,12 +299,34 @@ MT_NOINLINE int unwind_verified(void** ips, int cap, int& skip, UnwindMemo* memo
   return nl;
 }
 
-inline uint32_t capture_stack(const Target& t, const void* frame) {
+MT_NOINLINE uint32_t walk_stack(const Target& t, const void* frame, const SeenLookup* pre);
+
+// A stack found again with its id (most allocations) takes only seen_find; the others are
+// walked (walk_stack).
+MT_ALWAYS_INLINE uint32_t capture_stack(const Target& t, const void* frame) {
+  SeenLookup pre;
+  if (MT_LIKELY(frame && t.ts && g.opts.unwind == UnwindKind::Fast)) {
+    // The shim's frame: saved rbp, then its return address; its caller's sp is just above.
+    const auto* fp = static_cast<const uint64_t*>(frame);
+    const UnwindStart start{fp[1], reinterpret_cast<uint64_t>(fp + 2), fp[0]};
+    UnwindMemo& m = t.ts->memo;
+    const SeenStack* e = seen_find(&m, start, static_cast<int>(g.opts.max_depth) + kExtraFrames, &pre);
+    // The same stack if the same frames are skipped and kept as when the id was given (as
+    // stack_id checks it). Those depend only on the entry's return addresses and on
+    // libmemtide's range, so they are as then unless that range became known since.
+    if (e && e->has_id && MT_LIKELY(e->id_own_known == g.own_range_known)) {
+      m.carry = nullptr;
+      return e->id;
+    }
+  }
+  return walk_stack(t, frame, &pre);
+}
+
+MT_NOINLINE uint32_t walk_stack(const Target& t, const void* frame, const SeenLookup* pre) {
   const int cap = static_cast<int>(g.opts.max_depth) + kExtraFrames;
   void** ips = static_cast<void**>(__builtin_alloca(static_cast<size_t>(cap) * sizeof(void*)));
   int n = -1;
   int skip = 0;
-  // The shim's frame: saved rbp, then its return address; its caller's sp is just above.
   UnwindStart start;
   if (frame) {
     const auto* fp = static_cast<const uint64_t*>(frame);
@@ -312,15 +334,13 @@ inline uint32_t capture_stack(const Target& t, const void* frame) {
   }
   const UnwindStart* from = frame ? &start : nullptr;
   if (MT_LIKELY(g.opts.unwind == UnwindKind::Fast)) {
-    n = fast_backtrace(ips, cap, t.ts ? &t.ts->memo : nullptr, from, /*id_ok=*/true);
+    n = fast_backtrace(ips, cap, t.ts ? &t.ts->memo : nullptr, from, /*id_ok=*/true, pre);
     if (n == kSeenStackId) {
-      // A stack found again with its id: the same one if the same frames are skipped and kept
-      // as when the id was given (as stack_id checks it).
-      // The frames skipped and kept depend only on the entry's return addresses and on
-      // libmemtide's range, so they are as then unless that range became known since.
+      // A stack found again with its id (by fast_backtrace's own lookup, or seen_find's whose
+      // range test failed): the same one if the same frames are skipped and kept.
       UnwindMemo& m = t.ts->memo;
       SeenStack* e = m.carry;
-      if (MT_LIKELY(e->id_own_known == g.own_range_known)) {
+      if (e->id_own_known == g.own_range_known) {
         m.carry = nullptr;
         return e->id;
       }

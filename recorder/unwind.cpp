@@ -464,9 +464,47 @@ inline void memo_store(UnwindMemo* m, int n, bool zero_ra, uint64_t end_cfa, uin
 
 }  // namespace
 
+namespace {
+
+// The kept stack of the start state (ip, sp, bp) if the stack on the stack is it again (else
+// null, and `victim` the way of the set to keep the walked stack in).
+inline SeenStack* seen_probe(UnwindMemo* m, uint64_t ip, uint64_t sp, uint64_t bp, int cap, uint64_t gen,
+                             SeenStack** victim) {
+  SeenStack* set = seen_set(m, ip, sp);
+  const uint32_t now = ++m->seen_clock;
+  SeenStack* v = nullptr;
+  for (int w = 0; w < kSeenWays; ++w) {
+    SeenStack* e = set + w;
+    if (e->gen == gen && e->ip[0] == ip && e->sp == sp && (e->bp == bp || !e->bp_used) && e->n <= cap &&
+        seen_holds(e)) {
+      e->used = now;
+      ++m->seen_hits;
+      return e;
+    }
+    if (!v || e->used < v->used) v = e;
+  }
+  v->used = now;
+  *victim = v;
+  return nullptr;
+}
+
+}  // namespace
+
+MT_NOINLINE SeenStack* seen_find(UnwindMemo* m, const UnwindStart& from, int cap, SeenLookup* f) {
+  // Where fast_backtrace would not look (it returns before, or its memo is not usable from
+  // here, which it may still find out), it is left to look itself.
+  if (MT_UNLIKELY(g_full.load(std::memory_order_relaxed)) || from.ip == 0) return nullptr;
+  if (from.sp < m->stack_lo || from.sp >= m->stack_hi) return nullptr;
+  f->done = true;
+  if (!seen_table(m) || !seen_wanted(m)) return nullptr;
+  f->hit = seen_probe(m, from.ip, from.sp, from.bp, cap, g_gen.load(std::memory_order_acquire), &f->victim);
+  return f->hit;
+}
+
 // Returns the number of return addresses stored (the first is inside this function), or -1
 // when a frame is not one this unwinder steps (the caller then asks libunwind).
-MT_NOINLINE int fast_backtrace(void** out, int cap, UnwindMemo* m, const UnwindStart* from, bool id_ok) {
+MT_NOINLINE int fast_backtrace(void** out, int cap, UnwindMemo* m, const UnwindStart* from, bool id_ok,
+                               const SeenLookup* pre) {
   if (m) m->carry = nullptr;
   if (MT_UNLIKELY(g_full.load(std::memory_order_relaxed))) return -1;
   uint64_t ip, sp, bp;
@@ -494,29 +532,24 @@ MT_NOINLINE int fast_backtrace(void** out, int cap, UnwindMemo* m, const UnwindS
   // from one state (one function called from different places at the same depth): each way
   // of the set holds one; a walk that finds none replaces the least recently used.
   SeenStack* seen = nullptr;
-  if (m && !exact_leaf && seen_table(m) && seen_wanted(m)) {
-    SeenStack* set = seen_set(m, ip, sp);
-    const uint32_t now = ++m->seen_clock;
-    for (int w = 0; w < kSeenWays; ++w) {
-      SeenStack* e = set + w;
-      if (e->gen == gen && e->ip[0] == ip && e->sp == sp && (e->bp == bp || !e->bp_used) && e->n <= cap &&
-          seen_holds(e)) {
-        e->used = now;
-        ++m->seen_hits;
-        m->carry = e;
-        m->carry_hit = e->has_id;
-        if (id_ok && e->has_id) {
-          m->carry_out = nullptr;
-          return kSeenStackId;
-        }
-        std::memcpy(out, e->ip, static_cast<size_t>(e->n) * sizeof(uint64_t));
-        m->carry_out = out;
-        m->carry_n = e->n;
-        return e->n;
-      }
-      if (!seen || e->used < seen->used) seen = e;
+  SeenStack* hit = nullptr;
+  if (pre && pre->done) {
+    hit = m ? pre->hit : nullptr;
+    seen = m ? pre->victim : nullptr;
+  } else if (m && !exact_leaf && seen_table(m) && seen_wanted(m)) {
+    hit = seen_probe(m, ip, sp, bp, cap, gen, &seen);
+  }
+  if (hit) {
+    m->carry = hit;
+    m->carry_hit = hit->has_id;
+    if (id_ok && hit->has_id) {
+      m->carry_out = nullptr;
+      return kSeenStackId;
     }
-    seen->used = now;
+    std::memcpy(out, hit->ip, static_cast<size_t>(hit->n) * sizeof(uint64_t));
+    m->carry_out = out;
+    m->carry_n = hit->n;
+    return hit->n;
   }
   int r = (m && m->gen == gen) ? m->n - 1 : -1;
   uint64_t pc = exact_leaf ? ip : ip - 1;
