@@ -11,6 +11,7 @@
 #include "recorder/recorder.h"
 
 #define UNW_LOCAL_ONLY
+#include <dlfcn.h>
 #include <libunwind.h>
 #include <signal.h>
 #include <fcntl.h>
@@ -89,6 +90,22 @@ bool ensure_started() {
   return g.state.load(std::memory_order_acquire) == kActive;
 }
 
+// A program whose executable (or a library loaded before libmemtide) defines malloc itself
+// (a sanitizer's runtime linked in, an allocator built into the program) keeps it: the
+// program's calls never reach the interposer, and the trace would be empty without a word.
+void say_if_malloc_is_not_ours() {
+  if (!g.own_range_known) return;
+  void* first = dlsym(RTLD_DEFAULT, "malloc");
+  const auto a = reinterpret_cast<uintptr_t>(first);
+  if (!first || (a >= g.own_lo && a < g.own_hi)) return;
+  Dl_info info{};
+  const char* where = dladdr(first, &info) && info.dli_fname && *info.dli_fname ? info.dli_fname : "the program";
+  const bool sanitizer = dlsym(RTLD_DEFAULT, "__asan_init") || dlsym(RTLD_DEFAULT, "__msan_init") ||
+                         dlsym(RTLD_DEFAULT, "__tsan_init") || dlsym(RTLD_DEFAULT, "__hwasan_init");
+  message("malloc is defined in %s%s, ahead of libmemtide: the allocations made through it are not recorded%s", where,
+          sanitizer ? " (a sanitizer's runtime)" : "", sanitizer ? "; record a build without the sanitizer" : "");
+}
+
 }  // namespace
 
 void start() {
@@ -104,6 +121,7 @@ void start() {
       install_fork_handlers();
       install_signal_handlers();
       writer_start();
+      say_if_malloc_is_not_ours();
     } else {
       g.state.store(kStopped, std::memory_order_release);
     }

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -222,6 +223,81 @@ TEST(Wrapper, AStaticallyLinkedProgramIsSaidToBeOutOfReach) {
                     {}, dir.path());
   EXPECT_EQ(d.err.find("statically linked"), std::string::npos) << "a dynamically linked program is not taken for one\n"
                                                                  << d.err;
+}
+
+// A program with a malloc of its own keeps every allocation from the interposer (the loader
+// binds malloc to the program's, ahead of LD_PRELOAD's): the recorder says so once, instead of
+// leaving an empty trace without a word; an ordinary program gets no such line.
+TEST(Wrapper, AProgramWithItsOwnMallocIsSaidToKeepItsAllocations) {
+  TempDir dir;
+  const fs::path out = dir.path() / "own.mtide";
+  RunResult r = run({MT_WRAPPER, "run", "-o", out.string(), "--", MT_OWN_MALLOC}, {}, dir.path());
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("own 1"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("malloc is defined in " MT_OWN_MALLOC ", ahead of libmemtide: the allocations made through it are not recorded"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("sanitizer"), std::string::npos) << r.err;
+  const Replay t = replay_trace(out.string());
+  ASSERT_TRUE(t.read_ok) << t.error;
+  EXPECT_TRUE(t.ended);
+  EXPECT_EQ(t.heap_allocs, 0u) << "the program's 4000-byte block was its own";
+  RunResult d = run({MT_WRAPPER, "run", "-o", (dir.path() / "d.mtide").string(), "--", MT_LIFECYCLE, "quick-exit"}, {},
+                    dir.path());
+  EXPECT_EQ(d.err.find("malloc is defined in"), std::string::npos) << d.err;
+}
+
+// Programs built with AddressSanitizer, whose runtime replaces malloc: gcc's (a shared library
+// that must be the first one loaded) makes the program refuse to start behind LD_PRELOAD, and
+// no trace is written; clang's (linked into the program) keeps malloc to itself, and the trace
+// is empty. Either way the run says why.
+TEST(Wrapper, AProgramBuiltWithASanitizerIsSaidToBeOutOfReach) {
+  std::vector<std::string> progs;
+  for (std::string all = MT_ASAN_PROGS; !all.empty();) {
+    const size_t colon = all.find(':');
+    progs.push_back(all.substr(0, colon));
+    all = colon == std::string::npos ? "" : all.substr(colon + 1);
+  }
+  if (progs.empty()) GTEST_SKIP() << "no compiler here builds with -fsanitize=address";
+  for (const std::string& prog : progs) {
+    SCOPED_TRACE(prog);
+    TempDir dir;
+    RunResult r = run({MT_WRAPPER, "run", "-o", (dir.path() / "a.mtide").string(), "--", prog}, {}, dir.path());
+    if (r.err.find("no trace was written") != std::string::npos) {
+      EXPECT_NE(r.err.find("no trace was written: " + prog + " is built with a sanitizer (-fsanitize=...)"),
+                std::string::npos)
+          << r.err;
+    } else {
+      EXPECT_EQ(r.status, 4) << r.err;
+      EXPECT_NE(r.err.find("ahead of libmemtide: the allocations made through it are not recorded; record a build "
+                           "without the sanitizer"),
+                std::string::npos)
+          << r.err;
+      EXPECT_NE(r.err.find("(a sanitizer's runtime)"), std::string::npos) << r.err;
+    }
+  }
+}
+
+// A set-user-ID program (owned by another user than the one running it) runs in the loader's
+// secure mode, which ignores LD_PRELOAD: the run says so.
+TEST(Wrapper, ASetUserIdProgramIsSaidToBeOutOfReach) {
+  if (geteuid() != 0) GTEST_SKIP() << "making a program set-user-ID for another user needs root";
+  TempDir dir;
+  struct statvfs vfs;
+  ASSERT_EQ(statvfs(dir.path().c_str(), &vfs), 0);
+  if (vfs.f_flag & ST_NOSUID) GTEST_SKIP() << dir.path() << " is mounted nosuid";
+  const fs::path prog = dir.path() / "setuid_prog";
+  fs::copy_file(MT_LIFECYCLE, prog);
+  ASSERT_EQ(chown(prog.c_str(), 65534, 65534), 0);
+  ASSERT_EQ(chmod(prog.c_str(), 04755), 0);
+  ASSERT_EQ(chmod(dir.path().c_str(), 0755), 0);
+  RunResult r = run({MT_WRAPPER, "run", "-o", (dir.path() / "s.mtide").string(), "--", prog.string(), "quick-exit"}, {},
+                    dir.path());
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_NE(r.err.find("no trace was written: " + prog.string() +
+                       " is set-user-ID or set-group-ID, and the loader ignores LD_PRELOAD for such programs"),
+            std::string::npos)
+      << r.err;
 }
 
 // memtide run itself killed (SIGKILL: no trap runs) while the program goes on: its follower
