@@ -236,7 +236,7 @@ void dwarf_frames(Dwfl_Module* mod, const FunctionIndex& functions, ScopeIndex* 
   int line = 0;
   if (Dwfl_Line* l = dwfl_module_getsrc(mod, addr)) file = dwfl_lineinfo(l, nullptr, &line, nullptr, nullptr, nullptr);
   const char* symname = functions.find(addr);
-  if (!symname && functions.labels_in_code()) {
+  if (!symname && functions.label_may_name(addr)) {
     GElf_Off symoff = 0;
     GElf_Sym sym;
     symname = dwfl_module_addrinfo(mod, addr, &symoff, &sym, nullptr, nullptr, nullptr);
