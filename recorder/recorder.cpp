@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -27,6 +28,8 @@
 #include "formats/encoder.h"
 #include "recorder/backing.h"
 #include "recorder/internal.h"
+
+extern "C" void* __libc_stack_end;  // the loader's: near the top of the main thread's stack
 
 namespace memtide::rec {
 
@@ -49,6 +52,12 @@ void install_signal_handlers();
 
 // Phase 1, possibly from inside the very first allocation hook: everything but the file
 // and the writer thread. Events are buffered from here on.
+// Whether `p` is in libmemtide's code (false when its range is not known).
+bool is_own_code(const void* p) {
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  return g.own_range_known && a >= g.own_lo && a < g.own_hi;
+}
+
 void early_init() {
   pthread_mutex_lock(&g_start_mutex);
   if (g.state.load(std::memory_order_acquire) != kUninit) {
@@ -70,6 +79,7 @@ void early_init() {
   pthread_key_create(&g.thread_key, thread_exit_destructor);
   unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
   find_own_range();
+  g.foreign_malloc = !is_own_code(dlsym(RTLD_DEFAULT, "malloc")) || !is_own_code(dlsym(RTLD_DEFAULT, "realloc"));
   pthread_mutex_lock(&g.shared_mutex);
   append_process_info(&g.shared);
   pthread_mutex_unlock(&g.shared_mutex);
@@ -96,14 +106,14 @@ bool ensure_started() {
 void say_if_malloc_is_not_ours() {
   if (!g.own_range_known) return;
   void* first = dlsym(RTLD_DEFAULT, "malloc");
-  const auto a = reinterpret_cast<uintptr_t>(first);
-  if (!first || (a >= g.own_lo && a < g.own_hi)) return;
+  if (!first || is_own_code(first)) return;
   Dl_info info{};
   const char* where = dladdr(first, &info) && info.dli_fname && *info.dli_fname ? info.dli_fname : "the program";
   const bool sanitizer = dlsym(RTLD_DEFAULT, "__asan_init") || dlsym(RTLD_DEFAULT, "__msan_init") ||
                          dlsym(RTLD_DEFAULT, "__tsan_init") || dlsym(RTLD_DEFAULT, "__hwasan_init");
-  message("malloc is defined in %s%s, ahead of libmemtide: the allocations made through it are not recorded%s", where,
-          sanitizer ? " (a sanitizer's runtime)" : "", sanitizer ? "; record a build without the sanitizer" : "");
+  message("malloc is defined in %s%s, ahead of libmemtide: the allocations made through it are not recorded, "
+          "and memory mappings are recorded without their stacks%s",
+          where, sanitizer ? " (a sanitizer's runtime)" : "", sanitizer ? "; record a build without the sanitizer" : "");
 }
 
 }  // namespace
@@ -163,9 +173,94 @@ MT_TLS int tls_in_getattr = 0;
 void getattr_enter() { ++tls_in_getattr; }
 void getattr_leave() { --tls_in_getattr; }
 
+namespace {
+
+uint64_t parse_hex(const char*& p, const char* end) {
+  uint64_t v = 0;
+  for (; p < end; ++p) {
+    const char c = *p;
+    const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (d < 0) break;
+    v = v << 4 | static_cast<uint64_t>(d);
+  }
+  return v;
+}
+
+// The mapping of /proc/self/maps that holds `addr` ([lo, hi)), and the end of the one before
+// it, read with system calls only.
+bool mapping_of(uint64_t addr, uint64_t& lo, uint64_t& hi, uint64_t& prev_end) {
+  const int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC));
+  if (fd < 0) return false;
+  char buf[4096];
+  size_t have = 0;
+  bool skipping = false;  // the rest of a line longer than the buffer
+  bool found = false;
+  prev_end = 0;
+  for (;;) {
+    const ssize_t n = syscall(SYS_read, fd, buf + have, sizeof buf - have);
+    if (n <= 0) break;
+    have += static_cast<size_t>(n);
+    const char* p = buf;
+    const char* const end = buf + have;
+    while (!found) {
+      const char* nl = static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(end - p)));
+      if (!nl && !(p == buf && have == sizeof buf)) break;  // an incomplete line: read on
+      if (!skipping) {
+        const char* q = p;
+        const uint64_t a = parse_hex(q, end);
+        if (q < end && *q == '-') ++q;
+        const uint64_t b = parse_hex(q, end);
+        if (addr >= a && addr < b) {
+          lo = a;
+          hi = b;
+          found = true;
+          break;
+        }
+        prev_end = b;
+      }
+      skipping = !nl;
+      p = nl ? nl + 1 : end;
+    }
+    if (found) break;
+    have = static_cast<size_t>(end - p);
+    std::memmove(buf, p, have);
+  }
+  syscall(SYS_close, fd);
+  return found;
+}
+
+// The calling thread's stack without pthread_getattr_np, which allocates (with realloc, and
+// for the main thread through stdio too): when the program has its own allocator, libc's calls
+// reach it, and a first event of the thread from inside that allocator (rustc's jemalloc maps
+// memory under its start-up lock) would wait for that allocator's lock for ever. The main
+// thread's stack as glibc gives it: from the top of its mapping down by the stack size limit,
+// at most to the mapping below; another thread's is its stack's mapping.
+bool stack_from_maps(UnwindMemo* m) {
+  const bool main_thread = syscall(SYS_gettid) == getpid();
+  uint64_t here = reinterpret_cast<uint64_t>(__builtin_frame_address(0));
+  if (main_thread && __libc_stack_end) here = reinterpret_cast<uint64_t>(__libc_stack_end);
+  uint64_t lo = 0, hi = 0, prev_end = 0;
+  if (!mapping_of(here, lo, hi, prev_end)) return false;
+  if (main_thread) {
+    rlimit rl{};
+    uint64_t size = hi - prev_end;
+    if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+      const uint64_t limit = static_cast<uint64_t>(rl.rlim_cur) & ~static_cast<uint64_t>(getpagesize() - 1);
+      if (limit < size) size = limit;
+    }
+    lo = hi - size;
+  }
+  m->stack_lo = lo;
+  m->stack_hi = hi;
+  return true;
+}
+
+}  // namespace
+
 bool thread_stack_bounds(UnwindMemo* m) {
   m->stack_pending = tls_in_getattr != 0;
   if (m->stack_pending) return false;
+  if (g.foreign_malloc) return stack_from_maps(m);
   pthread_attr_t attr;
   if (!real.pthread_getattr_np || real.pthread_getattr_np(pthread_self(), &attr) != 0) return false;
   void* lo = nullptr;
@@ -525,6 +620,15 @@ void maps_add(uintptr_t lo, uintptr_t hi) {
   }
   g_maps[g_nmaps++] = Map{lo, hi};
 }
+
+// The stack of an mmap or mremap. When the program has its own malloc, these calls may come
+// from inside it, under its locks (rustc's jemalloc maps its first pages under its start-up
+// lock), and the unwinder's first look at a module (libelf) allocates, which libc's callers
+// then do with that very allocator: it would wait for itself. Such mappings are recorded
+// without their stack.
+inline uint32_t mapping_stack(const Target& t, const void* frame) {
+  return MT_UNLIKELY(g.foreign_malloc) ? 0 : capture_stack(t, frame);
+}
 }  // namespace
 
 void on_mmap(void* p, size_t length, int flags, int fd, const void* frame) {
@@ -537,7 +641,7 @@ void on_mmap(void* p, size_t length, int flags, int fd, const void* frame) {
   maps_remove(lo, lo + length);  // MAP_FIXED over an old mapping replaces it
   maps_add(lo, lo + length);
   pthread_mutex_unlock(&g_maps_mutex);
-  const uint32_t stack = capture_stack(t, frame);
+  const uint32_t stack = mapping_stack(t, frame);
   write_alloc(t.s, fmt::Api::Mmap, kNow, lo, length, stack);
   tls_busy--;
   release(t);
@@ -569,7 +673,7 @@ void on_mremap(void* old_p, size_t old_len, void* new_p, size_t new_len, const v
   Target t;
   if (!acquire_slow(t)) return;
   tls_busy++;
-  const uint32_t stack = capture_stack(t, frame);
+  const uint32_t stack = mapping_stack(t, frame);
   write_free(t.s, fmt::Api::Mremap, kNow, lo, 0);
   write_alloc(t.s, fmt::Api::Mremap, kNow, reinterpret_cast<uint64_t>(new_p), new_len, stack);
   tls_busy--;
