@@ -327,6 +327,53 @@ MT_EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) {
   return r;
 }
 
+// ---------------------------------------------------------------------------------------
+// The trace file's descriptor: kept open whatever the program closes (recorder.h)
+// ---------------------------------------------------------------------------------------
+MT_EXPORT int close(int fd) {
+  if (MT_UNLIKELY(rec::is_trace_fd(fd))) return 0;  // closed as far as the program knows
+  return rec::real.close ? rec::real.close(fd) : static_cast<int>(syscall(SYS_close, fd));
+}
+
+namespace {
+int real_close_range(unsigned first, unsigned last, int flags) {
+  return rec::real.close_range ? rec::real.close_range(first, last, flags)
+                               : static_cast<int>(syscall(SYS_close_range, first, last, flags));
+}
+}  // namespace
+
+MT_EXPORT int close_range(unsigned first, unsigned last, int flags) {
+  const int t = rec::trace_fd();
+  // CLOSE_RANGE_CLOEXEC (4) only marks them, as the trace's already is.
+  if (t < 0 || (flags & 4) || static_cast<unsigned>(t) < first || static_cast<unsigned>(t) > last)
+    return real_close_range(first, last, flags);
+  const unsigned ut = static_cast<unsigned>(t);
+  int r = ut > first ? real_close_range(first, ut - 1, flags) : 0;
+  if (r == 0 && ut < last) r = real_close_range(ut + 1, last, flags);
+  return r;
+}
+
+MT_EXPORT void closefrom(int low) {
+  const int t = rec::trace_fd();
+  if (t < 0 || t < low || low < 0) {
+    if (rec::real.closefrom) rec::real.closefrom(low);
+    else real_close_range(static_cast<unsigned>(low), ~0u, 0);
+    return;
+  }
+  if (t > low) real_close_range(static_cast<unsigned>(low), static_cast<unsigned>(t) - 1, 0);
+  real_close_range(static_cast<unsigned>(t) + 1, ~0u, 0);
+}
+
+MT_EXPORT int dup2(int old_fd, int new_fd) {
+  if (MT_UNLIKELY(rec::is_trace_fd(new_fd)) && old_fd != new_fd) rec::move_trace_fd();
+  return rec::real.dup2 ? rec::real.dup2(old_fd, new_fd) : static_cast<int>(syscall(SYS_dup2, old_fd, new_fd));
+}
+
+MT_EXPORT int dup3(int old_fd, int new_fd, int flags) {
+  if (MT_UNLIKELY(rec::is_trace_fd(new_fd)) && old_fd != new_fd) rec::move_trace_fd();
+  return rec::real.dup3 ? rec::real.dup3(old_fd, new_fd, flags) : static_cast<int>(syscall(SYS_dup3, old_fd, new_fd, flags));
+}
+
 // The other exec functions call the internal execve, which cannot be interposed, so they
 // are implemented here on top of execve (searching PATH where they do).
 extern "C" char** environ;

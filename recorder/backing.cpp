@@ -82,6 +82,11 @@ void resolve_backing() {
   resolve(real.execve, "execve");
   resolve(real.execveat, "execveat");
   resolve(real.fexecve, "fexecve");
+  resolve(real.close, "close");
+  resolve(real.close_range, "close_range");
+  resolve(real.closefrom, "closefrom");
+  resolve(real.dup2, "dup2");
+  resolve(real.dup3, "dup3");
   if (!real.mmap64) real.mmap64 = real.mmap;
 
   backing.malloc = real.malloc;

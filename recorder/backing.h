@@ -43,6 +43,11 @@ struct RealFns {
   int (*execve)(const char*, char* const[], char* const[]);
   int (*execveat)(int, const char*, char* const[], char* const[], int);
   int (*fexecve)(int, char* const[], char* const[]);
+  int (*close)(int);
+  int (*close_range)(unsigned, unsigned, int);
+  void (*closefrom)(int);
+  int (*dup2)(int, int);
+  int (*dup3)(int, int, int);
 };
 
 // Resolved real functions; valid once backing_ready() is true.

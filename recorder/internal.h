@@ -441,5 +441,10 @@ void wait_for_writer();
 // is read from there up.
 void leak_scan(uintptr_t sp);
 void writer_reopened();  // after on_exec_failed reopened g.fd
+// A descriptor for the trace file at a high number (few programs use those: a shell's
+// `exec 3>file` must not land on it), close-on-exec; `fd` itself is closed.
+int high_trace_fd(int fd);
+// Closes g.fd (bypassing the interposed close, which keeps it open) and sets it to -1.
+void close_trace_fd();
 
 }  // namespace memtide::rec

@@ -777,8 +777,9 @@ void on_exec_failed() {
   // The program goes on as itself: continue the same file after its End{Exec} record.
   if (getpid() != g.pid || g.state.load() != kStopped || g.fd >= 0) return;
   tls_busy++;
-  g.fd = open(g.path, O_WRONLY | O_APPEND | O_CLOEXEC);
-  if (g.fd >= 0) {
+  const int fd = open(g.path, O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd >= 0) g.fd = high_trace_fd(fd);
+  if (fd >= 0) {
     flock(g.fd, LOCK_EX | LOCK_NB);
     writer_reopened();
     g.state.store(kActive);

@@ -52,6 +52,13 @@ void on_thread_name(unsigned long pthread, const char* name);
 // allocates: the recorder must not call it then (recorder.cpp, thread_stack_bounds).
 void getattr_enter();
 void getattr_leave();
+
+// The trace file's descriptor stays open whatever the program closes (daemons close every
+// descriptor): close, close_range and closefrom leave it out, and a dup2 or dup3 onto its
+// number first moves it to another one.
+bool is_trace_fd(int fd);
+int trace_fd();  // -1: none
+void move_trace_fd();
 // Prepares a program about to exec: flushes the trace; returns the environment to pass
 // (adjusted for --no-follow), valid until the exec returns.
 char* const* on_exec_begin(char* const envp[]);

@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <linux/membarrier.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -20,6 +21,7 @@
 
 #include "formats/encoder.h"
 #include "recorder/internal.h"
+#include "recorder/recorder.h"
 
 namespace memtide::rec {
 
@@ -92,26 +94,36 @@ uint64_t g_file_bytes = 0;
 bool g_capped = false, g_capped_ended = false;
 constexpr uint64_t kEndRoom = 256;
 
+// Held while the trace's descriptor is used for writing, and while a dup2 or dup3 of the
+// program moves it (move_trace_fd): a write never goes to a number the program is taking over.
+pthread_mutex_t g_fd_mutex = PTHREAD_MUTEX_INITIALIZER;
+
 void write_all(const uint8_t* p, size_t n) {
   if (g_write_failed) return;
-  // A program may close descriptors it did not open (daemons close them all); the number may
-  // then name one of the program's own files, which must never receive trace bytes.
+  pthread_mutex_lock(&g_fd_mutex);
+  // The interposed close, close_range, closefrom, dup2 and dup3 keep the descriptor; one
+  // closed all the same (a direct system call) may be reused for one of the program's own
+  // files, which must never receive trace bytes.
   struct stat st;
   if (fstat(g.fd, &st) != 0 || st.st_dev != g_dev || st.st_ino != g_ino) {
+    pthread_mutex_unlock(&g_fd_mutex);
     stop_writing("the program closed the trace file's descriptor");
     return;
   }
+  const char* failed = nullptr;
   while (n) {
     const ssize_t w = write(g.fd, p, n);
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) {
-      stop_writing(w < 0 ? strerror(errno) : "short write");
-      return;
+      failed = w < 0 ? strerror(errno) : "short write";
+      break;
     }
     p += w;
     n -= static_cast<size_t>(w);
     g_file_bytes += static_cast<uint64_t>(w);
   }
+  pthread_mutex_unlock(&g_fd_mutex);
+  if (failed) stop_writing(failed);
 }
 
 // The next block (`total` bytes) would pass the size limit: recording stops, the program goes
@@ -628,6 +640,7 @@ bool open_trace_file(bool child) {
     message("cannot create trace file %s: %s; not recording", g.path, strerror(errno));
     return false;
   }
+  fd = high_trace_fd(fd);
   flock(fd, LOCK_EX | LOCK_NB);  // readers tell a live trace by this lock
   g.fd = fd;
   remember_identity();
@@ -710,12 +723,43 @@ void writer_finish(fmt::EndReason reason, uint64_t status, int timeout_ms) {
   if (finished && !already) {
     pthread_join(g.writer, nullptr);
     g.writer_running = false;
-    close(g.fd);
-    g.fd = -1;
+    close_trace_fd();
   }
 }
 
 void writer_reopened() { remember_identity(); }
+
+int high_trace_fd(int fd) {
+  rlimit rl{};
+  int floor = 512;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 1024)
+    floor = static_cast<int>(rl.rlim_cur / 2);
+  const int high = fd >= floor ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, floor);
+  if (high < 0) return fd;
+  syscall(SYS_close, fd);
+  return high;
+}
+
+void close_trace_fd() {
+  pthread_mutex_lock(&g_fd_mutex);
+  const int fd = g.fd;
+  g.fd = -1;
+  pthread_mutex_unlock(&g_fd_mutex);
+  if (fd >= 0) syscall(SYS_close, fd);
+}
+
+bool is_trace_fd(int fd) { return fd >= 0 && fd == __atomic_load_n(&g.fd, __ATOMIC_RELAXED); }
+int trace_fd() { return __atomic_load_n(&g.fd, __ATOMIC_RELAXED); }
+
+void move_trace_fd() {
+  pthread_mutex_lock(&g_fd_mutex);
+  if (g.fd >= 0) {
+    // The old number is left to the program's dup2, which replaces it in one step.
+    const int moved = fcntl(g.fd, F_DUPFD_CLOEXEC, g.fd + 1);
+    if (moved >= 0) __atomic_store_n(&g.fd, moved, __ATOMIC_RELAXED);
+  }
+  pthread_mutex_unlock(&g_fd_mutex);
+}
 
 void writer_reset_after_fork() {
   // The parent's writer thread does not exist in the child; its queue holds parent data.
@@ -734,8 +778,8 @@ void writer_reset_after_fork() {
   g_quiet_passes = 0;
   pthread_mutex_init(&g_done_mutex, nullptr);
   pthread_cond_init(&g_done_cond, nullptr);
-  if (g.fd >= 0) close(g.fd);
-  g.fd = -1;
+  pthread_mutex_init(&g_fd_mutex, nullptr);
+  close_trace_fd();
 }
 
 }  // namespace memtide::rec

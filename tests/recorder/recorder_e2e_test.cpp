@@ -886,13 +886,31 @@ TEST(Lifecycle, NamesWithoutPidNeverCollide) {
   EXPECT_EQ(exec_image, 1);
 }
 
-// A program that closes every descriptor and reopens the number for its own file: memtide
-// stops recording instead of writing into the program's file.
-TEST(Lifecycle, ClosedTraceDescriptorIsNeverReused) {
+// A program that closes every descriptor (as daemons do) keeps being recorded: close,
+// closefrom and close_range leave the trace's out, and a dup2 onto its number moves it first.
+// Closed by a direct system call, it is gone: memtide then stops recording, and never writes
+// into the file the program opens next.
+TEST(Lifecycle, ClosingEveryDescriptorLeavesTheTraceOpen) {
+  for (const char* how : {"close", "closefrom", "close_range", "dup2"}) {
+    SCOPED_TRACE(how);
+    TempDir dir;
+    RunResult r;
+    const fs::path data = dir.path() / "data.txt";
+    const auto traces = traced({MT_LIFECYCLE, "closefds", data.string(), how}, dir.path(), &r);
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(slurp(data), "program data\n") << "trace bytes reached the program's file";
+    EXPECT_EQ(r.err.find("closed the trace file"), std::string::npos) << r.err;
+    ASSERT_EQ(traces.size(), 1u);
+    const Replay t = replay_trace(traces[0]);
+    EXPECT_TRUE(t.read_ok) << t.error;
+    expect_consistent(t);
+    EXPECT_TRUE(t.ended);
+    EXPECT_EQ(live(t, 100), 400000u) << "the blocks made after the descriptors were closed";
+  }
   TempDir dir;
   RunResult r;
   const fs::path data = dir.path() / "data.txt";
-  traced({MT_LIFECYCLE, "closefds", data.string()}, dir.path(), &r);
+  traced({MT_LIFECYCLE, "closefds", data.string(), "syscall"}, dir.path(), &r);
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(slurp(data), "program data\n") << "trace bytes reached the program's file";
   EXPECT_NE(r.err.find("closed the trace file"), std::string::npos) << r.err;

@@ -50,10 +50,12 @@
 //                           arena's lock held, so each call stalls the program's allocations
 //                           for a time that grows with its free chunks
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <signal.h>
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <ucontext.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -64,6 +66,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -364,8 +367,25 @@ int main(int argc, char** argv) {
     leak(3333, 1);
     return 0;
   }
-  if (!std::strcmp(mode, "closefds") && argc > 2) {
-    for (int fd = 3; fd < 1024; ++fd) close(fd);
+  // Every descriptor closed (daemons do), by close, closefrom or close_range, by direct system
+  // calls, or every number taken over by dup2; then the program's own file, and 400,000 blocks.
+  if (!std::strcmp(mode, "closefds") && argc > 3) {
+    const std::string how = argv[3];
+    if (how == "close") {
+      for (int fd = 3; fd < 1024; ++fd) close(fd);
+    } else if (how == "closefrom") {
+      closefrom(3);
+    } else if (how == "close_range") {
+      close_range(3, ~0u, 0);
+    } else if (how == "syscall") {
+      syscall(SYS_close_range, 3u, ~0u, 0u);
+    } else if (how == "dup2") {
+      const int null_fd = open("/dev/null", O_WRONLY);
+      for (int fd = 3; fd < 1024; ++fd)
+        if (fd != null_fd) dup2(null_fd, fd);
+    } else {
+      return 2;
+    }
     FILE* f = std::fopen(argv[2], "w");
     if (!f) return 1;
     for (int i = 0; i < 400; ++i) {
