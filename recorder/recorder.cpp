@@ -58,6 +58,23 @@ bool is_own_code(const void* p) {
   return g.own_range_known && a >= g.own_lo && a < g.own_hi;
 }
 
+// Where `name` is defined ahead of libmemtide, as the loader binds the calls of every module to
+// it (libc's own included), or null when that is libmemtide's. A program that only takes the
+// function's address (node, not position-independent) has a stub of its own that dlsym finds
+// but that is no definition: its calls still reach libmemtide.
+const void* defined_ahead(const char* name) {
+  void* first = dlsym(RTLD_DEFAULT, name);
+  if (!first || is_own_code(first)) return nullptr;
+  Dl_info info{};
+  void* entry = nullptr;
+  const int found = dladdr1(first, &info, &entry, RTLD_DL_SYMENT);
+  const auto* sym = static_cast<const ElfW(Sym)*>(entry);
+  if (!found || !sym || sym->st_shndx == SHN_UNDEF ||
+      !info.dli_sname || std::strcmp(info.dli_sname, name) != 0 || info.dli_saddr != first)
+    return nullptr;
+  return first;
+}
+
 void early_init() {
   pthread_mutex_lock(&g_start_mutex);
   if (g.state.load(std::memory_order_acquire) != kUninit) {
@@ -79,7 +96,7 @@ void early_init() {
   pthread_key_create(&g.thread_key, thread_exit_destructor);
   unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
   find_own_range();
-  g.foreign_malloc = !is_own_code(dlsym(RTLD_DEFAULT, "malloc")) || !is_own_code(dlsym(RTLD_DEFAULT, "realloc"));
+  g.foreign_malloc = g.own_range_known && (defined_ahead("malloc") || defined_ahead("realloc"));
   pthread_mutex_lock(&g.shared_mutex);
   append_process_info(&g.shared);
   pthread_mutex_unlock(&g.shared_mutex);
@@ -105,8 +122,8 @@ bool ensure_started() {
 // program's calls never reach the interposer, and the trace would be empty without a word.
 void say_if_malloc_is_not_ours() {
   if (!g.own_range_known) return;
-  void* first = dlsym(RTLD_DEFAULT, "malloc");
-  if (!first || is_own_code(first)) return;
+  const void* first = defined_ahead("malloc");
+  if (!first) return;
   Dl_info info{};
   const char* where = dladdr(first, &info) && info.dli_fname && *info.dli_fname ? info.dli_fname : "the program";
   const bool sanitizer = dlsym(RTLD_DEFAULT, "__asan_init") || dlsym(RTLD_DEFAULT, "__msan_init") ||

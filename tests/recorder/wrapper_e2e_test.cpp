@@ -250,6 +250,16 @@ TEST(Wrapper, AProgramWithItsOwnMallocIsSaidToKeepItsAllocations) {
   RunResult d = run({MT_WRAPPER, "run", "-o", (dir.path() / "d.mtide").string(), "--", MT_LIFECYCLE, "quick-exit"}, {},
                     dir.path());
   EXPECT_EQ(d.err.find("malloc is defined in"), std::string::npos) << d.err;
+  // A program that only takes malloc's address (not position-independent: its own stub is
+  // malloc's canonical address) is recorded as any other.
+  const fs::path a = dir.path() / "a.mtide";
+  RunResult m = run({MT_WRAPPER, "run", "-o", a.string(), "--", MT_MALLOC_ADDRESS}, {}, dir.path());
+  EXPECT_EQ(m.status, 0) << m.err;
+  EXPECT_NE(m.out.find("address 1"), std::string::npos) << m.out;
+  EXPECT_EQ(m.err.find("malloc is defined in"), std::string::npos) << m.err;
+  const Replay ta = replay_trace(a.string());
+  ASSERT_TRUE(ta.read_ok) << ta.error;
+  EXPECT_GE(ta.allocs[static_cast<int>(memtide::fmt::Api::Malloc)], 1u) << "its malloc through the pointer";
 }
 
 // Programs built with AddressSanitizer, whose runtime replaces malloc: gcc's (a shared library
