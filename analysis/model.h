@@ -215,6 +215,9 @@ struct ProcessSummary {
   uint64_t sample_interval = 0;
   std::string exe, cwd;
   std::vector<std::string> argv;
+  // Set when the program had a malloc of its own, which its allocations went to instead of the
+  // recorder's (the `program_malloc` line of the recording's options): where it was defined.
+  std::string program_malloc;
 };
 
 struct ThreadInfo {

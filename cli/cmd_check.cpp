@@ -309,6 +309,11 @@ int run_check(const CheckOptions& o) {
     print_error(o.file, "the trace is corrupt: leaks cannot be trusted");
     return kExitError;
   }
+  if (model->have_process && !model->process.program_malloc.empty()) {
+    print_error(o.file, "the program's allocations were not recorded (it has a malloc of its own, in " +
+                            model->process.program_malloc + "): leaks cannot be checked");
+    return kExitError;
+  }
   Symbolizer sym(*model, {}, &preload);
   const Evaluation e = evaluate(*model, sym, supp, o);
   if (o.json)

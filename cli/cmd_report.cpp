@@ -100,7 +100,11 @@ json report_json(const Model& m, Symbolizer& sym, const ReportOptions& o) {
                           {"status", m.end->status},
                           {"lost_events", m.end->lost_events}}
                    : json(nullptr);
-  j["process"] = {{"pid", m.process.pid}, {"ppid", m.process.ppid}, {"exe", m.process.exe}, {"argv", m.process.argv}};
+  j["process"] = {{"pid", m.process.pid},
+                  {"ppid", m.process.ppid},
+                  {"exe", m.process.exe},
+                  {"argv", m.process.argv},
+                  {"program_malloc", m.process.program_malloc.empty() ? json(nullptr) : json(m.process.program_malloc)}};
   j["duration_ns"] = m.duration();
   j["window"] = m.has_window() ? json{{"from_ns", rel(m, m.window_from)},
                                       {"to_ns", m.window_to == UINT64_MAX ? json(nullptr) : rel(m, m.window_to)}}
@@ -250,6 +254,9 @@ void report_text(const Model& m, Symbolizer& sym, const ReportOptions& o) {
   if (m.have_process)
     row("program", printable(m.process.exe) + " (pid " + std::to_string(m.process.pid) + "), " +
                        count_of(m.threads.size(), "thread", "threads") + ", ran " + format_duration(m.duration()));
+  if (m.have_process && !m.process.program_malloc.empty())
+    row("note", "the program's allocations were not recorded: it has a malloc of its own, in " +
+                    printable(m.process.program_malloc));
   if (m.has_window())
     row("window", "allocations made in [" + rel_time(m, m.window_from) + ", " +
                       (m.window_to == UINT64_MAX ? std::string("end") : rel_time(m, m.window_to)) + "]");

@@ -52,6 +52,12 @@ void append_process_info(Stream* s) {
     if (w < 0 || static_cast<size_t>(w) >= sizeof opts - on) break;
     on += static_cast<size_t>(w);
   }
+  // Not an option: the program's own malloc, which its allocations went to (readers say that
+  // they were not recorded, and the leak gate cannot pass such a trace).
+  if (g.foreign_malloc_in) {
+    const int w = std::snprintf(opts + on, sizeof opts - on, "program_malloc=%s\n", g.foreign_malloc_in);
+    if (w > 0 && static_cast<size_t>(w) < sizeof opts - on) on += static_cast<size_t>(w);
+  }
 
   timespec rt;
   clock_gettime(CLOCK_REALTIME, &rt);

@@ -96,7 +96,13 @@ void early_init() {
   pthread_key_create(&g.thread_key, thread_exit_destructor);
   unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
   find_own_range();
-  g.foreign_malloc = g.own_range_known && (defined_ahead("malloc") || defined_ahead("realloc"));
+  if (g.own_range_known) {
+    const void* first = defined_ahead("malloc");
+    if (!first) first = defined_ahead("realloc");
+    Dl_info info{};
+    g.foreign_malloc = first != nullptr;
+    if (first) g.foreign_malloc_in = dladdr(first, &info) && info.dli_fname && *info.dli_fname ? info.dli_fname : "the program";
+  }
   pthread_mutex_lock(&g.shared_mutex);
   append_process_info(&g.shared);
   pthread_mutex_unlock(&g.shared_mutex);

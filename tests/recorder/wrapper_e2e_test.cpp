@@ -247,6 +247,18 @@ TEST(Wrapper, AProgramWithItsOwnMallocIsSaidToKeepItsAllocations) {
   EXPECT_TRUE(t.ended);
   EXPECT_EQ(t.heap_allocs, 0u) << "the program's 4000-byte block was its own";
   EXPECT_GE(t.allocs[static_cast<int>(memtide::fmt::Api::Mmap)], 1u) << "the allocator's pages are recorded";
+  // The trace says so: the report notes it, and the leak gate cannot pass it.
+  RunResult rep = run({MT_WRAPPER, "report", out.string()}, {}, dir.path());
+  EXPECT_EQ(rep.status, 0) << rep.err;
+  EXPECT_NE(rep.out.find("note        the program's allocations were not recorded: it has a malloc of its own, in " MT_OWN_MALLOC),
+            std::string::npos)
+      << rep.out;
+  RunResult gate = run({MT_WRAPPER, "check", out.string()}, {}, dir.path());
+  EXPECT_EQ(gate.status, 2) << gate.out << gate.err;
+  EXPECT_NE(gate.err.find("the program's allocations were not recorded (it has a malloc of its own, in " MT_OWN_MALLOC
+                          "): leaks cannot be checked"),
+            std::string::npos)
+      << gate.err;
   RunResult d = run({MT_WRAPPER, "run", "-o", (dir.path() / "d.mtide").string(), "--", MT_LIFECYCLE, "quick-exit"}, {},
                     dir.path());
   EXPECT_EQ(d.err.find("malloc is defined in"), std::string::npos) << d.err;
