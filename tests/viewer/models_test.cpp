@@ -386,6 +386,20 @@ TEST(Summary, ProcessTotalsAndLeaks) {
   EXPECT_EQ(find("not freed")->value, "150 B in 2 blocks");
   EXPECT_TRUE(find("not freed")->emphasis);
   EXPECT_EQ(find("peak RSS")->value, "8.00 KiB");
+  EXPECT_TRUE(d.warnings.empty());
+}
+
+// A trace of a program with its own malloc (ProcessInfo's program_malloc) is said to be one.
+TEST(Summary, AProgramWithItsOwnMallocIsAWarning) {
+  Loaded l = load([] {
+    test::Synthetic s;
+    return test::standard_program(s).end(40 * test::kMs);
+  }());
+  l.model->process.program_malloc = "/opt/app/bin/server";
+  const SummaryData d = make_summary(*l.model, "/tmp/x.mtide");
+  ASSERT_EQ(d.warnings.size(), 1u);
+  EXPECT_EQ(d.warnings[0],
+            "the program's allocations were not recorded: it has a malloc of its own, in /opt/app/bin/server");
 }
 
 }  // namespace
