@@ -50,8 +50,6 @@ void thread_exit_destructor(void* p);
 void install_fork_handlers();
 void install_signal_handlers();
 
-// Phase 1, possibly from inside the very first allocation hook: everything but the file
-// and the writer thread. Events are buffered from here on.
 // Whether `p` is in libmemtide's code (false when its range is not known).
 bool is_own_code(const void* p) {
   const auto a = reinterpret_cast<uintptr_t>(p);
@@ -75,6 +73,8 @@ const void* defined_ahead(const char* name) {
   return first;
 }
 
+// Phase 1, possibly from inside the very first allocation hook: everything but the file
+// and the writer thread. Events are buffered from here on.
 void early_init() {
   pthread_mutex_lock(&g_start_mutex);
   if (g.state.load(std::memory_order_acquire) != kUninit) {
@@ -127,11 +127,8 @@ bool ensure_started() {
 // (a sanitizer's runtime linked in, an allocator built into the program) keeps it: the
 // program's calls never reach the interposer, and the trace would be empty without a word.
 void say_if_malloc_is_not_ours() {
-  if (!g.own_range_known) return;
-  const void* first = defined_ahead("malloc");
-  if (!first) return;
-  Dl_info info{};
-  const char* where = dladdr(first, &info) && info.dli_fname && *info.dli_fname ? info.dli_fname : "the program";
+  const char* where = g.foreign_malloc_in;
+  if (!where) return;
   const bool sanitizer = dlsym(RTLD_DEFAULT, "__asan_init") || dlsym(RTLD_DEFAULT, "__msan_init") ||
                          dlsym(RTLD_DEFAULT, "__tsan_init") || dlsym(RTLD_DEFAULT, "__hwasan_init");
   message("malloc is defined in %s%s, ahead of libmemtide: the allocations made through it are not recorded, "

@@ -462,10 +462,6 @@ inline void memo_store(UnwindMemo* m, int n, bool zero_ra, uint64_t end_cfa, uin
   m->gen = gen;
 }
 
-}  // namespace
-
-namespace {
-
 // The kept stack of the start state (ip, sp, bp) if the stack on the stack is it again (else
 // null, and `victim` the way of the set to keep the walked stack in).
 inline SeenStack* seen_probe(UnwindMemo* m, uint64_t ip, uint64_t sp, uint64_t bp, int cap, uint64_t gen,
