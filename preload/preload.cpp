@@ -340,6 +340,14 @@ int real_close_range(unsigned first, unsigned last, int flags) {
   return rec::real.close_range ? rec::real.close_range(first, last, flags)
                                : static_cast<int>(syscall(SYS_close_range, first, last, flags));
 }
+// For closefrom on a kernel without close_range (before 5.9): one close per number.
+void close_each(unsigned first, unsigned last) {
+  const long open_max = sysconf(_SC_OPEN_MAX);
+  for (long fd = first; fd <= static_cast<long>(last) && fd < open_max; ++fd) close(static_cast<int>(fd));
+}
+void close_from_to(unsigned first, unsigned last) {
+  if (real_close_range(first, last, 0) != 0 && errno == ENOSYS) close_each(first, last);
+}
 }  // namespace
 
 MT_EXPORT int close_range(unsigned first, unsigned last, int flags) {
@@ -360,8 +368,8 @@ MT_EXPORT void closefrom(int low) {
     else real_close_range(static_cast<unsigned>(low), ~0u, 0);
     return;
   }
-  if (t > low) real_close_range(static_cast<unsigned>(low), static_cast<unsigned>(t) - 1, 0);
-  real_close_range(static_cast<unsigned>(t) + 1, ~0u, 0);
+  if (t > low) close_from_to(static_cast<unsigned>(low), static_cast<unsigned>(t) - 1);
+  close_from_to(static_cast<unsigned>(t) + 1, ~0u);
 }
 
 MT_EXPORT int dup2(int old_fd, int new_fd) {
