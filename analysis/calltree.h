@@ -43,11 +43,24 @@ class CallTree {
   void write_folded(std::ostream& out) const;
 
  private:
-  uint32_t child(uint32_t parent, const Frame& f);
+  // A frame's label, file and module, interned (equal strings are one string).
+  struct Labelled {
+    std::string_view label, file, module;
+    uint32_t line = 0;
+  };
+  Labelled labelled_frame(const Frame& f);
+  // The child of `parent` labelled `f.label`, made from `f` if there is none yet.
+  uint32_t child(uint32_t parent, const Labelled& f);
   std::string_view intern(std::string_view s);
   std::vector<TreeNode> nodes_{TreeNode{}};
   std::unordered_set<std::string> strings_;  // node-based: views into it stay valid
-  std::unordered_map<uint64_t, uint32_t> edges_;  // hash(parent, label) -> node; collisions probed
+  struct EdgeHash {
+    std::size_t operator()(const std::pair<uint32_t, const char*>& k) const {
+      const uint64_t x = reinterpret_cast<uintptr_t>(k.second) ^ (static_cast<uint64_t>(k.first) * 0x9E3779B97F4A7C15ull);
+      return static_cast<std::size_t>(x ^ (x >> 29));
+    }
+  };
+  std::unordered_map<std::pair<uint32_t, const char*>, uint32_t, EdgeHash> edges_;  // (parent, label) -> node, while building
 };
 
 // A label safe for the folded format.

@@ -314,6 +314,38 @@ TEST(CallTree, BottomUpStartsAtTheAllocationSite) {
   EXPECT_EQ(lines, (std::vector<std::string>{"0x100 1", "0x200;0x100 1", "0x300;0x100 2"}));
 }
 
+// A stack whose trie has a node never defined (a cut trace) starts at <unknown> top-down and
+// ends there bottom-up; stacks through that node share it. A second build into the same tree
+// adds to the nodes it made.
+TEST(CallTree, StacksThroughAnUndefinedNodeStartAtUnknownAndBuildsAdd) {
+  TraceBuilder b;
+  b.stack(1, 1, 0, {0x100}).stack(1, 5, 4, {0x500}).stack(1, 6, 5, {0x600});
+  b.malloc(1, 1, 0x10, 10, 5).malloc(1, 2, 0x20, 20, 6).malloc(1, 3, 0x30, 40, 1);
+  auto m = analyze(b.end(10));
+  ASSERT_TRUE(m);
+  Symbolizer s(*m);
+  auto folded = [](const CallTree& t) {
+    std::ostringstream out;
+    t.write_folded(out);
+    std::vector<std::string> lines;
+    std::istringstream in(out.str());
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+    std::sort(lines.begin(), lines.end());
+    return lines;
+  };
+  CallTree t;
+  t.build(*m, s, Domain::Heap, Metric::Allocated);
+  EXPECT_EQ(folded(t), (std::vector<std::string>{"0x100 40", "<unknown>;0x500 10", "<unknown>;0x500;0x600 20"}));
+  EXPECT_EQ(t.total(), 70u);
+  t.build(*m, s, Domain::Heap, Metric::Allocated);
+  EXPECT_EQ(folded(t), (std::vector<std::string>{"0x100 80", "<unknown>;0x500 20", "<unknown>;0x500;0x600 40"}));
+  EXPECT_EQ(t.total(), 140u);
+  EXPECT_EQ(t.nodes().size(), 5u) << "root, 0x100, <unknown>, 0x500, 0x600: the second build made none";
+  CallTree up;
+  up.build(*m, s, Domain::Heap, Metric::Allocated, true);
+  EXPECT_EQ(folded(up), (std::vector<std::string>{"0x100 40", "0x500;<unknown> 10", "0x600;0x500;<unknown> 20"}));
+}
+
 TEST(CallTree, FoldedLabelsStayParseable) {
   EXPECT_EQ(folded_label("a;b\nc"), "a:b:c");
   EXPECT_EQ(folded_label(""), "?");
