@@ -285,6 +285,17 @@ std::unique_ptr<Model> tree_model() {
   return analyze(b.end(10));
 }
 
+// The tree's folded stacks, one per line, sorted.
+std::vector<std::string> sorted_folded(const CallTree& t) {
+  std::ostringstream out;
+  t.write_folded(out);
+  std::vector<std::string> lines;
+  std::istringstream in(out.str());
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
 TEST(CallTree, FoldedStacksSumToTheTotals) {
   auto m = tree_model();
   ASSERT_TRUE(m);
@@ -305,13 +316,7 @@ TEST(CallTree, BottomUpStartsAtTheAllocationSite) {
   Symbolizer s(*m);
   CallTree t;
   t.build(*m, s, Domain::Heap, Metric::Count, true);
-  std::ostringstream out;
-  t.write_folded(out);
-  std::vector<std::string> lines;
-  std::istringstream in(out.str());
-  for (std::string l; std::getline(in, l);) lines.push_back(l);
-  std::sort(lines.begin(), lines.end());
-  EXPECT_EQ(lines, (std::vector<std::string>{"0x100 1", "0x200;0x100 1", "0x300;0x100 2"}));
+  EXPECT_EQ(sorted_folded(t), (std::vector<std::string>{"0x100 1", "0x200;0x100 1", "0x300;0x100 2"}));
 }
 
 // A stack whose trie has a node never defined (a cut trace) starts at <unknown> top-down and
@@ -324,15 +329,7 @@ TEST(CallTree, StacksThroughAnUndefinedNodeStartAtUnknownAndBuildsAdd) {
   auto m = analyze(b.end(10));
   ASSERT_TRUE(m);
   Symbolizer s(*m);
-  auto folded = [](const CallTree& t) {
-    std::ostringstream out;
-    t.write_folded(out);
-    std::vector<std::string> lines;
-    std::istringstream in(out.str());
-    for (std::string l; std::getline(in, l);) lines.push_back(l);
-    std::sort(lines.begin(), lines.end());
-    return lines;
-  };
+  const auto folded = sorted_folded;
   CallTree t;
   t.build(*m, s, Domain::Heap, Metric::Allocated);
   EXPECT_EQ(folded(t), (std::vector<std::string>{"0x100 40", "<unknown>;0x500 10", "<unknown>;0x500;0x600 20"}));
