@@ -6,6 +6,11 @@
 
 namespace memtide::analysis {
 
+std::string unrecorded_allocations_note(const ProcessSummary& p) {
+  if (p.program_malloc.empty()) return {};
+  return "the program's allocations were not recorded: it has a malloc of its own, in " + p.program_malloc;
+}
+
 void Series::add_slow(uint64_t time, uint64_t value) {
   if (!started_) {
     started_ = true;

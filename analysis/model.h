@@ -220,6 +220,9 @@ struct ProcessSummary {
   std::string program_malloc;
 };
 
+// What readers say of a trace whose program had a malloc of its own; empty otherwise.
+std::string unrecorded_allocations_note(const ProcessSummary& p);
+
 struct ThreadInfo {
   ThreadId id;
   uint64_t os_tid = 0;

@@ -187,13 +187,9 @@ class Replayer : public NullVisitor {
     p.sample_interval = x.sample_interval;
     p.exe = x.exe;
     p.cwd = x.cwd;
-    for (std::string_view rest = x.options; !rest.empty();) {
-      const size_t nl = rest.find('\n');
-      const std::string_view line = rest.substr(0, nl);
-      rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
-      constexpr std::string_view kKey = "program_malloc=";
-      if (line.substr(0, kKey.size()) == kKey) p.program_malloc = line.substr(kKey.size());
-    }
+    OptionIterator opts(x);
+    for (std::string_view name, value; opts.next(name, value);)
+      if (name == "program_malloc") p.program_malloc = value;
     ArgvIterator it(x);
     for (std::string_view a; it.next(a);) p.argv.emplace_back(a);
   }

@@ -74,16 +74,8 @@ struct InfoCollector : NullVisitor {
     p.cwd = x.cwd;
     ArgvIterator it(x);
     for (std::string_view a; it.next(a);) p.argv.emplace_back(a);
-    std::string_view opts = x.options;
-    while (!opts.empty()) {
-      const auto nl = opts.find('\n');
-      const std::string_view line = opts.substr(0, nl);
-      opts = nl == std::string_view::npos ? std::string_view() : opts.substr(nl + 1);
-      if (line.empty()) continue;
-      const auto eq = line.find('=');
-      p.options.emplace_back(std::string(line.substr(0, eq)),
-                             eq == std::string_view::npos ? std::string() : std::string(line.substr(eq + 1)));
-    }
+    OptionIterator opts(x);
+    for (std::string_view name, value; opts.next(name, value);) p.options.emplace_back(name, value);
   }
   void on_module_load(uint32_t, const ModuleLoad& x) { timed(RecordType::ModuleLoad, x.time); }
   void on_module_unload(uint32_t, const ModuleUnload& x) { timed(RecordType::ModuleUnload, x.time); }

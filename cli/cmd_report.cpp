@@ -254,9 +254,8 @@ void report_text(const Model& m, Symbolizer& sym, const ReportOptions& o) {
   if (m.have_process)
     row("program", printable(m.process.exe) + " (pid " + std::to_string(m.process.pid) + "), " +
                        count_of(m.threads.size(), "thread", "threads") + ", ran " + format_duration(m.duration()));
-  if (m.have_process && !m.process.program_malloc.empty())
-    row("note", "the program's allocations were not recorded: it has a malloc of its own, in " +
-                    printable(m.process.program_malloc));
+  if (const std::string note = unrecorded_allocations_note(m.process); m.have_process && !note.empty())
+    row("note", printable(note));
   if (m.has_window())
     row("window", "allocations made in [" + rel_time(m, m.window_from) + ", " +
                       (m.window_to == UINT64_MAX ? std::string("end") : rel_time(m, m.window_to)) + "]");

@@ -481,6 +481,29 @@ class ArgvIterator {
   uint64_t left_;
 };
 
+// The `name=value` lines of ProcessInfo's options, in order (empty lines skipped; a line
+// without '=' has an empty value).
+class OptionIterator {
+ public:
+  explicit OptionIterator(const ProcessInfo& p) : rest_(p.options) {}
+  bool next(std::string_view& name, std::string_view& value) {
+    while (!rest_.empty()) {
+      const std::size_t nl = rest_.find('\n');
+      const std::string_view line = rest_.substr(0, nl);
+      rest_ = nl == std::string_view::npos ? std::string_view() : rest_.substr(nl + 1);
+      if (line.empty()) continue;
+      const std::size_t eq = line.find('=');
+      name = line.substr(0, eq);
+      value = eq == std::string_view::npos ? std::string_view() : line.substr(eq + 1);
+      return true;
+    }
+    return false;
+  }
+
+ private:
+  std::string_view rest_;
+};
+
 // The (address, value) pairs of a Scan Refs record, in order.
 class ScanRefIterator {
  public:

@@ -352,8 +352,8 @@ void close_from_to(unsigned first, unsigned last) {
 
 MT_EXPORT int close_range(unsigned first, unsigned last, int flags) {
   const int t = rec::trace_fd();
-  // CLOSE_RANGE_CLOEXEC (4) only marks them, as the trace's already is.
-  if (t < 0 || (flags & 4) || static_cast<unsigned>(t) < first || static_cast<unsigned>(t) > last)
+  // CLOSE_RANGE_CLOEXEC only marks them, as the trace's already is.
+  if (t < 0 || (flags & CLOSE_RANGE_CLOEXEC) || static_cast<unsigned>(t) < first || static_cast<unsigned>(t) > last)
     return real_close_range(first, last, flags);
   const unsigned ut = static_cast<unsigned>(t);
   int r = ut > first ? real_close_range(first, ut - 1, flags) : 0;

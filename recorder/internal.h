@@ -364,10 +364,9 @@ struct Global {
   uint64_t exited_allocs = 0, exited_frees = 0;  // writer: totals of finished streams
   bool own_range_known = false;
   uintptr_t own_lo = 0, own_hi = 0;              // libmemtide's text, skipped in stacks
-  // malloc or realloc, as the loader binds them, are not libmemtide's (nor libc's through it):
-  // the program has an allocator of its own, which libc's own calls reach too. Where it is
-  // defined (a module's path, as the loader has it), for ProcessInfo's options.
-  bool foreign_malloc = false;
+  // Set when malloc or realloc, as the loader binds them, are not libmemtide's (nor libc's
+  // through it): the program has an allocator of its own, which libc's own calls reach too.
+  // Where it is defined (a module's path, as the loader has it), for ProcessInfo's options.
   const char* foreign_malloc_in = nullptr;
 };
 extern Global g;

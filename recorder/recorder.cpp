@@ -100,7 +100,6 @@ void early_init() {
     const void* first = defined_ahead("malloc");
     if (!first) first = defined_ahead("realloc");
     Dl_info info{};
-    g.foreign_malloc = first != nullptr;
     if (first) g.foreign_malloc_in = dladdr(first, &info) && info.dli_fname && *info.dli_fname ? info.dli_fname : "the program";
   }
   pthread_mutex_lock(&g.shared_mutex);
@@ -280,7 +279,7 @@ bool stack_from_maps(UnwindMemo* m) {
 bool thread_stack_bounds(UnwindMemo* m) {
   m->stack_pending = tls_in_getattr != 0;
   if (m->stack_pending) return false;
-  if (g.foreign_malloc) return stack_from_maps(m);
+  if (g.foreign_malloc_in) return stack_from_maps(m);
   pthread_attr_t attr;
   if (!real.pthread_getattr_np || real.pthread_getattr_np(pthread_self(), &attr) != 0) return false;
   void* lo = nullptr;
@@ -647,7 +646,7 @@ void maps_add(uintptr_t lo, uintptr_t hi) {
 // then do with that very allocator: it would wait for itself. Such mappings are recorded
 // without their stack.
 inline uint32_t mapping_stack(const Target& t, const void* frame) {
-  return MT_UNLIKELY(g.foreign_malloc) ? 0 : capture_stack(t, frame);
+  return MT_UNLIKELY(g.foreign_malloc_in != nullptr) ? 0 : capture_stack(t, frame);
 }
 }  // namespace
 

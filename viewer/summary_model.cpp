@@ -101,9 +101,7 @@ SummaryData make_summary(const Model& m, const std::string& path) {
   }
   if (!apis.rows.empty()) d.sections.push_back(std::move(apis));
 
-  if (!p.program_malloc.empty())
-    d.warnings.push_back("the program's allocations were not recorded: it has a malloc of its own, in " +
-                         p.program_malloc);
+  if (std::string note = analysis::unrecorded_allocations_note(p); !note.empty()) d.warnings.push_back(std::move(note));
   for (const std::string& w : m.warnings) d.warnings.push_back(w);
   const auto& an = m.anomalies;
   uint64_t unknown = 0;
