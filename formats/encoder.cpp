@@ -152,19 +152,26 @@ namespace {
 }
 
 // An svarint (zigzag) with at least 10 readable bytes at `p`; nullptr when longer than that.
+// The first three bytes unrolled (an address delta rarely takes more).
 [[gnu::always_inline]] inline const uint8_t* svarint_fast(const uint8_t* p, int64_t& out) {
-  uint64_t v = 0;
-  for (unsigned i = 0; i < wire::kMaxVarint; ++i) {
+  auto zigzag = [&](uint64_t v) { out = static_cast<int64_t>((v >> 1) ^ (uint64_t{0} - (v & 1))); };
+  uint64_t b = p[0];
+  uint64_t v = b & 0x7f;
+  if (b < 0x80) return zigzag(v), p + 1;
+  b = p[1];
+  v |= (b & 0x7f) << 7;
+  if (b < 0x80) return zigzag(v), p + 2;
+  b = p[2];
+  v |= (b & 0x7f) << 14;
+  if (b < 0x80) return zigzag(v), p + 3;
+  for (unsigned i = 3; i < wire::kMaxVarint; ++i) {
     v |= static_cast<uint64_t>(p[i] & 0x7f) << (7 * i);
-    if (!(p[i] & 0x80)) {
-      out = static_cast<int64_t>((v >> 1) ^ (uint64_t{0} - (v & 1)));
-      return p + i + 1;
-    }
+    if (!(p[i] & 0x80)) return zigzag(v), p + i + 1;
   }
   return nullptr;
 }
 
-// Copies [from, to) to `o`; with 32 bytes readable from `from` (and so writable at `o`, which
+// Copies [from, to); with 32 bytes readable from `from` (and so writable at `o`, which
 // never runs ahead of the input) as two fixed-size moves.
 [[gnu::always_inline]] inline uint8_t* copy_bytes(uint8_t* o, const uint8_t* from, const uint8_t* to,
                                                   const uint8_t* end) {
@@ -178,6 +185,11 @@ namespace {
   return o + n;
 }
 
+// Readable bytes a record needs for the fast path: the longest Alloc record and the fixed-size
+// moves over it (three of 16 bytes).
+constexpr std::ptrdiff_t kFastRoom = 48;
+static_assert(kFastRoom > static_cast<std::ptrdiff_t>(kMaxAllocRecord));
+
 }  // namespace
 
 AddressCompactor::Split AddressCompactor::compact(const uint8_t* in, std::size_t n, uint64_t base_addr, uint8_t* out,
@@ -185,24 +197,29 @@ AddressCompactor::Split AddressCompactor::compact(const uint8_t* in, std::size_t
   // Ring 0: allocated addresses, 1: freed ones. The address pushed as number s is in slot
   // s % kRingSize, for the decoder too (whose count starts at 0 with each block): k = (pushes
   // so far) - 1 - s, below kRingSize and below the pushes of this block.
-  const uint32_t first[2] = {rings_.pos[0], rings_.pos[1]};
+  // The push counts are kept in locals and stored back at the end: the output is bytes, and a
+  // byte store may alias any member, which would be read again after every byte written.
+  uint32_t pos[2] = {rings_.pos[0], rings_.pos[1]};
+  const uint32_t first[2] = {pos[0], pos[1]};
+  uint64_t(&slot)[2][kRingSize] = rings_.slot;
   // k if push number `s` of ring `r` is in this block's ring and holds `a`, else -1.
   auto holds = [&](unsigned r, uint32_t s, uint64_t a) {
-    const uint32_t k = rings_.pos[r] - 1 - s;
-    return k < kRingSize && k < rings_.pos[r] - first[r] && rings_.get(r, k) == a ? static_cast<int>(k) : -1;
+    const uint32_t k = pos[r] - 1 - s;
+    return k < kRingSize && k < pos[r] - first[r] && slot[r][s & (kRingSize - 1)] == a ? static_cast<int>(k) : -1;
   };
   // A table slot names the latest push of its addresses, so a slot that names `a` gives its
   // latest k. The second table tells apart two addresses used in turn that share their slot in
   // the first (which ones do depends on where the heap lies: with one table, one sqlite3 run in
   // six had a 27% larger trace).
-  auto find = [&](unsigned r, uint64_t a) {
-    const int k = holds(r, table_[r][hash(a)], a);
-    return k >= 0 ? k : holds(r, table_[r][kSlots + hash2(a)], a);
+  auto find = [&](unsigned r, uint64_t a, unsigned h1, unsigned h2) {
+    const int k = holds(r, table_[r][h1], a);
+    return k >= 0 ? k : holds(r, table_[r][kSlots + h2], a);
   };
-  auto push = [&](unsigned r, uint64_t a) {
-    table_[r][hash(a)] = rings_.pos[r];
-    table_[r][kSlots + hash2(a)] = rings_.pos[r];
-    rings_.push(r, a);
+  auto push = [&](unsigned r, uint64_t a, unsigned h1, unsigned h2) {
+    const uint32_t s = pos[r]++;
+    table_[r][h1] = s;
+    table_[r][kSlots + h2] = s;
+    slot[r][s & (kRingSize - 1)] = a;
   };
   const uint8_t* p = in;
   const uint8_t* const end = in + n;
@@ -217,7 +234,8 @@ AddressCompactor::Split AddressCompactor::compact(const uint8_t* in, std::size_t
       const uint8_t* const dt = p + 1;
       const uint8_t *dt_end, *rest, *rec_end;
       int64_t daddr;
-      if (end - p > static_cast<std::ptrdiff_t>(kMaxAllocRecord)) [[likely]] {
+      const bool fast = end - p >= kFastRoom;
+      if (fast) [[likely]] {
         dt_end = varint_end_fast(dt);
         if (!dt_end) break;
         rest = svarint_fast(dt_end, daddr);
@@ -241,19 +259,32 @@ AddressCompactor::Split AddressCompactor::compact(const uint8_t* in, std::size_t
       }
       if (!rec_end) break;
       addr += static_cast<uint64_t>(daddr);
+      const unsigned h1 = hash(addr), h2 = hash2(addr);
       const uint8_t base = recent_tag_base(alloc, api);
-      const int k = base ? find(alloc ? 1 : 0, addr) : -1;
-      if (k >= 0) {
+      const int k = base ? find(alloc ? 1 : 0, addr, h1, h2) : -1;
+      if (fast && rec_end - rest <= 16) [[likely]] {
+        // Fixed-size moves: the record whole, or its short tag, its time and what follows its
+        // address (at most 16 bytes: a size and a stack id of up to 8 bytes each).
+        if (k >= 0) {
+          o[0] = static_cast<uint8_t>(base + k);
+          std::memmove(o + 1, dt, 16);
+          const auto dt_len = static_cast<std::size_t>(dt_end - dt);
+          std::memmove(o + 1 + dt_len, rest, 16);
+          o += 1 + dt_len + static_cast<std::size_t>(rec_end - rest);
+        } else {
+          std::memmove(o, p, 16);
+          std::memmove(o + 16, p + 16, 16);
+          std::memmove(o + 32, p + 32, 16);
+          o += rec_end - p;
+        }
+      } else if (k >= 0) {
         *o++ = static_cast<uint8_t>(base + k);
-        if (dt_end == dt + 1) [[likely]]
-          *o++ = *dt;
-        else
-          o = copy_bytes(o, dt, dt_end, end);
+        o = copy_bytes(o, dt, dt_end, end);
         o = copy_bytes(o, rest, rec_end, end);
       } else {
         o = copy_bytes(o, p, rec_end, end);
       }
-      push(alloc ? 0 : 1, addr);
+      push(alloc ? 0 : 1, addr, h1, h2);
       p = rec_end;
       continue;
     }
@@ -270,6 +301,8 @@ AddressCompactor::Split AddressCompactor::compact(const uint8_t* in, std::size_t
     }
     p = rec_end;
   }
+  rings_.pos[0] = pos[0];
+  rings_.pos[1] = pos[1];
   std::memmove(o, p, static_cast<std::size_t>(end - p));
   return {static_cast<std::size_t>(o + (end - p) - out), static_cast<std::size_t>(so - stacks), p != end};
 }
