@@ -167,7 +167,7 @@ inline void end_record(Stream* s) { __atomic_store_n(&s->in_record, 0u, __ATOMIC
 // one thread records, ordering across threads does not depend on times, so up to
 // kReuseEvents Allocs and Frees in a row after a clock reading take the time of the record
 // before them (dt 0, which also compresses better) instead of reading the clock. The writer
-// bumps g_clock_epoch at each wake (at least every kClockTickNs) and before each pass takes its
+// bumps g_clock_epoch at each wake (at least every kClockTickNs, unless it idles: kEpochIdle) and before each pass takes its
 // watermark's time; a changed epoch makes the next event read the clock, so a reused time is
 // never older than the writer's last wake, and a record begun after a pass's barrier is timed
 // after that pass's watermark. Once a second thread records (kEpochShared), every event reads
@@ -176,6 +176,9 @@ inline void end_record(Stream* s) { __atomic_store_n(&s->in_record, 0u, __ATOMIC
 // reaches another thread's allocation through the allocator's own synchronisation, so that
 // thread sees the bit by then.
 inline constexpr uint64_t kEpochShared = 1ull << 63;
+// Set while the writer idles (wakes up to kMaxIdleLevel doublings less often, writer.cpp): no
+// event reuses a time then, since the next wake may be far.
+inline constexpr uint64_t kEpochIdle = 1ull << 62;
 inline constexpr uint32_t kReuseEvents = 63;
 inline constexpr uint64_t kClockTickNs = 10000000;
 extern std::atomic<uint64_t> g_clock_epoch;
@@ -420,9 +423,10 @@ extern pthread_mutex_t unwind_mutex;
 void append_process_info(Stream* s);
 // Reads the process counters (every counter interval) and appends a Counters record to `s` when
 // they changed since the last one written (with the last unchanged reading before it), when
-// kCounterHeartbeatNs passed without one, or when `write` (the trace's last sample).
+// kCounterHeartbeatNs passed without one, or when `write` (the trace's last sample). Returns
+// whether they changed.
 inline constexpr uint64_t kCounterHeartbeatNs = 1000000000;
-void sample_counters(Stream* s, bool write = false);
+bool sample_counters(Stream* s, bool write = false);
 void process_counters_reset();
 
 // writer.cpp

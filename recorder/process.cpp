@@ -104,7 +104,7 @@ void process_counters_reset() {
   g_counters_written = g_counters_unwritten = CounterSample{};  // a new trace: its first sample is written
 }
 
-void sample_counters(Stream* s, bool write) {
+bool sample_counters(Stream* s, bool write) {
   CounterSample c;
   if (g_statm_fd >= 0) {
     char buf[128];
@@ -126,6 +126,7 @@ void sample_counters(Stream* s, bool write) {
   c.time = now_ns();
   c.valid = true;
   const CounterSample& w = g_counters_written;
+  bool moved = false;
   // The same values as the last written: kept back (an idle program's trace does not grow by a
   // record per interval), unless a heartbeat is due. On a change, the last unchanged reading is
   // written first, so that a reader's series steps where the values changed instead of ramping
@@ -136,10 +137,12 @@ void sample_counters(Stream* s, bool write) {
     const CounterSample& u = g_counters_unwritten;
     if (u.valid && (c.rss != w.rss || c.vm != w.vm)) write_counters(s, u);
     write_counters(s, c);
+    moved = !w.valid || c.rss != w.rss || c.vm != w.vm;
     g_counters_written = c;
     g_counters_unwritten = CounterSample{};
   }
   pthread_mutex_unlock(&g.shared_mutex);
+  return moved;
 }
 
 }  // namespace memtide::rec

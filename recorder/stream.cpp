@@ -23,7 +23,7 @@ uint64_t event_time_read(Stream* s, uint64_t e) {
   // The clock is read after the epoch was (now_ns orders the reading after earlier loads; the
   // system clock does the same): a reading paired with an epoch is never older.
   s->reuse_epoch = e;
-  s->reuse_left = kReuseEvents;
+  s->reuse_left = (e & kEpochIdle) ? 0 : kReuseEvents;
   return now_ns();
 }
 

@@ -439,6 +439,31 @@ TEST(Lifecycle, AnIdleProgramsTraceGrowsOnlyWhenSomethingChanges) {
   EXPECT_GE(t.rss_series.back().second, low + (60u << 20));
 }
 
+// An idle program does not wake the writer a hundred times a second (149 wakes in a second of
+// sleep before: counters every 10 ms, clock ticks, flush checks), and the events of its next
+// burst are timed when they happened: while the writer idles no event reuses an older time.
+TEST(Lifecycle, AnIdleProgramSeldomWakesTheWriterAndIsTimedWhenItResumes) {
+  TempDir dir;
+  RunResult r;
+  auto traces = traced({MT_LIFECYCLE, "idle-resume", "1000"}, dir.path(), &r);
+  ASSERT_EQ(r.status, 0) << r.err;
+  unsigned long long wakes = 0, before = 0, after = 0;
+  ASSERT_EQ(std::sscanf(r.out.c_str(), "wakes %llu burst %llu %llu", &wakes, &before, &after), 3) << r.out;
+  EXPECT_LE(wakes, 60u);
+  ASSERT_EQ(traces.size(), 1u);
+  const Replay t = replay_trace(traces[0]);
+  ASSERT_TRUE(t.read_ok) << t.error;
+  expect_consistent(t);
+  EXPECT_GE(t.allocs[static_cast<unsigned>(Api::Malloc)], 51u);
+  const auto it = t.alloc_times.find(4242);
+  ASSERT_NE(it, t.alloc_times.end());
+  ASSERT_EQ(it->second.size(), 50u);
+  for (const uint64_t time : it->second) {
+    EXPECT_GE(time, before);
+    EXPECT_LE(time, after);
+  }
+}
+
 TEST(Lifecycle, DlopenedModuleIsRecorded) {
   TempDir dir;
   RunResult r;

@@ -36,6 +36,11 @@
 //                           so the process exits (and a leak scan reads its memory) meanwhile
 //   lifecycle idle-touch MS sleeps MS ms, writes to 64 MiB of a new block (printing
 //                           "touch <before> <after>", CLOCK_MONOTONIC ns), sleeps MS ms, exits
+//   lifecycle idle-resume MS  allocates, sleeps 300 ms, prints "wakes <n>": the voluntary context
+//                           switches of its other threads (the recorder's writer) in MS ms more of
+//                           sleep; then one block, 5 ms of sleep, and 50 blocks of 4242 bytes made
+//                           and freed between two CLOCK_MONOTONIC readings printed as
+//                           "burst <before> <after>"
 //   lifecycle usable        malloc_usable_size of malloc/calloc/realloc/memalign blocks is at
 //                           least what was asked (prints "usable ok")
 //   lifecycle getattr N     N threads whose first allocation is glibc's own, inside their first
@@ -49,6 +54,7 @@
 //                           come here). glibc answers them by walking every free chunk with the
 //                           arena's lock held, so each call stalls the program's allocations
 //                           for a time that grows with its free chunks
+#include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <malloc.h>
@@ -198,6 +204,29 @@ static unsigned long long mono() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<unsigned long long>(ts.tv_sec) * 1000000000ull + static_cast<unsigned long long>(ts.tv_nsec);
+}
+
+// Voluntary context switches of every thread of the process but the calling one.
+static unsigned long long others_switches() {
+  unsigned long long total = 0;
+  const long self = syscall(SYS_gettid);
+  DIR* d = opendir("/proc/self/task");
+  if (!d) return 0;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.' || std::atol(e->d_name) == self) continue;
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
+    FILE* f = std::fopen(path, "r");
+    if (!f) continue;
+    char line[256];
+    unsigned long long n = 0;
+    while (std::fgets(line, sizeof line, f))
+      if (std::sscanf(line, "voluntary_ctxt_switches: %llu", &n) == 1) break;
+    std::fclose(f);
+    total += n;
+  }
+  closedir(d);
+  return total;
 }
 
 static int resident(int n) {
@@ -458,6 +487,26 @@ int main(int argc, char** argv) {
       std::printf("%s %llu %llu\n", label, before, after);
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
+    return 0;
+  }
+  if (!std::strcmp(mode, "idle-resume") && argc > 2) {
+    free(malloc(4241));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const unsigned long long w0 = others_switches();
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(argv[2])));
+    const unsigned long long w1 = others_switches();
+    // One event, then 5 ms: the burst must not take that event's time again.
+    free(malloc(4243));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    const unsigned long long before = mono();
+    for (int i = 0; i < 50; ++i) {
+      sink = malloc(4242);
+      free(sink);
+    }
+    const unsigned long long after = mono();
+    std::printf("wakes %llu\nburst %llu %llu\n", w1 - w0, before, after);
+    std::fflush(stdout);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
     return 0;
   }
   if (!std::strcmp(mode, "idle-touch") && argc > 2) {
