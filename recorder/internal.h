@@ -167,14 +167,14 @@ inline void end_record(Stream* s) { __atomic_store_n(&s->in_record, 0u, __ATOMIC
 // one thread records, ordering across threads does not depend on times, so up to
 // kReuseEvents Allocs and Frees in a row after a clock reading take the time of the record
 // before them (dt 0, which also compresses better) instead of reading the clock. The writer
-// bumps g_clock_epoch at each wake (at least every kClockTickNs, unless it idles: kEpochIdle) and before each pass takes its
-// watermark's time; a changed epoch makes the next event read the clock, so a reused time is
-// never older than the writer's last wake, and a record begun after a pass's barrier is timed
-// after that pass's watermark. Once a second thread records (kEpochShared), every event reads
-// the clock: a free by one thread must be timed before the allocation that reuses the block in
-// another. The thread that sets the bit does so before its first event, and a block it frees
-// reaches another thread's allocation through the allocator's own synchronisation, so that
-// thread sees the bit by then.
+// bumps g_clock_epoch at each wake (at least every kClockTickNs, unless it idles: kEpochIdle)
+// and before each pass takes its watermark's time; a changed epoch makes the next event read
+// the clock, so a reused time is never older than the writer's last wake, and a record begun
+// after a pass's barrier is timed after that pass's watermark. Once a second thread records
+// (kEpochShared), every event reads the clock: a free by one thread must be timed before the
+// allocation that reuses the block in another. The thread that sets the bit does so before its
+// first event, and a block it frees reaches another thread's allocation through the
+// allocator's own synchronisation, so that thread sees the bit by then.
 inline constexpr uint64_t kEpochShared = 1ull << 63;
 // Set while the writer idles (wakes up to kMaxIdleLevel doublings less often, writer.cpp): no
 // event reuses a time then, since the next wake may be far.
