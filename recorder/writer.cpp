@@ -805,6 +805,7 @@ void writer_reset_after_fork() {
   g_finished = false;
   g_last_watermark = 0;
   g_quiet_passes = 0;
+  g_idle_level = 0;  // (the child's clock epoch starts without kEpochIdle)
   pthread_mutex_init(&g_done_mutex, nullptr);
   pthread_cond_init(&g_done_cond, nullptr);
   pthread_mutex_init(&g_fd_mutex, nullptr);
