@@ -413,7 +413,85 @@ struct SeenLookup {
   SeenStack* hit = nullptr;
   SeenStack* victim = nullptr;
 };
-SeenStack* seen_find(UnwindMemo* memo, const UnwindStart& from, int cap, SeenLookup* lookup);
+
+// The lookup of kept stacks, inline so that an allocation whose stack is found again with its
+// id makes no call but seen_holds (unwind.cpp).
+extern std::atomic<uint32_t> g_rule_gen;  // the unwinder's rule generation (unwind_modules_unloaded)
+extern std::atomic<bool> g_rules_full;    // no memory for rules: every stack goes to libunwind
+// Whether the stack kept in `e` is the one on the stack again (its start state is the
+// current one): every slot its walk read holds the same value.
+bool seen_holds(const SeenStack* __restrict e);
+// Maps the thread's table of kept stacks; false when kMaxSeenTables threads hold one or the
+// mapping fails.
+bool seen_table_map(UnwindMemo* m);
+
+// Whether to look for and keep whole stacks: not while few are found again (then the cost of
+// keeping them exceeds what the hits save). Decided per 256 walks; after a poor round the set
+// rests for 4096 walks.
+inline constexpr uint32_t kSeenRound = 256, kSeenRest = 4096;
+
+// The set of kSeenWays entries a start state may be kept in.
+inline SeenStack* seen_set(UnwindMemo* m, uint64_t ip, uint64_t sp) {
+  const uint64_t h = (ip ^ (sp * 0x9E3779B97F4A7C15ull)) * 0xBF58476D1CE4E5B9ull;
+  return &m->seen[(h >> (64 - kSeenSetBits)) * kSeenWays];
+}
+
+// The thread's table of kept stacks, mapped at its kSeenRound-th walk; false until then, and
+// for another round whenever it could not be had.
+inline bool seen_table(UnwindMemo* m) {
+  if (MT_LIKELY(m->seen != nullptr)) return true;
+  if (++m->seen_wait < kSeenRound) return false;
+  return seen_table_map(m);
+}
+
+inline bool seen_wanted(UnwindMemo* m) {
+  if (MT_UNLIKELY(m->seen_rest)) {
+    --m->seen_rest;
+    return false;
+  }
+  if (MT_UNLIKELY(++m->seen_walks == kSeenRound)) {
+    if (m->seen_hits * 2 < kSeenRound) m->seen_rest = kSeenRest;
+    m->seen_walks = 0;
+    m->seen_hits = 0;
+  }
+  return true;
+}
+
+// The kept stack of the start state (ip, sp, bp) if the stack on the stack is it again (else
+// null, and `victim` the way of the set to keep the walked stack in).
+inline SeenStack* seen_probe(UnwindMemo* m, uint64_t ip, uint64_t sp, uint64_t bp, int cap, uint64_t gen,
+                             SeenStack** victim) {
+  SeenStack* set = seen_set(m, ip, sp);
+  const uint32_t now = ++m->seen_clock;
+  // The start ip first: it tells the ways of a set apart.
+  for (int w = 0; w < kSeenWays; ++w) {
+    SeenStack* e = set + w;
+    if (e->ip[0] == ip && e->sp == sp && e->gen == gen && (e->bp == bp || !e->bp_used) && e->n <= cap &&
+        seen_holds(e)) {
+      e->used = now;
+      ++m->seen_hits;
+      return e;
+    }
+  }
+  SeenStack* v = set;
+  for (int w = 1; w < kSeenWays; ++w)
+    if (set[w].used < v->used) v = set + w;
+  v->used = now;
+  *victim = v;
+  return nullptr;
+}
+
+// The kept-stack lookup a walk from `from` would start with (fast_backtrace), on its own.
+MT_ALWAYS_INLINE SeenStack* seen_find(UnwindMemo* m, const UnwindStart& from, int cap, SeenLookup* f) {
+  // Where fast_backtrace would not look (it returns before, or its memo is not usable from
+  // here, which it may still find out), it is left to look itself.
+  if (MT_UNLIKELY(g_rules_full.load(std::memory_order_relaxed)) || from.ip == 0) return nullptr;
+  if (from.sp < m->stack_lo || from.sp >= m->stack_hi) return nullptr;
+  f->done = true;
+  if (!seen_table(m) || !seen_wanted(m)) return nullptr;
+  f->hit = seen_probe(m, from.ip, from.sp, from.bp, cap, g_rule_gen.load(std::memory_order_acquire), &f->victim);
+  return f->hit;
+}
 int fast_backtrace(void** out, int cap, UnwindMemo* memo, const UnwindStart* from = nullptr, bool id_ok = false,
                    const SeenLookup* lookup = nullptr);
 void unwind_modules_unloaded();

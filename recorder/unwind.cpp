@@ -39,6 +39,9 @@ namespace memtide::rec {
 
 pthread_mutex_t unwind_mutex = PTHREAD_MUTEX_INITIALIZER;
 
+std::atomic<uint32_t> g_rule_gen{1};
+std::atomic<bool> g_rules_full{false};
+
 namespace {
 
 // A frame rule in 64 bits:
@@ -82,8 +85,6 @@ struct RuleTable {
 };
 constexpr uint64_t kFirstSlots = 1u << 12;
 std::atomic<RuleTable*> g_rules{nullptr};
-std::atomic<uint32_t> g_gen{1};
-std::atomic<bool> g_full{false};  // no memory for rules: every stack goes to libunwind
 
 inline uint64_t slot_of(uint64_t pc) { return (pc * 0x9E3779B97F4A7C15ull) >> 40; }
 
@@ -294,7 +295,7 @@ MT_NOINLINE uint64_t rule_resolve(uint64_t pc, uint64_t gen) {
     dl_find_object fo;
     if (!m && _dl_find_object(reinterpret_cast<void*>(pc), &fo) == 0 && fo.dlfo_link_map) m = open_module(fo);
     rule = (m ? compute_rule(m, pc) : kNone) | kValid | (gen << kGenShift);
-    if (!rule_store(pc, rule)) g_full.store(true, std::memory_order_relaxed);
+    if (!rule_store(pc, rule)) g_rules_full.store(true, std::memory_order_relaxed);
   }
   pthread_mutex_unlock(&unwind_mutex);
   return rule;
@@ -303,9 +304,9 @@ MT_NOINLINE uint64_t rule_resolve(uint64_t pc, uint64_t gen) {
 }  // namespace
 
 void unwind_modules_unloaded() {
-  uint32_t next = (g_gen.load(std::memory_order_relaxed) + 1) & kGenMask;
+  uint32_t next = (g_rule_gen.load(std::memory_order_relaxed) + 1) & kGenMask;
   if (next == 0) next = 1;
-  g_gen.store(next, std::memory_order_release);
+  g_rule_gen.store(next, std::memory_order_release);
 }
 
 namespace {
@@ -326,14 +327,15 @@ inline int memo_first_break(const UnwindMemo* m, int r) {
   return -1;
 }
 
-// The set of kSeenWays entries a start state may be kept in.
-inline SeenStack* seen_set(UnwindMemo* m, uint64_t ip, uint64_t sp) {
-  const uint64_t h = (ip ^ (sp * 0x9E3779B97F4A7C15ull)) * 0xBF58476D1CE4E5B9ull;
-  return &m->seen[(h >> (64 - kSeenSetBits)) * kSeenWays];
+inline bool slot_at(uint64_t addr, uint64_t base, uint32_t& at) {
+  const uint64_t d = addr - base;
+  if (addr < base || d >= kNoSlot) return false;
+  at = static_cast<uint32_t>(d);
+  return true;
 }
 
-// Whether the stack kept in `e` is the one on the stack again (its start state is the
-// current one): every slot its walk read holds the same value.
+}  // namespace
+
 MT_NOINLINE bool seen_holds(const SeenStack* __restrict e) {
   const uint64_t base = e->sp;
   const int n = e->n;
@@ -349,19 +351,6 @@ MT_NOINLINE bool seen_holds(const SeenStack* __restrict e) {
   return !diff && (e->zero_ra_at == kNoSlot || *slot(base, e->zero_ra_at) == 0);
 }
 
-inline bool slot_at(uint64_t addr, uint64_t base, uint32_t& at) {
-  const uint64_t d = addr - base;
-  if (addr < base || d >= kNoSlot) return false;
-  at = static_cast<uint32_t>(d);
-  return true;
-}
-
-// Whether to look for and keep whole stacks: not while few are found again (then the cost of
-// keeping them exceeds what the hits save). Decided per 256 walks; after a poor round the set
-// rests for 4096 walks.
-constexpr uint32_t kSeenRound = 256, kSeenRest = 4096;
-}  // namespace
-
 std::atomic<uint32_t> g_seen_tables{0};
 
 void seen_table_free(SeenStack* t) {
@@ -370,13 +359,7 @@ void seen_table_free(SeenStack* t) {
   g_seen_tables.fetch_sub(1, std::memory_order_relaxed);
 }
 
-namespace {
-
-// The thread's table of kept stacks, mapped at its kSeenRound-th walk; false until then, and
-// for another round whenever kMaxSeenTables threads hold one or the mapping fails.
-inline bool seen_table(UnwindMemo* m) {
-  if (MT_LIKELY(m->seen != nullptr)) return true;
-  if (++m->seen_wait < kSeenRound) return false;
+MT_NOINLINE bool seen_table_map(UnwindMemo* m) {
   m->seen_wait = 0;  // if none can be had now, try again after another round
   if (g_seen_tables.fetch_add(1, std::memory_order_relaxed) >= kMaxSeenTables) {
     g_seen_tables.fetch_sub(1, std::memory_order_relaxed);
@@ -393,18 +376,7 @@ inline bool seen_table(UnwindMemo* m) {
   return true;
 }
 
-inline bool seen_wanted(UnwindMemo* m) {
-  if (MT_UNLIKELY(m->seen_rest)) {
-    --m->seen_rest;
-    return false;
-  }
-  if (MT_UNLIKELY(++m->seen_walks == kSeenRound)) {
-    if (m->seen_hits * 2 < kSeenRound) m->seen_rest = kSeenRest;
-    m->seen_walks = 0;
-    m->seen_hits = 0;
-  }
-  return true;
-}
+namespace {
 
 // The walk just done left the whole stack (n frames) in the memo: keep it in `e`, the slot
 // of its start state, and tell stack_id to give it its id.
@@ -462,47 +434,14 @@ inline void memo_store(UnwindMemo* m, int n, bool zero_ra, uint64_t end_cfa, uin
   m->gen = gen;
 }
 
-// The kept stack of the start state (ip, sp, bp) if the stack on the stack is it again (else
-// null, and `victim` the way of the set to keep the walked stack in).
-inline SeenStack* seen_probe(UnwindMemo* m, uint64_t ip, uint64_t sp, uint64_t bp, int cap, uint64_t gen,
-                             SeenStack** victim) {
-  SeenStack* set = seen_set(m, ip, sp);
-  const uint32_t now = ++m->seen_clock;
-  SeenStack* v = nullptr;
-  for (int w = 0; w < kSeenWays; ++w) {
-    SeenStack* e = set + w;
-    if (e->gen == gen && e->ip[0] == ip && e->sp == sp && (e->bp == bp || !e->bp_used) && e->n <= cap &&
-        seen_holds(e)) {
-      e->used = now;
-      ++m->seen_hits;
-      return e;
-    }
-    if (!v || e->used < v->used) v = e;
-  }
-  v->used = now;
-  *victim = v;
-  return nullptr;
-}
-
 }  // namespace
-
-MT_NOINLINE SeenStack* seen_find(UnwindMemo* m, const UnwindStart& from, int cap, SeenLookup* f) {
-  // Where fast_backtrace would not look (it returns before, or its memo is not usable from
-  // here, which it may still find out), it is left to look itself.
-  if (MT_UNLIKELY(g_full.load(std::memory_order_relaxed)) || from.ip == 0) return nullptr;
-  if (from.sp < m->stack_lo || from.sp >= m->stack_hi) return nullptr;
-  f->done = true;
-  if (!seen_table(m) || !seen_wanted(m)) return nullptr;
-  f->hit = seen_probe(m, from.ip, from.sp, from.bp, cap, g_gen.load(std::memory_order_acquire), &f->victim);
-  return f->hit;
-}
 
 // Returns the number of return addresses stored (the first is inside this function), or -1
 // when a frame is not one this unwinder steps (the caller then asks libunwind).
 MT_NOINLINE int fast_backtrace(void** out, int cap, UnwindMemo* m, const UnwindStart* from, bool id_ok,
                                const SeenLookup* pre) {
   if (m) m->carry = nullptr;
-  if (MT_UNLIKELY(g_full.load(std::memory_order_relaxed))) return -1;
+  if (MT_UNLIKELY(g_rules_full.load(std::memory_order_relaxed))) return -1;
   uint64_t ip, sp, bp;
   if (from) {
     ip = from->ip;
@@ -515,7 +454,7 @@ MT_NOINLINE int fast_backtrace(void** out, int cap, UnwindMemo* m, const UnwindS
   // The first frame's address is exact when captured here; every other one is a return
   // address, looked up at the call instruction before it.
   const bool exact_leaf = from == nullptr;
-  const uint64_t gen = g_gen.load(std::memory_order_acquire);
+  const uint64_t gen = g_rule_gen.load(std::memory_order_acquire);
   // Cursor into the memo, from its leaf toward its outermost frame (sp grows that way).
   if (m && (sp < m->stack_lo || sp >= m->stack_hi)) {  // not on the thread's own stack, or not known yet
     if (!(MT_UNLIKELY(m->stack_pending) && thread_stack_bounds(m) && sp >= m->stack_lo && sp < m->stack_hi)) m = nullptr;
