@@ -274,7 +274,7 @@ struct SeenStack {
   int id_skip, id_n;
   int nbp;                       // rbp slots to check
   uint64_t ip[kSeenFrames];      // the return addresses (ip[0]: the start ip)
-  uint32_t ra_at[kSeenFrames];
+  const uint64_t* ra_slot[kSeenFrames];  // where each return address (but the first) was read
   uint32_t bp_at[kSeenFrames];
   uint64_t bp_val[kSeenFrames];  // what was read at bp_at
 };

@@ -527,15 +527,53 @@ MT_ALWAYS_INLINE void write_free(Stream* s, fmt::Api api, uint64_t time, uint64_
 
 }  // namespace
 
-void on_alloc(fmt::Api api, void* p, size_t size, const void* frame) {
-  if (!p) return;
+namespace {
+
+// The record of an allocation, when the thread's own stream has room and may reuse the time of
+// its record before: no call. False, with nothing written, otherwise.
+MT_ALWAYS_INLINE bool write_alloc_fast(Stream* s, fmt::Api api, uint64_t addr, uint64_t size, uint32_t stack) {
+  Chunk* c = s->chunk;
+  if (MT_UNLIKELY(!c || c->cap - s->pos < fmt::kMaxAllocRecord)) return false;
+  begin_record(s);  // before the epoch is read, as event_time requires
+  if (MT_UNLIKELY(s->reuse_left == 0 || s->reuse_epoch != g_clock_epoch.load(std::memory_order_relaxed))) {
+    end_record(s);
+    return false;
+  }
+  --s->reuse_left;
+  uint8_t* w = fmt::encode_alloc(c->data + s->pos, api, 0, static_cast<int64_t>(addr - s->last_addr), size, stack);
+  s->last_addr = addr;
+  commit(s, w);
+  end_record(s);
+  ++s->allocs;
+  return true;
+}
+
+MT_NOINLINE void on_alloc_slow(fmt::Api api, void* p, size_t size, const void* frame) {
   Target t;
-  if (!acquire(t)) return;
+  if (!acquire_slow(t)) return;
   tls_busy++;
   const uint32_t stack = capture_stack(t, frame);
   write_alloc(t.s, api, kNow, reinterpret_cast<uint64_t>(p), size, stack);
   tls_busy--;
   release(t);
+}
+
+}  // namespace
+
+void on_alloc(fmt::Api api, void* p, size_t size, const void* frame) {
+  if (!p) return;
+  ThreadState* ts = tls_thread;
+  if (MT_UNLIKELY(!ts || tls_busy || g.state.load(std::memory_order_relaxed) != kActive ||
+                  g.paused.load(std::memory_order_relaxed))) {
+    on_alloc_slow(api, p, size, frame);
+    return;
+  }
+  tls_busy++;
+  const Target t{ts, &ts->stream, false};
+  const uint32_t stack = capture_stack(t, frame);
+  const auto addr = reinterpret_cast<uint64_t>(p);
+  if (!write_alloc_fast(t.s, api, addr, size, stack)) write_alloc(t.s, api, kNow, addr, size, stack);
+  tls_busy--;
 }
 
 namespace {

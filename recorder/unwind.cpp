@@ -339,14 +339,12 @@ inline bool slot_at(uint64_t addr, uint64_t base, uint32_t& at) {
 MT_NOINLINE bool seen_holds(const SeenStack* __restrict e) {
   const uint64_t base = e->sp;
   const int n = e->n;
-  // The loads are independent of each other: groups of eight without branches.
-  for (int k = 1; k < n;) {
-    const int stop = n - k > 8 ? k + 8 : n;
-    uint64_t diff = 0;
-    for (; k < stop; ++k) diff |= *slot(base, e->ra_at[k]) ^ e->ip[k];
-    if (diff) return false;
-  }
+  // The loads are independent of each other: no branch on them, two frames a step. (The slots
+  // are where they were: the start sp is the same.)
   uint64_t diff = 0;
+  int k = 1;
+  for (; k + 1 < n; k += 2) diff |= (*e->ra_slot[k] ^ e->ip[k]) | (*e->ra_slot[k + 1] ^ e->ip[k + 1]);
+  if (k < n) diff |= *e->ra_slot[k] ^ e->ip[k];
   for (int j = 0; j < e->nbp; ++j) diff |= *slot(base, e->bp_at[j]) ^ e->bp_val[j];
   return !diff && (e->zero_ra_at == kNoSlot || *slot(base, e->zero_ra_at) == 0);
 }
@@ -395,7 +393,9 @@ inline void seen_keep(UnwindMemo* m, SeenStack* e, void** out, int n, uint64_t g
     const UnwindFrame& fr = m->f[n - 1 - k];
     const uint64_t rule = m->f[n - k].rule;  // of the frame it was stepped from
     e->ip[k] = fr.ip;
-    if (!slot_at(fr.sp + static_cast<uint64_t>(ra_off(rule)), base, e->ra_at[k])) return;
+    uint32_t ra_at;
+    if (!slot_at(fr.sp + static_cast<uint64_t>(ra_off(rule)), base, ra_at)) return;
+    e->ra_slot[k] = slot(base, ra_at);
     if ((rule & kRbpSaved) && bp_used) {
       if (!slot_at(fr.sp + static_cast<uint64_t>(rbp_off(rule)), base, e->bp_at[nbp])) return;
       e->bp_val[nbp++] = fr.bp;
