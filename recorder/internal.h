@@ -298,7 +298,7 @@ struct UnwindMemo {
   SeenStack* seen = nullptr;
   uint32_t seen_wait = 0;
   uint32_t seen_clock = 0;
-  uint32_t seen_walks = 0, seen_hits = 0, seen_rest = 0;  // unwind.cpp, seen_wanted()
+  uint32_t seen_round = 0, seen_misses = 0, seen_rest = 0;  // seen_probe(), seen_wanted()
   // What the last fast_backtrace left for stack_id: the SeenStack of the return addresses it
   // stored at `out` (a stack found again whose id is known: `carry_hit`; else a stack just
   // kept or found before its id was, the id still to be set). stack_id uses it only for return addresses taken from that array
@@ -426,8 +426,9 @@ bool seen_holds(const SeenStack* __restrict e);
 bool seen_table_map(UnwindMemo* m);
 
 // Whether to look for and keep whole stacks: not while few are found again (then the cost of
-// keeping them exceeds what the hits save). Decided per 256 walks; after a poor round the set
-// rests for 4096 walks.
+// keeping them exceeds what the hits save). Decided at the first miss after each 256 lookups or
+// more, from the share of misses since the last decision (a hit counts nothing); after a poor
+// round the set rests for 4096 walks.
 inline constexpr uint32_t kSeenRound = 256, kSeenRest = 4096;
 
 // The set of kSeenWays entries a start state may be kept in.
@@ -449,11 +450,6 @@ inline bool seen_wanted(UnwindMemo* m) {
     --m->seen_rest;
     return false;
   }
-  if (MT_UNLIKELY(++m->seen_walks == kSeenRound)) {
-    if (m->seen_hits * 2 < kSeenRound) m->seen_rest = kSeenRest;
-    m->seen_walks = 0;
-    m->seen_hits = 0;
-  }
   return true;
 }
 
@@ -469,10 +465,15 @@ inline SeenStack* seen_probe(UnwindMemo* m, uint64_t ip, uint64_t sp, uint64_t b
     if (e->ip[0] == ip && e->sp == sp && e->gen == gen && (e->bp == bp || !e->bp_used) && e->n <= cap &&
         seen_holds(e)) {
       e->used = now;
-      ++m->seen_hits;
       return e;
     }
   }
+  if (now - m->seen_round >= kSeenRound) {
+    if (m->seen_misses * 2 > now - m->seen_round) m->seen_rest = kSeenRest;
+    m->seen_round = now;
+    m->seen_misses = 0;
+  }
+  ++m->seen_misses;
   SeenStack* v = set;
   for (int w = 1; w < kSeenWays; ++w)
     if (set[w].used < v->used) v = set + w;

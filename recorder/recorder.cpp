@@ -431,7 +431,7 @@ MT_NOINLINE int unwind_verified(void** ips, int cap, int& skip, UnwindMemo* memo
   return nl;
 }
 
-MT_NOINLINE uint32_t walk_stack(const Target& t, const void* frame, const SeenLookup* pre);
+MT_NOINLINE uint32_t walk_stack(ThreadState* ts, Stream* stream, const void* frame, const SeenLookup* pre);
 
 // A stack found again with its id (most allocations) takes only seen_find; the others are
 // walked (walk_stack).
@@ -451,10 +451,10 @@ MT_ALWAYS_INLINE uint32_t capture_stack(const Target& t, const void* frame) {
       return e->id;
     }
   }
-  return walk_stack(t, frame, &pre);
+  return walk_stack(t.ts, t.s, frame, &pre);
 }
 
-MT_NOINLINE uint32_t walk_stack(const Target& t, const void* frame, const SeenLookup* pre) {
+MT_NOINLINE uint32_t walk_stack(ThreadState* ts, Stream* stream, const void* frame, const SeenLookup* pre) {
   const int cap = static_cast<int>(g.opts.max_depth) + kExtraFrames;
   void** ips = static_cast<void**>(__builtin_alloca(static_cast<size_t>(cap) * sizeof(void*)));
   int n = -1;
@@ -466,11 +466,11 @@ MT_NOINLINE uint32_t walk_stack(const Target& t, const void* frame, const SeenLo
   }
   const UnwindStart* from = frame ? &start : nullptr;
   if (MT_LIKELY(g.opts.unwind == UnwindKind::Fast)) {
-    n = fast_backtrace(ips, cap, t.ts ? &t.ts->memo : nullptr, from, /*id_ok=*/true, pre);
+    n = fast_backtrace(ips, cap, ts ? &ts->memo : nullptr, from, /*id_ok=*/true, pre);
     if (n == kSeenStackId) {
       // A stack found again with its id (by fast_backtrace's own lookup, or seen_find's whose
       // range test failed): the same one if the same frames are skipped and kept.
-      UnwindMemo& m = t.ts->memo;
+      UnwindMemo& m = ts->memo;
       SeenStack* e = m.carry;
       if (e->id_own_known == g.own_range_known) {
         m.carry = nullptr;
@@ -487,11 +487,11 @@ MT_NOINLINE uint32_t walk_stack(const Target& t, const void* frame, const SeenLo
       m.carry_n = n;
     }
   } else if (g.opts.unwind == UnwindKind::Verify) {
-    n = unwind_verified(ips, cap, skip, t.ts ? &t.ts->memo : nullptr, from);
+    n = unwind_verified(ips, cap, skip, ts ? &ts->memo : nullptr, from);
   }
   if (n < 0) n = unw_backtrace(ips, cap);
   if (g.opts.unwind != UnwindKind::Verify) skip = skip_own_frames(ips, n);
-  return stack_id(t.ts, t.s, ips + skip, kept_frames(n, skip));
+  return stack_id(ts, stream, ips + skip, kept_frames(n, skip));
 }
 
 // `time` kNow: the clock is read once the record has its room. Getting room may wait (a new
