@@ -484,14 +484,23 @@ inline SeenStack* seen_probe(UnwindMemo* m, uint64_t ip, uint64_t sp, uint64_t b
 
 // The kept-stack lookup a walk from `from` would start with (fast_backtrace), on its own.
 MT_ALWAYS_INLINE SeenStack* seen_find(UnwindMemo* m, const UnwindStart& from, int cap, SeenLookup* f) {
-  // Where fast_backtrace would not look (it returns before, or its memo is not usable from
-  // here, which it may still find out), it is left to look itself.
+  if (!seen_table(m) || !seen_wanted(m)) return nullptr;
+  SeenStack* victim;
+  SeenStack* hit = seen_probe(m, from.ip, from.sp, from.bp, cap, g_rule_gen.load(std::memory_order_acquire), &victim);
+  // A hit is the stack it was (every slot checked), and it was kept from a walk inside this
+  // thread's stack, so its sp, the same, is inside it still.
+  if (MT_LIKELY(hit != nullptr)) {
+    f->done = true;
+    f->hit = hit;
+    return hit;
+  }
+  // A miss: where fast_backtrace would not look (it returns before, or its memo is not usable
+  // from here, which it may still find out), it is left to look itself.
   if (MT_UNLIKELY(g_rules_full.load(std::memory_order_relaxed)) || from.ip == 0) return nullptr;
   if (from.sp < m->stack_lo || from.sp >= m->stack_hi) return nullptr;
   f->done = true;
-  if (!seen_table(m) || !seen_wanted(m)) return nullptr;
-  f->hit = seen_probe(m, from.ip, from.sp, from.bp, cap, g_rule_gen.load(std::memory_order_acquire), &f->victim);
-  return f->hit;
+  f->victim = victim;
+  return nullptr;
 }
 int fast_backtrace(void** out, int cap, UnwindMemo* memo, const UnwindStart* from = nullptr, bool id_ok = false,
                    const SeenLookup* lookup = nullptr);
