@@ -529,18 +529,26 @@ MT_ALWAYS_INLINE void write_free(Stream* s, fmt::Api api, uint64_t time, uint64_
 
 namespace {
 
-// The record of an allocation, when the thread's own stream has room and may reuse the time of
-// its record before: no call. False, with nothing written, otherwise.
-MT_ALWAYS_INLINE bool write_alloc_fast(Stream* s, fmt::Api api, uint64_t addr, uint64_t size, uint32_t stack) {
+// The common Alloc and Free records are written without a call (so without saving registers)
+// when the thread's own stream has room and the time of its record before may be reused:
+// begin_reused gives where to write, or null, with nothing begun, and the general writers
+// (write_alloc, write_free) take the record.
+MT_ALWAYS_INLINE uint8_t* begin_reused(Stream* s, size_t need) {
   Chunk* c = s->chunk;
-  if (MT_UNLIKELY(!c || c->cap - s->pos < fmt::kMaxAllocRecord)) return false;
+  if (MT_UNLIKELY(!c || c->cap - s->pos < need)) return nullptr;
   begin_record(s);  // before the epoch is read, as event_time requires
   if (MT_UNLIKELY(s->reuse_left == 0 || s->reuse_epoch != g_clock_epoch.load(std::memory_order_relaxed))) {
     end_record(s);
-    return false;
+    return nullptr;
   }
   --s->reuse_left;
-  uint8_t* w = fmt::encode_alloc(c->data + s->pos, api, 0, static_cast<int64_t>(addr - s->last_addr), size, stack);
+  return c->data + s->pos;
+}
+
+MT_ALWAYS_INLINE bool write_alloc_fast(Stream* s, fmt::Api api, uint64_t addr, uint64_t size, uint32_t stack) {
+  uint8_t* w = begin_reused(s, fmt::kMaxAllocRecord);
+  if (!w) return false;
+  w = fmt::encode_alloc(w, api, 0, static_cast<int64_t>(addr - s->last_addr), size, stack);
   s->last_addr = addr;
   commit(s, w);
   end_record(s);
@@ -578,26 +586,14 @@ void on_alloc(fmt::Api api, void* p, size_t size, const void* frame) {
 
 namespace {
 
-// The common free, without a call (so without saving registers): the thread's own stream has
-// room and may reuse the time of its record before. False, with nothing written, otherwise.
-MT_ALWAYS_INLINE bool write_free_fast(ThreadState* ts, fmt::Api api, uint64_t addr) {
-  Stream* s = &ts->stream;
-  Chunk* c = s->chunk;
-  if (MT_UNLIKELY(!c || c->cap - s->pos < fmt::kMaxFreeRecord)) return false;
-  tls_busy++;
-  begin_record(s);  // before the epoch is read, as event_time requires
-  if (MT_UNLIKELY(s->reuse_left == 0 || s->reuse_epoch != g_clock_epoch.load(std::memory_order_relaxed))) {
-    end_record(s);
-    tls_busy--;
-    return false;
-  }
-  --s->reuse_left;
-  uint8_t* w = fmt::encode_free(c->data + s->pos, api, 0, static_cast<int64_t>(addr - s->last_addr), 0);
+MT_ALWAYS_INLINE bool write_free_fast(Stream* s, fmt::Api api, uint64_t addr) {
+  uint8_t* w = begin_reused(s, fmt::kMaxFreeRecord);
+  if (!w) return false;
+  w = fmt::encode_free(w, api, 0, static_cast<int64_t>(addr - s->last_addr), 0);
   s->last_addr = addr;
   commit(s, w);
   end_record(s);
   ++s->frees;
-  tls_busy--;
   return true;
 }
 
@@ -621,9 +617,12 @@ MT_NOINLINE void on_free_slow(fmt::Api api, void* p) {
 void on_free(fmt::Api api, void* p) {
   if (!p || in_pool(p)) return;
   ThreadState* ts = tls_thread;
-  if (MT_LIKELY(ts && !tls_busy && g.state.load(std::memory_order_relaxed) == kActive) &&
-      write_free_fast(ts, api, reinterpret_cast<uint64_t>(p)))
-    return;
+  if (MT_LIKELY(ts && !tls_busy && g.state.load(std::memory_order_relaxed) == kActive)) {
+    tls_busy++;
+    const bool written = write_free_fast(&ts->stream, api, reinterpret_cast<uint64_t>(p));
+    tls_busy--;
+    if (MT_LIKELY(written)) return;
+  }
   on_free_slow(api, p);
 }
 
