@@ -484,7 +484,15 @@ inline SeenStack* seen_probe(UnwindMemo* m, uint64_t ip, uint64_t sp, uint64_t b
 
 // The kept-stack lookup a walk from `from` would start with (fast_backtrace), on its own.
 MT_ALWAYS_INLINE SeenStack* seen_find(UnwindMemo* m, const UnwindStart& from, int cap, SeenLookup* f) {
-  if (!seen_table(m) || !seen_wanted(m)) return nullptr;
+  // Where fast_backtrace would not look (it returns before, or its memo is not usable from
+  // here, which it may still find out), it is left to look itself.
+  auto walk_could_keep = [&] {
+    return !g_rules_full.load(std::memory_order_relaxed) && from.ip != 0 && from.sp >= m->stack_lo &&
+           from.sp < m->stack_hi;
+  };
+  // Only a thread whose walks can keep stacks gets a table (there are kMaxSeenTables).
+  if (MT_UNLIKELY(m->seen == nullptr) && (!walk_could_keep() || !seen_table(m))) return nullptr;
+  if (!seen_wanted(m)) return nullptr;
   SeenStack* victim;
   SeenStack* hit = seen_probe(m, from.ip, from.sp, from.bp, cap, g_rule_gen.load(std::memory_order_acquire), &victim);
   // A hit is the stack it was (every slot checked), and it was kept from a walk inside this
@@ -494,10 +502,7 @@ MT_ALWAYS_INLINE SeenStack* seen_find(UnwindMemo* m, const UnwindStart& from, in
     f->hit = hit;
     return hit;
   }
-  // A miss: where fast_backtrace would not look (it returns before, or its memo is not usable
-  // from here, which it may still find out), it is left to look itself.
-  if (MT_UNLIKELY(g_rules_full.load(std::memory_order_relaxed)) || from.ip == 0) return nullptr;
-  if (from.sp < m->stack_lo || from.sp >= m->stack_hi) return nullptr;
+  if (!walk_could_keep()) return nullptr;
   f->done = true;
   f->victim = victim;
   return nullptr;
