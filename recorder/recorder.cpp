@@ -365,10 +365,20 @@ bool acquire_slow(Target& t, bool even_paused = false) {
   return true;
 }
 
-inline bool acquire(Target& t) {
+// The calling thread's state when its event goes to its own stream now (the common case: the
+// recording runs, the thread has its stream and is not inside the recorder), else null.
+// Frees are recorded while paused (`even_paused`): a block made before the pause may be
+// released in it.
+inline ThreadState* own_stream_thread(bool even_paused) {
   ThreadState* ts = tls_thread;
-  if (MT_LIKELY(ts && !tls_busy && g.state.load(std::memory_order_relaxed) == kActive &&
-                !g.paused.load(std::memory_order_relaxed))) {
+  return MT_LIKELY(ts && !tls_busy && g.state.load(std::memory_order_relaxed) == kActive &&
+                   (even_paused || !g.paused.load(std::memory_order_relaxed)))
+             ? ts
+             : nullptr;
+}
+
+inline bool acquire(Target& t) {
+  if (ThreadState* ts = own_stream_thread(false)) {
     t = Target{ts, &ts->stream, false};
     return true;
   }
@@ -570,9 +580,8 @@ MT_NOINLINE void on_alloc_slow(fmt::Api api, void* p, size_t size, const void* f
 
 void on_alloc(fmt::Api api, void* p, size_t size, const void* frame) {
   if (!p) return;
-  ThreadState* ts = tls_thread;
-  if (MT_UNLIKELY(!ts || tls_busy || g.state.load(std::memory_order_relaxed) != kActive ||
-                  g.paused.load(std::memory_order_relaxed))) {
+  ThreadState* ts = own_stream_thread(false);
+  if (MT_UNLIKELY(!ts)) {
     on_alloc_slow(api, p, size, frame);
     return;
   }
@@ -599,13 +608,7 @@ MT_ALWAYS_INLINE bool write_free_fast(Stream* s, fmt::Api api, uint64_t addr) {
 
 MT_NOINLINE void on_free_slow(fmt::Api api, void* p) {
   Target t;
-  // Frees are recorded while paused: a block made before the pause may be released in it.
-  ThreadState* ts = tls_thread;
-  if (MT_LIKELY(ts && !tls_busy && g.state.load(std::memory_order_relaxed) == kActive)) {
-    t = Target{ts, &ts->stream, false};
-  } else if (!acquire_slow(t, /*even_paused=*/true)) {
-    return;
-  }
+  if (!acquire_slow(t, /*even_paused=*/true)) return;
   tls_busy++;
   write_free(t.s, api, kNow, reinterpret_cast<uint64_t>(p), 0);
   tls_busy--;
@@ -616,8 +619,7 @@ MT_NOINLINE void on_free_slow(fmt::Api api, void* p) {
 
 void on_free(fmt::Api api, void* p) {
   if (!p || in_pool(p)) return;
-  ThreadState* ts = tls_thread;
-  if (MT_LIKELY(ts && !tls_busy && g.state.load(std::memory_order_relaxed) == kActive)) {
+  if (ThreadState* ts = own_stream_thread(/*even_paused=*/true)) {
     tls_busy++;
     const bool written = write_free_fast(&ts->stream, api, reinterpret_cast<uint64_t>(p));
     tls_busy--;
