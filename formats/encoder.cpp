@@ -135,176 +135,74 @@ std::size_t encode_block(const BlockHeader& hdr, const uint8_t* raw, std::size_t
 
 
 // ---------------------------------------------------------------------------------------
-// Short forms of Alloc and Free (AddressCompactor)
+// Runs cut into blocks
 // ---------------------------------------------------------------------------------------
 
-namespace {
-
-// The end of the varint at `p`, with at least 10 readable bytes there; nullptr when it is
-// longer than 10 bytes. (Byte by byte: the branches on a length of one byte predict well, where
-// a length taken from the data makes the next record's position wait for it.)
-[[gnu::always_inline]] inline const uint8_t* varint_end_fast(const uint8_t* p) {
-  if (!(p[0] & 0x80)) [[likely]]
-    return p + 1;
-  for (std::size_t i = 1; i < wire::kMaxVarint; ++i)
-    if (!(p[i] & 0x80)) return p + i + 1;
-  return nullptr;
-}
-
-// An svarint (zigzag) with at least 10 readable bytes at `p`; nullptr when longer than that.
-// The first three bytes unrolled (an address delta rarely takes more).
-[[gnu::always_inline]] inline const uint8_t* svarint_fast(const uint8_t* p, int64_t& out) {
-  auto zigzag = [&](uint64_t v) { out = static_cast<int64_t>((v >> 1) ^ (uint64_t{0} - (v & 1))); };
-  uint64_t b = p[0];
-  uint64_t v = b & 0x7f;
-  if (b < 0x80) return zigzag(v), p + 1;
-  b = p[1];
-  v |= (b & 0x7f) << 7;
-  if (b < 0x80) return zigzag(v), p + 2;
-  b = p[2];
-  v |= (b & 0x7f) << 14;
-  if (b < 0x80) return zigzag(v), p + 3;
-  for (unsigned i = 3; i < wire::kMaxVarint; ++i) {
-    v |= static_cast<uint64_t>(p[i] & 0x7f) << (7 * i);
-    if (!(p[i] & 0x80)) return zigzag(v), p + i + 1;
-  }
-  return nullptr;
-}
-
-// Copies [from, to); with 32 bytes readable from `from` (and so writable at `o`, which
-// never runs ahead of the input) as two fixed-size moves.
-[[gnu::always_inline]] inline uint8_t* copy_bytes(uint8_t* o, const uint8_t* from, const uint8_t* to,
-                                                  const uint8_t* end) {
-  const auto n = static_cast<std::size_t>(to - from);
-  if (n <= 32 && end - from >= 32) [[likely]] {
-    std::memmove(o, from, 16);
-    std::memmove(o + 16, from + 16, 16);
-  } else {
-    std::memmove(o, from, n);
-  }
-  return o + n;
-}
-
-// Readable bytes a record needs for the fast path: the longest Alloc record and the fixed-size
-// moves over it (three of 16 bytes).
-constexpr std::ptrdiff_t kFastRoom = 48;
-static_assert(kFastRoom > static_cast<std::ptrdiff_t>(kMaxAllocRecord));
-
-}  // namespace
-
-AddressCompactor::Split AddressCompactor::compact(const uint8_t* in, std::size_t n, uint64_t base_addr, uint8_t* out,
-                                                  uint8_t* stacks) {
-  // Ring 0: allocated addresses, 1: freed ones. The address pushed as number s is in slot
-  // s % kRingSize, for the decoder too (whose count starts at 0 with each block): k = (pushes
-  // so far) - 1 - s, below kRingSize and below the pushes of this block.
-  // The push counts are kept in locals and stored back at the end: the output is bytes, and a
-  // byte store may alias any member, which would be read again after every byte written.
-  uint32_t pos[2] = {rings_.pos[0], rings_.pos[1]};
-  const uint32_t first[2] = {pos[0], pos[1]};
-  uint64_t(&slot)[2][kRingSize] = rings_.slot;
-  // k if push number `s` of ring `r` is in this block's ring and holds `a`, else -1.
-  auto holds = [&](unsigned r, uint32_t s, uint64_t a) {
-    const uint32_t k = pos[r] - 1 - s;
-    return k < kRingSize && k < pos[r] - first[r] && slot[r][s & (kRingSize - 1)] == a ? static_cast<int>(k) : -1;
-  };
-  // A table slot names the latest push of its addresses, so a slot that names `a` gives its
-  // latest k. The second table tells apart two addresses used in turn that share their slot in
-  // the first (which ones do depends on where the heap lies: with one table, one sqlite3 run in
-  // six had a 27% larger trace).
-  auto find = [&](unsigned r, uint64_t a, unsigned h1, unsigned h2) {
-    const int k = holds(r, table_[r][h1], a);
-    return k >= 0 ? k : holds(r, table_[r][kSlots + h2], a);
-  };
-  auto push = [&](unsigned r, uint64_t a, unsigned h1, unsigned h2) {
-    const uint32_t s = pos[r]++;
-    table_[r][h1] = s;
-    table_[r][kSlots + h2] = s;
-    slot[r][s & (kRingSize - 1)] = a;
+CutResult cut_block(const uint8_t* in, std::size_t n, RunState& st, uint8_t* out, uint8_t* stacks, bool whole) {
+  // A short form names k < kRingSize; once both rings had that many pushes in the piece, every
+  // k is in it. (Ring 0: allocated addresses, named by short Frees; ring 1: freed ones.)
+  const uint32_t first[2] = {st.rings.pos[0], st.rings.pos[1]};
+  auto all_in_piece = [&] {
+    return st.rings.pos[0] - first[0] >= kRingSize && st.rings.pos[1] - first[1] >= kRingSize;
   };
   const uint8_t* p = in;
   const uint8_t* const end = in + n;
   uint8_t* o = out;
   uint8_t* so = stacks;
-  uint64_t addr = base_addr;
+  auto copy = [&](uint8_t*& to, const uint8_t* from, const uint8_t* upto) {
+    std::memcpy(to, from, static_cast<std::size_t>(upto - from));
+    to += upto - from;
+  };
   while (p < end) {
+    if (!whole && !stacks && all_in_piece()) break;
     const uint8_t tag = *p;
-    const bool alloc = is_alloc_tag(tag);
-    if (alloc || is_free_tag(tag)) {
-      const auto api = static_cast<Api>(tag & 31);
-      const uint8_t* const dt = p + 1;
-      const uint8_t *dt_end, *rest, *rec_end;
-      int64_t daddr;
-      const bool fast = end - p >= kFastRoom;
-      if (fast) [[likely]] {
-        dt_end = varint_end_fast(dt);
-        if (!dt_end) break;
-        rest = svarint_fast(dt_end, daddr);
-        if (!rest) break;
-        rec_end = rest;
-        if (alloc) {
-          rec_end = varint_end_fast(rec_end);
-          if (rec_end) rec_end = varint_end_fast(rec_end);
-        } else if (api == Api::Munmap) {
-          rec_end = varint_end_fast(rec_end);
-        }
-      } else {  // near the end of the payload: every read checked
-        wire::Cursor c(dt, end);
-        uint64_t skip;
-        if (!c.get_varint(skip)) break;
-        dt_end = c.pos();
-        if (!c.get_svarint(daddr)) break;
-        rest = c.pos();
-        if ((alloc && !(c.get_varint(skip) && c.get_varint(skip))) || (api == Api::Munmap && !c.get_varint(skip))) break;
-        rec_end = c.pos();
-      }
-      if (!rec_end) break;
-      addr += static_cast<uint64_t>(daddr);
-      const unsigned h1 = hash(addr), h2 = hash2(addr);
-      const uint8_t base = recent_tag_base(alloc, api);
-      const int k = base ? find(alloc ? 1 : 0, addr, h1, h2) : -1;
-      if (fast && rec_end - rest <= 16) [[likely]] {
-        // Fixed-size moves: the record whole, or its short tag, its time and what follows its
-        // address (at most 16 bytes: a size and a stack id of up to 8 bytes each).
-        if (k >= 0) {
-          o[0] = static_cast<uint8_t>(base + k);
-          std::memmove(o + 1, dt, 16);
-          const auto dt_len = static_cast<std::size_t>(dt_end - dt);
-          std::memmove(o + 1 + dt_len, rest, 16);
-          o += 1 + dt_len + static_cast<std::size_t>(rec_end - rest);
-        } else {
-          std::memmove(o, p, 16);
-          std::memmove(o + 16, p + 16, 16);
-          std::memmove(o + 32, p + 32, 16);
-          o += rec_end - p;
-        }
-      } else if (k >= 0) {
-        *o++ = static_cast<uint8_t>(base + k);
-        o = copy_bytes(o, dt, dt_end, end);
-        o = copy_bytes(o, rest, rec_end, end);
-      } else {
-        o = copy_bytes(o, p, rec_end, end);
-      }
-      push(alloc ? 0 : 1, addr, h1, h2);
-      p = rec_end;
-      continue;
-    }
-    if (tag >= kTagAllocRecent) break;  // already short, or not a record: the rest as it is
     wire::Cursor c(p + 1, end);
-    uint64_t len;
-    if (!c.get_varint(len) || len > c.remaining()) break;
-    const uint8_t* const rec_end = c.pos() + len;
-    if (stacks && tag == tag_of(RecordType::StackDef)) {
-      std::memcpy(so, p, static_cast<std::size_t>(rec_end - p));
-      so += rec_end - p;
+    uint64_t dt = 0, v;
+    if (tag >= kTagAllocRecent) {
+      const bool alloc = is_alloc_recent_tag(tag);
+      const unsigned ring = alloc ? 1 : 0, k = tag & (kRingSize - 1);
+      if (!c.get_varint(dt)) break;
+      const uint8_t* const rest = c.pos();
+      if (alloc && !(c.get_varint(v) && c.get_varint(v))) break;
+      const uint64_t addr = st.rings.get(ring, k);
+      if (k >= st.rings.pos[ring] - first[ring]) {  // pushed before the piece: the full form
+        const Api api = alloc ? recent_alloc_api(tag) : recent_free_api(tag);
+        *o++ = static_cast<uint8_t>((alloc ? kTagAllocBase : kTagFreeBase) + static_cast<uint8_t>(api));
+        o = wire::put_varint(o, dt);
+        o = wire::put_svarint(o, static_cast<int64_t>(addr - st.addr));
+        copy(o, rest, c.pos());
+      } else {
+        copy(o, p, c.pos());
+      }
+      st.addr = addr;
+      st.rings.push(alloc ? 0 : 1, addr);
+    } else if (is_alloc_tag(tag) || is_free_tag(tag)) {
+      int64_t daddr;
+      if (!c.get_varint(dt) || !c.get_svarint(daddr)) break;
+      if (is_alloc_tag(tag) ? !(c.get_varint(v) && c.get_varint(v))
+                            : tag == kTagFreeBase + static_cast<uint8_t>(Api::Munmap) && !c.get_varint(v))
+        break;
+      copy(o, p, c.pos());
+      st.addr += static_cast<uint64_t>(daddr);
+      st.rings.push(is_alloc_tag(tag) ? 0 : 1, st.addr);
     } else {
-      o = copy_bytes(o, p, rec_end, end);
+      uint64_t len;
+      if (!c.get_varint(len) || len > c.remaining()) break;
+      const uint8_t* const body = c.pos();
+      c.skip(len);
+      const unsigned type = tag - 1u;  // length-prefixed tags are RecordType + 1
+      if (type < kRecordTypeCount && is_timed(static_cast<RecordType>(type))) {
+        wire::Cursor r(body, body + len);
+        r.get_varint(dt);
+      }
+      copy(stacks && tag == tag_of(RecordType::StackDef) ? so : o, p, c.pos());
     }
-    p = rec_end;
+    st.time += dt;
+    p = c.pos();
   }
-  rings_.pos[0] = pos[0];
-  rings_.pos[1] = pos[1];
-  std::memmove(o, p, static_cast<std::size_t>(end - p));
-  return {static_cast<std::size_t>(o + (end - p) - out), static_cast<std::size_t>(so - stacks), p != end};
+  copy(o, p, end);
+  return {static_cast<std::size_t>(o - out), static_cast<std::size_t>(so - stacks),
+          p != end && (whole || stacks || !all_in_piece())};
 }
 
 }  // namespace memtide::fmt

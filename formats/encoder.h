@@ -50,44 +50,35 @@ std::size_t encode_scan_refs(uint8_t* out, std::size_t cap, const uint64_t* locs
 std::size_t encode_scan_done(uint8_t* out, std::size_t cap, uint64_t regions, uint64_t words, uint64_t refs,
                              uint64_t duration_ns);
 
-// Rewrites the Alloc and Free records of block payloads into their short forms where the
-// address is one of the block's recent ones (records.h, AddrRings), and copies every other
-// byte. The time and addr registers move as before, so block headers stay as they are. Its
-// tables (17 KiB) are kept from call to call, not cleared: keep one per writer.
-class AddressCompactor {
- public:
-  // `in`: n bytes of a block whose addr register starts at `base_addr`; `out` has room for n
-  // bytes. Returns the bytes written (at most n). A record that does not parse is copied with
-  // the rest of the payload as it is.
-  std::size_t compact(const uint8_t* in, std::size_t n, uint64_t base_addr, uint8_t* out) {
-    return compact(in, n, base_addr, out, nullptr).events;
-  }
-
-  // The same, and with `stacks` (room for n bytes) the StackDef records go there instead of
-  // to `out`, in their order, so that a block of the stream's stack definitions can be
-  // written before the block of its other records (a reader of the stacks alone then reads
-  // no events). `rest_has_stacks` is set when a StackDef may remain in `out`: one after a
-  // record that does not parse, which is copied with the rest of the payload as it is.
-  struct Split {
-    std::size_t events = 0;  // bytes written to `out`
-    std::size_t stacks = 0;  // bytes written to `stacks`
-    bool rest_has_stacks = false;
-  };
-  Split compact(const uint8_t* in, std::size_t n, uint64_t base_addr, uint8_t* out, uint8_t* stacks);
-
- private:
-  // The rings as the decoder has them (their push counts run on across blocks: the block's
-  // first one bounds k), and per ring two direct-mapped tables, each from its own hash of an
-  // address to the number of its latest push (a lookup is one load and one compare with the
-  // ring's slot, a second one when the first table's slot went to another address; an address
-  // whose entries in both went to others keeps its full form).
-  static constexpr unsigned kBits = 10;
-  static constexpr unsigned kSlots = 1u << kBits;
-  static unsigned hash(uint64_t a) { return static_cast<unsigned>((a * 0x9E3779B97F4A7C15ull) >> (64 - kBits)); }
-  static unsigned hash2(uint64_t a) { return static_cast<unsigned>((a * 0xD6E8FEB86659FD93ull) >> (64 - kBits)); }
-  uint32_t table_[2][2 * kSlots] = {};  // per ring: the slots of hash, then those of hash2
-  AddrRings rings_;
+// A run of records written as one block, with the short forms of Alloc and Free (RecentIndex),
+// and cut into several blocks: the recorder writes each stream's chunk as one run, and its
+// writer thread takes a chunk still being filled in pieces. A piece after the first may name an
+// address pushed before it, which a block of its own cannot: cut_block gives that record its
+// full form.
+struct RunState {
+  uint64_t time = 0, addr = 0;  // the registers
+  AddrRings rings;              // as a decoder of the whole run has them
 };
+
+// Bytes cut_block may write for a piece of n bytes (a short record of 2 bytes may take an
+// address delta of up to 10).
+constexpr std::size_t cut_bound(std::size_t n) { return 6 * n; }
+
+// Copies the records [in, in + n) of a run, whose decoder state before them is `st`, to `out`
+// (room for cut_bound(n)) so that they decode as a block whose registers start at st's time and
+// addr, and moves `st` to their end. With `stacks` (room for n bytes) the StackDef records go
+// there instead, in their order, so that a block of the stream's stack definitions can be
+// written before the block of its other records (a reader of the stacks alone then reads no
+// events). With `whole` false and no `stacks`, the records after the point where no short form
+// can name an address before the piece are copied without being read, and `st` is then left as
+// it was there (for a piece whose run goes no further). A record that does not parse is copied
+// with the rest of the piece as it is (`rest_unread` set; `st` is then not at the end).
+struct CutResult {
+  std::size_t events = 0;  // bytes written to `out`
+  std::size_t stacks = 0;  // bytes written to `stacks`
+  bool rest_unread = false;
+};
+CutResult cut_block(const uint8_t* in, std::size_t n, RunState& st, uint8_t* out, uint8_t* stacks, bool whole);
 
 // File header (kFileHeaderSize bytes).
 void encode_file_header(uint8_t* out, uint32_t flags);

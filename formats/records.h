@@ -10,7 +10,9 @@
 // docs/FORMAT.md describes the same bytes in prose; keep them in step.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 
 #include "formats/wire.h"
@@ -479,6 +481,85 @@ inline uint8_t* encode_free(uint8_t* p, Api api, uint64_t dt, int64_t daddr, uin
   p = wire::put_svarint(p, daddr);
   if (api == Api::Munmap) p = wire::put_varint(p, length);
   return p;
+}
+
+// The writing side of a block's rings (AddrRings): the same rings, and which entry holds an
+// address, found through two small tables indexed by two hashes of it (a byte each: the slot of
+// the latest push whose address had that hash). A table entry is only a guess, checked against
+// the ring's slot; the slots are cleared at each block, so a slot that holds the address was
+// pushed in this block, k pushes ago, k < kRingSize. An entry that another address took over
+// costs a full form, never a wrong one. 1.5 KiB, kept by the recorder in each stream, its block
+// being the stream's chunk (start_block at each chunk).
+struct RecentIndex {
+  static constexpr unsigned kSlots = 256;
+  uint64_t slot[2][kRingSize] = {};
+  uint32_t pos[2] = {};
+  uint8_t latest[2][2 * kSlots] = {};  // per ring: by the first hash, then by the second
+
+  void start_block() { std::memset(slot, 0, sizeof slot); }
+  // k of `addr` in ring `r` of this block (the address pushed k pushes before the latest one),
+  // or -1 when the tables do not lead to it.
+  [[gnu::always_inline]] int find(unsigned r, uint64_t addr) const {
+    const uint64_t h = mix(addr);
+    const int k = holds(r, latest[r][h >> 56], addr);
+    return k >= 0 ? k : holds(r, latest[r][kSlots + ((h >> 48) & 0xff)], addr);
+  }
+  [[gnu::always_inline]] void push(unsigned r, uint64_t addr) {
+    const uint64_t h = mix(addr);
+    const auto s = static_cast<uint8_t>(pos[r]++ & (kRingSize - 1));
+    latest[r][h >> 56] = s;
+    latest[r][kSlots + ((h >> 48) & 0xff)] = s;
+    slot[r][s] = addr;
+  }
+
+ private:
+  static uint64_t mix(uint64_t a) { return a * 0x9E3779B97F4A7C15ull; }
+  [[gnu::always_inline]] int holds(unsigned r, uint8_t s, uint64_t addr) const {
+    return slot[r][s] == addr ? static_cast<int>((pos[r] - 1 - s) & (kRingSize - 1)) : -1;
+  }
+};
+
+// The short-form tag base of an API by (alloc, api), as recent_tag_base.
+inline constexpr auto kRecentTagBase = [] {
+  std::array<std::array<uint8_t, 32>, 2> t{};
+  for (unsigned i = 0; i < 32; ++i) {
+    t[0][i] = recent_tag_base(false, static_cast<Api>(i));
+    t[1][i] = recent_tag_base(true, static_cast<Api>(i));
+  }
+  return t;
+}();
+
+// Alloc and Free records in their short form when the block's ring holds the address (an
+// Alloc of malloc or new in ring 1, of recent frees; a Free of free or delete in ring 0), full
+// otherwise; either way the address is pushed, as a decoder does. `last_addr` is the addr
+// register before the record.
+[[gnu::always_inline]] inline uint8_t* encode_alloc(uint8_t* p, RecentIndex& recent, Api api, uint64_t dt, uint64_t addr,
+                             uint64_t last_addr, uint64_t size, uint64_t stack) {
+  const uint8_t base = kRecentTagBase[1][static_cast<uint8_t>(api) & 31];
+  const int k = base ? recent.find(1, addr) : -1;
+  recent.push(0, addr);
+  if (k >= 0) {
+    *p++ = static_cast<uint8_t>(base + k);
+    p = wire::put_varint(p, dt);
+  } else {
+    *p++ = static_cast<uint8_t>(kTagAllocBase + static_cast<uint8_t>(api));
+    p = wire::put_varint(p, dt);
+    p = wire::put_svarint(p, static_cast<int64_t>(addr - last_addr));
+  }
+  p = wire::put_varint(p, size);
+  return wire::put_varint(p, stack);
+}
+
+[[gnu::always_inline]] inline uint8_t* encode_free(uint8_t* p, RecentIndex& recent, Api api, uint64_t dt, uint64_t addr,
+                            uint64_t last_addr, uint64_t length) {
+  const uint8_t base = kRecentTagBase[0][static_cast<uint8_t>(api) & 31];
+  const int k = base ? recent.find(0, addr) : -1;
+  recent.push(1, addr);
+  if (k >= 0) {
+    *p++ = static_cast<uint8_t>(base + k);
+    return wire::put_varint(p, dt);
+  }
+  return encode_free(p, api, dt, static_cast<int64_t>(addr - last_addr), length);
 }
 
 }  // namespace memtide::fmt

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <ctime>
 
+#include "formats/encoder.h"
 #include "formats/records.h"
 #include "recorder/options.h"
 
@@ -121,6 +122,10 @@ struct Stream {
   uint64_t last_addr = 0;
   uint64_t next_seq = 0;
   uint64_t allocs = 0, frees = 0;
+  // The rings of recent addresses of the chunk being written, which is one block of the file
+  // unless the writer takes it in pieces (writer.cpp, emit): Allocs and Frees at recent
+  // addresses are written in their short forms.
+  fmt::RecentIndex recent;
   // Event times (event_time): how many more Allocs and Frees may take last_time as theirs,
   // and the clock epoch that allows it.
   uint32_t reuse_left = 0;
@@ -135,7 +140,7 @@ struct Stream {
   uint32_t in_record = 0;
   // Writer side.
   bool w_in_record = false;  // in_record as the writer's pass saw it
-  uint64_t w_time = 0, w_addr = 0;
+  fmt::RunState w_run;  // registers and rings after the bytes taken from the current chunk
   uint64_t w_next_seq = 0;
   bool w_done = false;
   // Registry links (under g.registry_mutex).

@@ -514,7 +514,7 @@ MT_ALWAYS_INLINE void write_alloc(Stream* s, fmt::Api api, uint64_t time, uint64
   if (MT_UNLIKELY(!w)) return;
   begin_record(s);
   const uint64_t t = stream_time(s, time == kNow ? event_time(s) : time);
-  w = fmt::encode_alloc(w, api, t - s->last_time, static_cast<int64_t>(addr - s->last_addr), size, stack);
+  w = fmt::encode_alloc(w, s->recent, api, t - s->last_time, addr, s->last_addr, size, stack);
   s->last_time = t;
   s->last_addr = addr;
   commit(s, w);
@@ -527,7 +527,7 @@ MT_ALWAYS_INLINE void write_free(Stream* s, fmt::Api api, uint64_t time, uint64_
   if (MT_UNLIKELY(!w)) return;
   begin_record(s);
   const uint64_t t = stream_time(s, time == kNow ? event_time(s) : time);
-  w = fmt::encode_free(w, api, t - s->last_time, static_cast<int64_t>(addr - s->last_addr), length);
+  w = fmt::encode_free(w, s->recent, api, t - s->last_time, addr, s->last_addr, length);
   s->last_time = t;
   s->last_addr = addr;
   commit(s, w);
@@ -558,7 +558,7 @@ MT_ALWAYS_INLINE uint8_t* begin_reused(Stream* s, size_t need) {
 MT_ALWAYS_INLINE bool write_alloc_fast(Stream* s, fmt::Api api, uint64_t addr, uint64_t size, uint32_t stack) {
   uint8_t* w = begin_reused(s, fmt::kMaxAllocRecord);
   if (!w) return false;
-  w = fmt::encode_alloc(w, api, 0, static_cast<int64_t>(addr - s->last_addr), size, stack);
+  w = fmt::encode_alloc(w, s->recent, api, 0, addr, s->last_addr, size, stack);
   s->last_addr = addr;
   commit(s, w);
   end_record(s);
@@ -598,7 +598,7 @@ namespace {
 MT_ALWAYS_INLINE bool write_free_fast(Stream* s, fmt::Api api, uint64_t addr) {
   uint8_t* w = begin_reused(s, fmt::kMaxFreeRecord);
   if (!w) return false;
-  w = fmt::encode_free(w, api, 0, static_cast<int64_t>(addr - s->last_addr), 0);
+  w = fmt::encode_free(w, s->recent, api, 0, addr, s->last_addr, 0);
   s->last_addr = addr;
   commit(s, w);
   end_record(s);

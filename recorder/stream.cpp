@@ -164,13 +164,14 @@ static Chunk* new_chunk(Stream* s, size_t need) {
   c->stream = s;
   c->seq = s->next_seq++;
   c->cap = cap;
+  s->recent.start_block();
   return c;
 }
 
 void stream_init(Stream* s, uint32_t index, uint64_t base_time) {
   *s = Stream{};
   s->index = index;
-  s->last_time = s->w_time = base_time;
+  s->last_time = s->w_run.time = base_time;
 }
 
 void seal_chunk(Stream* s, bool last) {

@@ -3,8 +3,12 @@
 // counters, compresses and appends blocks to the trace file. The allocating threads never
 // compress or write.
 //
-// A block's base registers (time, addr) are the stream's registers before its first byte; the
-// writer knows them because it parses the records it takes (advance_registers).
+// A block's base registers (time, addr) are the stream's registers before its first byte. A
+// chunk is one run of records (the owner's short forms name addresses anywhere in it): one
+// block when the writer takes it whole, as a sealed chunk; a chunk taken in pieces (the flush
+// of a chunk still being filled) is read, so that the writer knows the registers and rings at
+// each cut, and each later piece's first records that name an address before it take their
+// full form (fmt::cut_block).
 #include <fcntl.h>
 #include <signal.h>
 #include <linux/membarrier.h>
@@ -29,46 +33,14 @@ namespace {
 
 uint8_t* g_out = nullptr;      // compressed block buffer
 size_t g_out_cap = 0;
-uint8_t* g_compact = nullptr;  // a block's payload with short Allocs and Frees
-size_t g_compact_cap = 0;
-uint8_t* g_stacks = nullptr;   // the StackDefs taken out of it
+uint8_t* g_cut = nullptr;     // a block's payload cut from its chunk (fmt::cut_block)
+size_t g_cut_cap = 0;
+uint8_t* g_stacks = nullptr;  // the StackDefs taken out of it
 size_t g_stacks_cap = 0;
-fmt::AddressCompactor g_compactor;
 bool g_write_failed = false;
 bool g_finished = false;       // End written
 pthread_mutex_t g_done_mutex = PTHREAD_MUTEX_INITIALIZER;
 pthread_cond_t g_done_cond = PTHREAD_COND_INITIALIZER;
-
-// Moves the stream registers over the records in [p, end).
-void advance_registers(const uint8_t* p, const uint8_t* end, uint64_t& time, uint64_t& addr) {
-  wire::Cursor c(p, end);
-  while (!c.at_end()) {
-    uint8_t tag;
-    uint64_t v;
-    if (!c.get_u8(tag)) return;
-    if (fmt::is_alloc_tag(tag) || fmt::is_free_tag(tag)) {
-      int64_t d;
-      if (!c.get_varint(v) || !c.get_svarint(d)) return;
-      time += v;
-      addr += static_cast<uint64_t>(d);
-      if (fmt::is_alloc_tag(tag)) {
-        if (!c.get_varint(v) || !c.get_varint(v)) return;
-      } else if (tag == fmt::kTagFreeBase + static_cast<uint8_t>(fmt::Api::Munmap)) {
-        if (!c.get_varint(v)) return;
-      }
-      continue;
-    }
-    uint64_t len;
-    if (!c.get_varint(len)) return;
-    const uint8_t* body = c.pos();
-    if (!c.skip(len)) return;
-    const unsigned type = tag - 1u;  // length-prefixed tags are RecordType + 1
-    if (type < fmt::kRecordTypeCount && fmt::is_timed(static_cast<fmt::RecordType>(type))) {
-      wire::Cursor r(body, body + len);
-      if (r.get_varint(v)) time += v;
-    }
-  }
-}
 
 dev_t g_dev = 0;
 ino_t g_ino = 0;
@@ -181,34 +153,39 @@ uint8_t* scratch(uint8_t*& buf, size_t& cap, size_t n) {
 
 uint64_t g_emitted = 0;  // emit() calls with records, for flush_pass
 
-void emit(Stream* s, const uint8_t* p, size_t n, uint16_t flags, const Registers* end = nullptr) {
+// Writes chunk bytes [p, p + n) as a block: `at_start` when they are the chunk's first, `end`
+// the stream's registers after them when they are the chunk's last (a sealed chunk), null when
+// the chunk is still being filled (more pieces may follow).
+void emit(Stream* s, const uint8_t* p, size_t n, uint16_t flags, bool at_start, const Registers* end = nullptr) {
   if (!n || g_write_failed) return;
   ++g_emitted;
-  const uint64_t base_time = s->w_time, base_addr = s->w_addr;
-  // The registers move past these records whether or not the block reaches the file, so the
-  // next block's base stays right.
-  if (end) {
-    s->w_time = end->time;
-    s->w_addr = end->addr;
-  } else {
-    advance_registers(p, p + n, s->w_time, s->w_addr);
+  if (at_start) s->w_run.rings.clear();
+  const uint64_t base_time = s->w_run.time, base_addr = s->w_run.addr;
+  if (at_start && end && !(flags & fmt::kBlockFlagStacks)) {  // a whole chunk: one block as it is
+    s->w_run.time = end->time;
+    s->w_run.addr = end->addr;
+    write_block(s, base_time, base_addr, p, n, flags);
+    return;
   }
-  // Allocs and Frees at recent addresses of the block take their short forms (about half the
-  // bytes of a busy stream's records); the block stays as it is without the memory for it.
   // The StackDefs of a block that holds some go first, in a block of their own: readers of
   // the stacks alone (the symbolizer that follows a recording) then skip every event block
   // (a compiler's trace: 3.8 MB of definitions read instead of 39 MB of blocks holding them).
-  if (scratch(g_compact, g_compact_cap, n)) {
-    uint8_t* stacks = (flags & fmt::kBlockFlagStacks) ? scratch(g_stacks, g_stacks_cap, n) : nullptr;
-    const auto r = g_compactor.compact(p, n, base_addr, g_compact, stacks);
-    if (stacks) {
-      write_block(s, base_time, base_addr, stacks, r.stacks, fmt::kBlockFlagStacks);  // untimed: same registers
-      if (!r.rest_has_stacks) flags &= static_cast<uint16_t>(~fmt::kBlockFlagStacks);
-    }
-    p = g_compact;
-    n = r.events;
+  uint8_t* const out = scratch(g_cut, g_cut_cap, fmt::cut_bound(n));
+  uint8_t* const stacks = (flags & fmt::kBlockFlagStacks) ? scratch(g_stacks, g_stacks_cap, n) : nullptr;
+  if (!out || ((flags & fmt::kBlockFlagStacks) && !stacks)) {
+    stop_writing("out of memory");
+    return;
   }
-  write_block(s, base_time, base_addr, p, n, flags);
+  const auto r = fmt::cut_block(p, n, s->w_run, out, stacks, /*whole=*/end == nullptr);
+  if (end) {  // (the registers the owner kept are right even past a record that did not parse)
+    s->w_run.time = end->time;
+    s->w_run.addr = end->addr;
+  }
+  if (stacks) {
+    write_block(s, base_time, base_addr, stacks, r.stacks, fmt::kBlockFlagStacks);  // untimed: same registers
+    if (!r.rest_unread) flags &= static_cast<uint16_t>(~fmt::kBlockFlagStacks);
+  }
+  write_block(s, base_time, base_addr, out, r.events, flags);
 }
 
 // The block hint of chunk bytes [from, to): whether they may hold a StackDef. A record appended
@@ -224,7 +201,7 @@ void flush_current(Stream* s) {
   if (!c || c->seq != s->w_next_seq) return;  // an older chunk is still queued
   const uint32_t end = c->committed.load(std::memory_order_acquire);
   if (end <= c->consumed) return;
-  emit(s, c->data + c->consumed, end - c->consumed, block_flags(c, c->consumed, end));
+  emit(s, c->data + c->consumed, end - c->consumed, block_flags(c, c->consumed, end), c->consumed == 0);
   c->consumed = end;
 }
 
@@ -283,7 +260,8 @@ void drain_queue() {
     Stream* s = c->stream;
     const uint32_t end = c->committed.load(std::memory_order_acquire);
     const Registers regs{c->end_time, c->end_addr};
-    if (end > c->consumed) emit(s, c->data + c->consumed, end - c->consumed, block_flags(c, c->consumed, end), &regs);
+    if (end > c->consumed)
+      emit(s, c->data + c->consumed, end - c->consumed, block_flags(c, c->consumed, end), c->consumed == 0, &regs);
     s->w_next_seq = c->seq + 1;
     if (c->last) s->w_done = true;
     g_queued.fetch_sub(c->cap, std::memory_order_relaxed);
@@ -319,7 +297,7 @@ uint64_t flush_all() {
       flush_current(s);
       const Chunk* c = __atomic_load_n(&s->chunk, __ATOMIC_ACQUIRE);
       if (!(c && c->seq == s->w_next_seq) || s->w_in_record) {
-        const uint64_t from = s->w_time > g_last_watermark ? s->w_time : g_last_watermark;
+        const uint64_t from = s->w_run.time > g_last_watermark ? s->w_run.time : g_last_watermark;
         if (from < unwritten) unwritten = from;
       }
     }
@@ -386,15 +364,15 @@ void write_capped_end() {
   recorded_counts(allocs, frees);
   Stream* s = &g.shared;
   const uint64_t now = now_ns();
-  const uint64_t t = now > s->w_time ? now : s->w_time;  // w_time: past every stream-0 record
+  const uint64_t t = now > s->w_run.time ? now : s->w_run.time;  // w_run.time: past every stream-0 record
   uint8_t rec[64];
   fmt::RecordBuilder b(rec, sizeof rec, fmt::RecordType::End);
-  b.varint(t - s->w_time).u8(static_cast<uint8_t>(fmt::EndReason::Detached)).varint(0).varint(allocs).varint(frees).varint(0);
+  b.varint(t - s->w_run.time).u8(static_cast<uint8_t>(fmt::EndReason::Detached)).varint(0).varint(allocs).varint(frees).varint(0);
   const size_t n = b.finish();
   fmt::BlockHeader h;
   h.stream = 0;
-  h.base_time = s->w_time;
-  h.base_addr = s->w_addr;
+  h.base_time = s->w_run.time;
+  h.base_addr = s->w_run.addr;
   uint8_t block[fmt::kBlockHeaderSize + 2 * sizeof rec + 64];  // >= block_bound(sizeof rec)
   const size_t total = n ? fmt::encode_block(h, rec, n, block, sizeof block, 0) : 0;
   if (total && g_file_bytes + total <= g.opts.max_size) {
@@ -435,7 +413,7 @@ uint64_t vouchable_time() {
 // included) comes after T. So a record timed before T was either committed before the barrier
 // (and the pass writes it, unless its chunk is still on its way to the queue) or is in
 // progress, its in_record flag visible. Records of such streams that the pass cannot write
-// come after the stream's last written record (w_time), so the watermark is lowered to that
+// come after the stream's last written record (w_run.time), so the watermark is lowered to that
 // (flush_all).
 // Threads not running at the barrier went through a context switch, which is a full barrier.
 bool barrier_and_mark() {
@@ -798,8 +776,8 @@ void writer_reset_after_fork() {
   g.writer_stop = false;
   g_out = nullptr;
   g_out_cap = 0;
-  g_compact = nullptr;
-  g_compact_cap = 0;
+  g_cut = nullptr;
+  g_cut_cap = 0;
   g_stacks = nullptr;
   g_stacks_cap = 0;
   g_finished = false;
