@@ -122,10 +122,6 @@ struct Stream {
   uint64_t last_addr = 0;
   uint64_t next_seq = 0;
   uint64_t allocs = 0, frees = 0;
-  // The rings of recent addresses of the chunk being written, which is one block of the file
-  // unless the writer takes it in pieces (writer.cpp, emit): Allocs and Frees at recent
-  // addresses are written in their short forms.
-  fmt::RecentIndex recent;
   // Event times (event_time): how many more Allocs and Frees may take last_time as theirs,
   // and the clock epoch that allows it.
   uint32_t reuse_left = 0;
@@ -146,6 +142,11 @@ struct Stream {
   // Registry links (under g.registry_mutex).
   Stream* reg_prev = nullptr;
   Stream* reg_next = nullptr;
+  // Owner side: the rings of recent addresses of the chunk being written, which is one block
+  // of the file unless the writer takes it in pieces (writer.cpp, emit): Allocs and Frees at
+  // recent addresses are written in their short forms. (Last, away from the fields above that
+  // every event uses.)
+  alignas(64) fmt::RecentIndex recent;
 };
 
 // Gets room for `need` bytes in the stream's chunk (sealing it when full).
