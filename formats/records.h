@@ -533,8 +533,8 @@ inline constexpr auto kRecentTagBase = [] {
 // Alloc of malloc or new in ring 1, of recent frees; a Free of free or delete in ring 0), full
 // otherwise; either way the address is pushed, as a decoder does. `last_addr` is the addr
 // register before the record.
-[[gnu::always_inline]] inline uint8_t* encode_alloc(uint8_t* p, RecentIndex& recent, Api api, uint64_t dt, uint64_t addr,
-                             uint64_t last_addr, uint64_t size, uint64_t stack) {
+[[gnu::always_inline]] inline uint8_t* encode_alloc(uint8_t* p, RecentIndex& recent, Api api, uint64_t dt,
+                                                   uint64_t addr, uint64_t last_addr, uint64_t size, uint64_t stack) {
   const uint8_t base = kRecentTagBase[1][static_cast<uint8_t>(api) & 31];
   const int k = base ? recent.find(1, addr) : -1;
   recent.push(0, addr);
@@ -550,8 +550,8 @@ inline constexpr auto kRecentTagBase = [] {
   return wire::put_varint(p, stack);
 }
 
-[[gnu::always_inline]] inline uint8_t* encode_free(uint8_t* p, RecentIndex& recent, Api api, uint64_t dt, uint64_t addr,
-                            uint64_t last_addr, uint64_t length) {
+[[gnu::always_inline]] inline uint8_t* encode_free(uint8_t* p, RecentIndex& recent, Api api, uint64_t dt,
+                                                  uint64_t addr, uint64_t last_addr, uint64_t length) {
   const uint8_t base = kRecentTagBase[0][static_cast<uint8_t>(api) & 31];
   const int k = base ? recent.find(0, addr) : -1;
   recent.push(1, addr);
