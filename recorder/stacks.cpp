@@ -177,6 +177,16 @@ uint32_t insert_stack(Stream* s, void* const* ips, int n, uint64_t hash, TriePat
       i = n - 1 - common;
     }
   }
+  // Every level's slot is fetched before the first is probed: the keys follow from the
+  // addresses alone, and each probe of a large table is a cache miss (as is the slot a new
+  // node is written to, the same one).
+  if (g_trie.slots) {
+    uint64_t k = key;
+    for (int j = i; j >= 0; --j) {
+      k = child_key(k, reinterpret_cast<uint64_t>(ips[j]));
+      __builtin_prefetch(&g_trie.slots[k & g_trie.mask], 1);
+    }
+  }
   for (; i >= 0; --i) {
     const uint64_t child_k = child_key(key, reinterpret_cast<uint64_t>(ips[i]));
     const uint32_t child = trie_find(node, child_k);
