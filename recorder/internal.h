@@ -91,6 +91,7 @@ inline uint64_t now_ns() {
 // lock (bytes below `committed` never change), and takes over a chunk once its owner sealed
 // it. Only the writer frees chunks, so a chunk it is reading cannot disappear.
 // ---------------------------------------------------------------------------------------
+inline constexpr uint32_t kChunkDefs = 256;
 struct Chunk {
   Chunk* next;                      // writer queue link
   struct Stream* stream;
@@ -103,6 +104,11 @@ struct Chunk {
   // Where the chunk's StackDef records lie: [stacks_begin, stacks_end), stacks_end 0 if none.
   // Set by the owner before it commits them; the writer flags the blocks they fall in.
   std::atomic<uint32_t> stacks_begin, stacks_end;
+  // Each StackDef record's place [def_at, def_at + def_len), in order, while they fit
+  // (ndefs <= kChunkDefs), so that the writer moves them out of a sealed chunk without reading
+  // its records. Owner only until the chunk is sealed.
+  uint32_t ndefs;
+  uint32_t def_at[kChunkDefs], def_len[kChunkDefs];
   alignas(16) uint8_t data[];
 };
 

@@ -221,6 +221,11 @@ bool append_stack_record(Stream* s, const uint8_t* rec, size_t n) {
   const auto at = static_cast<uint32_t>(w - c->data);
   if (c->stacks_end.load(std::memory_order_relaxed) == 0) c->stacks_begin.store(at, std::memory_order_relaxed);
   c->stacks_end.store(at + static_cast<uint32_t>(n), std::memory_order_relaxed);
+  if (c->ndefs < kChunkDefs) {
+    c->def_at[c->ndefs] = at;
+    c->def_len[c->ndefs] = static_cast<uint32_t>(n);
+  }
+  ++c->ndefs;
   std::memcpy(w, rec, n);
   commit(s, w + n);
   return true;

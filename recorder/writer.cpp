@@ -153,10 +153,41 @@ uint8_t* scratch(uint8_t*& buf, size_t& cap, size_t n) {
 
 uint64_t g_emitted = 0;  // emit() calls with records, for flush_pass
 
+// A sealed chunk taken whole whose StackDefs it listed (Chunk::def_at): those records as one
+// block, the rest as another, both cut out by their places without reading any record.
+bool emit_listed(Stream* s, const Chunk* c, const uint8_t* p, size_t n, uint16_t flags, const Registers& end) {
+  if (c->ndefs > kChunkDefs) return false;
+  size_t listed = 0;
+  for (uint32_t i = 0; i < c->ndefs; ++i) {
+    if (c->def_at[i] < listed || c->def_at[i] > n || c->def_len[i] > n - c->def_at[i]) return false;
+    listed = c->def_at[i] + c->def_len[i];
+  }
+  uint8_t* const out = scratch(g_cut, g_cut_cap, n);
+  uint8_t* const stacks = scratch(g_stacks, g_stacks_cap, n);
+  if (!out || !stacks) return false;
+  size_t o = 0, so = 0, from = 0;
+  for (uint32_t i = 0; i < c->ndefs; ++i) {
+    std::memcpy(out + o, p + from, c->def_at[i] - from);
+    o += c->def_at[i] - from;
+    std::memcpy(stacks + so, p + c->def_at[i], c->def_len[i]);
+    so += c->def_len[i];
+    from = c->def_at[i] + c->def_len[i];
+  }
+  std::memcpy(out + o, p + from, n - from);
+  o += n - from;
+  const uint64_t base_time = s->w_run.time, base_addr = s->w_run.addr;
+  s->w_run.time = end.time;
+  s->w_run.addr = end.addr;
+  write_block(s, base_time, base_addr, stacks, so, fmt::kBlockFlagStacks);  // untimed: same registers
+  write_block(s, base_time, base_addr, out, o, static_cast<uint16_t>(flags & ~fmt::kBlockFlagStacks));
+  return true;
+}
+
 // Writes chunk bytes [p, p + n) as a block: `at_start` when they are the chunk's first, `end`
 // the stream's registers after them when they are the chunk's last (a sealed chunk), null when
-// the chunk is still being filled (more pieces may follow).
-void emit(Stream* s, const uint8_t* p, size_t n, uint16_t flags, bool at_start, const Registers* end = nullptr) {
+// the chunk is still being filled (more pieces may follow). `sealed`: that chunk, when it is taken whole.
+void emit(Stream* s, const uint8_t* p, size_t n, uint16_t flags, bool at_start, const Registers* end = nullptr,
+          const Chunk* sealed = nullptr) {
   if (!n || g_write_failed) return;
   ++g_emitted;
   if (at_start) s->w_run.rings.clear();
@@ -167,6 +198,7 @@ void emit(Stream* s, const uint8_t* p, size_t n, uint16_t flags, bool at_start, 
     write_block(s, base_time, base_addr, p, n, flags);
     return;
   }
+  if (at_start && end && sealed && emit_listed(s, sealed, p, n, flags, *end)) return;
   // The StackDefs of a block that holds some go first, in a block of their own: readers of
   // the stacks alone (the symbolizer that follows a recording) then skip every event block
   // (a compiler's trace: 3.8 MB of definitions read instead of 39 MB of blocks holding them).
@@ -261,7 +293,7 @@ void drain_queue() {
     const uint32_t end = c->committed.load(std::memory_order_acquire);
     const Registers regs{c->end_time, c->end_addr};
     if (end > c->consumed)
-      emit(s, c->data + c->consumed, end - c->consumed, block_flags(c, c->consumed, end), c->consumed == 0, &regs);
+      emit(s, c->data + c->consumed, end - c->consumed, block_flags(c, c->consumed, end), c->consumed == 0, &regs, c);
     s->w_next_seq = c->seq + 1;
     if (c->last) s->w_done = true;
     g_queued.fetch_sub(c->cap, std::memory_order_relaxed);
