@@ -194,6 +194,9 @@ inline constexpr uint64_t kEpochIdle = 1ull << 62;
 inline constexpr uint32_t kReuseEvents = 63;
 inline constexpr uint64_t kClockTickNs = 10000000;
 extern std::atomic<uint64_t> g_clock_epoch;
+// Whether the writer's watermarks are exact (membarrier, writer.cpp): a record in progress
+// then holds back the watermark of every pass that sees it, however long it stays begun.
+extern std::atomic<bool> g_exact_watermarks;
 
 // Writer: a new epoch (every reused time from now on is at least this recent).
 inline void clock_tick() { g_clock_epoch.fetch_add(1, std::memory_order_seq_cst); }

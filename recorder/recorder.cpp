@@ -632,6 +632,22 @@ ReallocTicket on_realloc_begin(void* old_ptr) {
   ReallocTicket r;
   if (old_ptr && !in_pool(old_ptr)) {
     if (ThreadState* ts = tls_thread; ts && !tls_busy) {
+      // While only this thread records, the free takes the time of the stream's last record
+      // as a short Free would (begin_reused): the record stays begun until on_realloc_end
+      // commits it, so no pass of an exact writer takes its watermark past that time meanwhile
+      // (without exact watermarks, one that starts after the epoch check is vouched for once
+      // the next is written, and the real call may take longer than that).
+      Stream* s = &ts->stream;
+      begin_record(s);
+      if (MT_LIKELY(s->reuse_left != 0 && s->reuse_epoch == g_clock_epoch.load(std::memory_order_relaxed) &&
+                    g_exact_watermarks.load(std::memory_order_relaxed))) {
+        --s->reuse_left;
+        r.free_time = s->last_time;
+        r.reused = s;
+        r.armed = true;
+        return r;
+      }
+      end_record(s);
       // Announce the pending record before reading the clock (a locked exchange, then lfence
       // so that the clock is read after it is visible): a writer pass that does not see it
       // took its watermark's time before this one's.
@@ -651,6 +667,7 @@ ReallocTicket on_realloc_begin(void* old_ptr) {
 namespace {
 inline void clear_pending(const ReallocTicket& r) {
   if (r.pending) __atomic_store_n(&static_cast<Stream*>(r.pending)->pending_time, 0, __ATOMIC_RELEASE);
+  if (r.reused) end_record(static_cast<Stream*>(r.reused));
 }
 }  // namespace
 
@@ -662,10 +679,12 @@ void on_realloc_end(const ReallocTicket& r, fmt::Api api, void* old_ptr, void* n
   // As for free: the release of the old block is recorded even while paused.
   if (!acquire(t) && !acquire_slow(t, /*even_paused=*/true)) return clear_pending(r);
   tls_busy++;
-  if (r.armed) write_free(t.s, api, r.free_time, reinterpret_cast<uint64_t>(old_ptr), 0);
+  // A reused time belongs to its own stream (pausing in between may send the records elsewhere).
+  if (r.armed) write_free(t.s, api, !r.reused || t.s == r.reused ? r.free_time : now_ns(), reinterpret_cast<uint64_t>(old_ptr), 0);
   if (new_ptr && !g.paused.load(std::memory_order_relaxed)) {
     const uint32_t stack = capture_stack(t, frame);
-    write_alloc(t.s, api, kNow, reinterpret_cast<uint64_t>(new_ptr), size, stack);
+    const auto addr = reinterpret_cast<uint64_t>(new_ptr);
+    if (t.shared || !write_alloc_fast(t.s, api, addr, size, stack)) write_alloc(t.s, api, kNow, addr, size, stack);
   }
   clear_pending(r);  // after the records are committed
   tls_busy--;

@@ -35,6 +35,7 @@ struct ReallocTicket {
   uint64_t free_time = 0;
   bool armed = false;
   void* pending = nullptr;  // the stream whose pending time holds free_time until the end
+  void* reused = nullptr;   // or the stream whose record in progress reuses its time (no clock read)
 };
 ReallocTicket on_realloc_begin(void* old_ptr);
 void on_realloc_end(const ReallocTicket& t, fmt::Api api, void* old_ptr, void* new_ptr, size_t size,

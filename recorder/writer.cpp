@@ -29,6 +29,8 @@
 
 namespace memtide::rec {
 
+std::atomic<bool> g_exact_watermarks{false};
+
 namespace {
 
 uint8_t* g_out = nullptr;      // compressed block buffer
@@ -417,7 +419,6 @@ void write_capped_end() {
 
 // The file's watermarks are exact (kFileFlagExactWatermarks): this process registered for
 // expedited private membarrier when the file was opened.
-bool g_exact_watermarks = false;
 
 bool membarrier_register() {
   return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;

@@ -868,6 +868,20 @@ TEST(Ordering, SlowReallocIsNotOvertakenByWatermarks) {
   expect_consistent(t);
 }
 
+// One thread: the free of each realloc takes the time of the allocation before it and stays
+// begun through the real call, which copies for many flush periods; no watermark passes it.
+TEST(Ordering, SlowReallocOfALoneThreadIsNotOvertakenByWatermarks) {
+  TempDir dir;
+  RunResult r;
+  auto traces = traced({MT_LIFECYCLE, "slow-realloc", "alone"}, dir.path(), &r, {{"MEMTIDE_FLUSH_INTERVAL_MS", "10"}});
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_NE(r.out.find("realloc moved"), std::string::npos) << "the block was not copied: " << r.out;
+  ASSERT_EQ(traces.size(), 1u);
+  const Replay t = replay_trace(traces[0]);
+  ASSERT_TRUE(t.read_ok) << t.error;
+  expect_consistent(t);
+}
+
 TEST(Api, PauseSkipsAllocationsButNotFrees) {
   TempDir dir;
   RunResult r;

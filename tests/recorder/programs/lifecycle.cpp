@@ -20,8 +20,10 @@
 //   lifecycle stacks        allocates on other stacks than the thread's own: in ucontext
 //                           coroutines (switching back and forth, at several depths) and in a
 //                           signal handler on a sigaltstack; frees everything, prints "stacks ok"
-//   lifecycle slow-realloc  one thread reallocs a 256 MiB heap block (a copy of many flush
-//                           periods) a few times while another thread keeps allocating
+//   lifecycle slow-realloc [alone]  one thread reallocs a 256 MiB heap block (a copy of many
+//                           flush periods) a few times while another thread keeps allocating
+//                           (with `alone`, no other thread: each realloc's free reuses the time
+//                           of the allocation just before it)
 //   lifecycle callers N     N allocations by one function (alloc_here), called in an irregular
 //                           order by via_a (3001 bytes) and via_b (3002 bytes), both from one
 //                           call site: the same start of the walk, two stacks above it that
@@ -329,13 +331,17 @@ int main(int argc, char** argv) {
   if (!std::strcmp(mode, "slow-realloc")) {
     mallopt(M_MMAP_MAX, 0);  // heap blocks only: a realloc that cannot grow in place copies
     std::atomic<bool> stop{false};
-    std::thread churn([&] {
-      while (!stop.load()) {
-        void* p = malloc(64);
-        sink = p;
-        free(p);
-      }
-    });
+    const bool alone = argc > 2 && !std::strcmp(argv[2], "alone");
+    std::thread churn;
+    if (!alone) {
+      churn = std::thread([&] {
+        while (!stop.load()) {
+          void* p = malloc(64);
+          sink = p;
+          free(p);
+        }
+      });
+    }
     size_t n = 256u << 20;
     char* big = static_cast<char*>(malloc(n));
     std::memset(big, 1, n);
@@ -353,7 +359,7 @@ int main(int argc, char** argv) {
     }
     free(big);
     stop.store(true);
-    churn.join();
+    if (churn.joinable()) churn.join();
     std::printf("slow realloc ok\n");
     return 0;
   }
