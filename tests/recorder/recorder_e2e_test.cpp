@@ -853,13 +853,14 @@ TEST(Stacks, CoroutinesAndSignalStacksUnwindSafely) {
   }
 }
 
-// A realloc that copies for many flush periods (its free is timed before the copy) while
-// another thread keeps allocating: the watermarks written meanwhile must not vouch for the
-// realloc's time, so that the merged trace never goes back in time.
-TEST(Ordering, SlowReallocIsNotOvertakenByWatermarks) {
+// `lifecycle slow-realloc [alone]`: reallocs that copy 256 MiB each, for many flush periods.
+// The watermarks written meanwhile must not vouch for a realloc's free time (taken before the
+// copy), so that the merged trace never goes back in time.
+namespace {
+void expect_slow_reallocs_ordered(const std::vector<std::string>& argv, const char* flush_ms) {
   TempDir dir;
   RunResult r;
-  auto traces = traced({MT_LIFECYCLE, "slow-realloc"}, dir.path(), &r, {{"MEMTIDE_FLUSH_INTERVAL_MS", "40"}});
+  auto traces = traced(argv, dir.path(), &r, {{"MEMTIDE_FLUSH_INTERVAL_MS", flush_ms}});
   ASSERT_EQ(r.status, 0) << r.err;
   ASSERT_NE(r.out.find("realloc moved"), std::string::npos) << "the block was not copied: " << r.out;
   ASSERT_EQ(traces.size(), 1u);
@@ -867,19 +868,17 @@ TEST(Ordering, SlowReallocIsNotOvertakenByWatermarks) {
   ASSERT_TRUE(t.read_ok) << t.error;
   expect_consistent(t);
 }
+}  // namespace
+
+// While another thread keeps allocating: the free reads the clock, announced as pending.
+TEST(Ordering, SlowReallocIsNotOvertakenByWatermarks) {
+  expect_slow_reallocs_ordered({MT_LIFECYCLE, "slow-realloc"}, "40");
+}
 
 // One thread: the free of each realloc takes the time of the allocation before it and stays
-// begun through the real call, which copies for many flush periods; no watermark passes it.
+// begun through the real call.
 TEST(Ordering, SlowReallocOfALoneThreadIsNotOvertakenByWatermarks) {
-  TempDir dir;
-  RunResult r;
-  auto traces = traced({MT_LIFECYCLE, "slow-realloc", "alone"}, dir.path(), &r, {{"MEMTIDE_FLUSH_INTERVAL_MS", "10"}});
-  ASSERT_EQ(r.status, 0) << r.err;
-  ASSERT_NE(r.out.find("realloc moved"), std::string::npos) << "the block was not copied: " << r.out;
-  ASSERT_EQ(traces.size(), 1u);
-  const Replay t = replay_trace(traces[0]);
-  ASSERT_TRUE(t.read_ok) << t.error;
-  expect_consistent(t);
+  expect_slow_reallocs_ordered({MT_LIFECYCLE, "slow-realloc", "alone"}, "10");
 }
 
 TEST(Api, PauseSkipsAllocationsButNotFrees) {
