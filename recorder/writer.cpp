@@ -29,6 +29,8 @@
 
 namespace memtide::rec {
 
+// The file's watermarks are exact (kFileFlagExactWatermarks): this process registered for
+// expedited private membarrier when the file was opened.
 std::atomic<bool> g_exact_watermarks{false};
 
 namespace {
@@ -416,9 +418,6 @@ void write_capped_end() {
   }
   flock(g.fd, LOCK_UN);
 }
-
-// The file's watermarks are exact (kFileFlagExactWatermarks): this process registered for
-// expedited private membarrier when the file was opened.
 
 bool membarrier_register() {
   return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
