@@ -543,16 +543,22 @@ namespace {
 // when the thread's own stream has room and the time of its record before may be reused:
 // begin_reused gives where to write, or null, with nothing begun, and the general writers
 // (write_alloc, write_free) take the record.
-MT_ALWAYS_INLINE uint8_t* begin_reused(Stream* s, size_t need) {
-  Chunk* c = s->chunk;
-  if (MT_UNLIKELY(!c || c->cap - s->pos < need)) return nullptr;
+// Begins a record that takes the time of the stream's record before it (last_time) if the
+// epoch allows that; otherwise begins nothing and returns false.
+MT_ALWAYS_INLINE bool begin_reused_time(Stream* s) {
   begin_record(s);  // before the epoch is read, as event_time requires
   if (MT_UNLIKELY(s->reuse_left == 0 || s->reuse_epoch != g_clock_epoch.load(std::memory_order_relaxed))) {
     end_record(s);
-    return nullptr;
+    return false;
   }
   --s->reuse_left;
-  return c->data + s->pos;
+  return true;
+}
+
+MT_ALWAYS_INLINE uint8_t* begin_reused(Stream* s, size_t need) {
+  Chunk* c = s->chunk;
+  if (MT_UNLIKELY(!c || c->cap - s->pos < need)) return nullptr;
+  return begin_reused_time(s) ? c->data + s->pos : nullptr;
 }
 
 MT_ALWAYS_INLINE bool write_alloc_fast(Stream* s, fmt::Api api, uint64_t addr, uint64_t size, uint32_t stack) {
@@ -638,16 +644,12 @@ ReallocTicket on_realloc_begin(void* old_ptr) {
       // (without exact watermarks, one that starts after the epoch check is vouched for once
       // the next is written, and the real call may take longer than that).
       Stream* s = &ts->stream;
-      begin_record(s);
-      if (MT_LIKELY(s->reuse_left != 0 && s->reuse_epoch == g_clock_epoch.load(std::memory_order_relaxed) &&
-                    g_exact_watermarks.load(std::memory_order_relaxed))) {
-        --s->reuse_left;
+      if (MT_LIKELY(g_exact_watermarks.load(std::memory_order_relaxed) && begin_reused_time(s))) {
         r.free_time = s->last_time;
         r.reused = s;
         r.armed = true;
         return r;
       }
-      end_record(s);
       // Announce the pending record before reading the clock (a locked exchange, then lfence
       // so that the clock is read after it is visible): a writer pass that does not see it
       // took its watermark's time before this one's.

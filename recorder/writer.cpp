@@ -157,33 +157,24 @@ uint8_t* scratch(uint8_t*& buf, size_t& cap, size_t n) {
 
 uint64_t g_emitted = 0;  // emit() calls with records, for flush_pass
 
-// A sealed chunk taken whole whose StackDefs it listed (Chunk::def_at): those records as one
-// block, the rest as another, both cut out by their places without reading any record.
-bool emit_listed(Stream* s, const Chunk* c, const uint8_t* p, size_t n, uint16_t flags, const Registers& end) {
+// The records of a sealed chunk taken whole (n bytes at p) split as cut_block does, by the
+// places of its StackDefs that its owner listed (Chunk::def_at), without reading a record; false
+// when the list is incomplete or a place does not fit (cut_block then reads the records).
+bool split_listed(const Chunk* c, const uint8_t* p, size_t n, uint8_t* out, uint8_t* stacks, fmt::CutResult& r) {
   if (c->ndefs > kChunkDefs) return false;
-  size_t listed = 0;
+  r = {};
+  size_t from = 0;
   for (uint32_t i = 0; i < c->ndefs; ++i) {
-    if (c->def_at[i] < listed || c->def_at[i] > n || c->def_len[i] > n - c->def_at[i]) return false;
-    listed = c->def_at[i] + c->def_len[i];
+    const size_t at = c->def_at[i], len = c->def_len[i];
+    if (at < from || at > n || len > n - at) return false;
+    std::memcpy(out + r.events, p + from, at - from);
+    r.events += at - from;
+    std::memcpy(stacks + r.stacks, p + at, len);
+    r.stacks += len;
+    from = at + len;
   }
-  uint8_t* const out = scratch(g_cut, g_cut_cap, n);
-  uint8_t* const stacks = scratch(g_stacks, g_stacks_cap, n);
-  if (!out || !stacks) return false;
-  size_t o = 0, so = 0, from = 0;
-  for (uint32_t i = 0; i < c->ndefs; ++i) {
-    std::memcpy(out + o, p + from, c->def_at[i] - from);
-    o += c->def_at[i] - from;
-    std::memcpy(stacks + so, p + c->def_at[i], c->def_len[i]);
-    so += c->def_len[i];
-    from = c->def_at[i] + c->def_len[i];
-  }
-  std::memcpy(out + o, p + from, n - from);
-  o += n - from;
-  const uint64_t base_time = s->w_run.time, base_addr = s->w_run.addr;
-  s->w_run.time = end.time;
-  s->w_run.addr = end.addr;
-  write_block(s, base_time, base_addr, stacks, so, fmt::kBlockFlagStacks);  // untimed: same registers
-  write_block(s, base_time, base_addr, out, o, static_cast<uint16_t>(flags & ~fmt::kBlockFlagStacks));
+  std::memcpy(out + r.events, p + from, n - from);
+  r.events += n - from;
   return true;
 }
 
@@ -202,7 +193,6 @@ void emit(Stream* s, const uint8_t* p, size_t n, uint16_t flags, bool at_start, 
     write_block(s, base_time, base_addr, p, n, flags);
     return;
   }
-  if (at_start && end && sealed && emit_listed(s, sealed, p, n, flags, *end)) return;
   // The StackDefs of a block that holds some go first, in a block of their own: readers of
   // the stacks alone (the symbolizer that follows a recording) then skip every event block
   // (a compiler's trace: 3.8 MB of definitions read instead of 39 MB of blocks holding them).
@@ -212,7 +202,9 @@ void emit(Stream* s, const uint8_t* p, size_t n, uint16_t flags, bool at_start, 
     stop_writing("out of memory");
     return;
   }
-  const auto r = fmt::cut_block(p, n, s->w_run, out, stacks, /*whole=*/end == nullptr);
+  fmt::CutResult r;
+  if (!(at_start && end && sealed && stacks && split_listed(sealed, p, n, out, stacks, r)))
+    r = fmt::cut_block(p, n, s->w_run, out, stacks, /*whole=*/end == nullptr);
   if (end) {  // (the registers the owner kept are right even past a record that did not parse)
     s->w_run.time = end->time;
     s->w_run.addr = end->addr;
