@@ -1,25 +1,25 @@
 // LiveMap: the set of live blocks keyed by address, the one structure of the replay whose size
 // follows the program's live set. Open addressing with linear probing and backward-shift
 // deletion (no tombstones, so a long run of malloc/free churn does not degrade it). Slots are
-// 32 bytes. Up to 4M slots (128 MiB) the table is kept at most 1/8 full (256 to 512 bytes per
-// live block): the probe runs of lookups, inserts and the backward shift, whose unpredictable
-// ends are most of a replay's time per event, stay a slot or two long (at most 1/2 full, the
-// replaying thread took 21-26% longer on the churn benchmarks, at most 1/4 full 6-7%). Larger tables (live
+// 32 bytes. Up to 4M slots (128 MiB) the table is kept at most 1/8 full; larger tables (live
 // sets of more than 512K blocks) fill up to 3/4 (43 to 85 bytes per live block).
 //
-// A block's home slot follows its address within each MiB of the address space (address / 16
-// plus an offset hashed from address / 1 MiB): allocators hand out neighbouring addresses one
-// after another, so consecutive events touch neighbouring slots, mostly in cache, instead of
-// one random slot each (a multiplicative hash of the whole address). Reports of the churn
-// benchmarks took 8% (1 thread) to 15% (4 threads) less wall time; distinct blocks are at
-// least 16 bytes apart, so a MiB of them never shares a home slot unless the table is smaller
-// than the MiB's 64K slots.
+// A block's home slot is a multiplicative (Fibonacci) hash of its whole address: the top bits
+// of address x 2^64/phi. Allocators hand out neighbouring addresses one after another, densely
+// packed (jemalloc's and mimalloc's 16-byte classes fill whole pages), and linear probing with a
+// hash that keeps neighbours together lets such runs merge into clusters whose length grows with
+// the live set, so that every insert walks them: the replay became quadratic. The Fibonacci hash
+// spreads any arithmetic run of addresses evenly over the table, so probe runs stay short
+// whatever the allocator's layout (bench/README.md, "Live blocks"); the replay prefetches each
+// event's home slot ahead, which hides most of the cache misses of a scattered table.
 //
 // The address 0 is the empty-slot marker; a (hostile) block at address 0 lives in a side slot.
 #pragma once
 
 #include <sys/mman.h>
 
+#include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -117,6 +117,32 @@ class LiveMap {
       if (slots_[i].key != 0) f(slots_[i].key, slots_[i].value);
   }
 
+  // How far the live keys sit from their home slots: the mean number of slots a lookup of a
+  // present key reads (1 = every key in its home slot), and the longest run of occupied slots.
+  // Both follow from the table alone; the tests bound them for allocators' address patterns.
+  struct ProbeStats {
+    double mean_probes = 0;
+    std::size_t longest_run = 0;
+  };
+  ProbeStats probe_stats() const {
+    ProbeStats st;
+    std::size_t probes = 0, run = 0, first_run = 0;
+    bool wrapped_run = true;  // the run that starts at slot 0 may continue from the table's end
+    for (std::size_t i = 0; i <= mask_; ++i) {
+      const uint64_t k = slots_[i].key;
+      if (k == 0) {
+        if (wrapped_run) first_run = run, wrapped_run = false;
+        run = 0;
+        continue;
+      }
+      probes += ((i - index(k)) & mask_) + 1;
+      st.longest_run = std::max(st.longest_run, ++run);
+    }
+    if (!wrapped_run) st.longest_run = std::max(st.longest_run, run + first_run);
+    if (size_) st.mean_probes = static_cast<double>(probes) / static_cast<double>(size_);
+    return st;
+  }
+
   void clear() {
     slots_.release();  // (rehash then has no old slots to carry over)
     size_ = 0;
@@ -126,8 +152,8 @@ class LiveMap {
 
  private:
   std::size_t index(uint64_t key) const {
-    // Neighbouring addresses, neighbouring slots (see the top of the file).
-    return static_cast<std::size_t>((key >> 4) + ((key >> 20) * 0x9E3779B97F4A7C15ull >> 32)) & mask_;
+    // Fibonacci hashing (see the top of the file): the product's top bits.
+    return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> shift_);
   }
 
   // The slot array. Tables of 2 MiB or more are mapped on their own, zeroed by the kernel and
@@ -181,6 +207,7 @@ class LiveMap {
     const std::size_t old_cap = old ? mask_ + 1 : 0;
     slots_ = Table::make(cap);
     mask_ = cap - 1;
+    shift_ = 64 - static_cast<unsigned>(std::countr_zero(cap));
     max_load_ = cap <= kSparseSlots ? cap / 8 : cap / 4 * 3;
     size_ = 0;
     for (std::size_t i = 0; i < old_cap; ++i) {
@@ -199,6 +226,7 @@ class LiveMap {
   Table slots_;
   std::size_t max_load_ = 0;
   std::size_t mask_ = 0;
+  unsigned shift_ = 64;
   std::size_t size_ = 0;
   bool zero_used_ = false;
   V zero_{};

@@ -710,5 +710,59 @@ TEST(LiveMap, MillionsOfSlotsInAMappedTable) {
   EXPECT_EQ(lm.find(0x7f0000000000ull), nullptr);
 }
 
+// Probe runs stay short on the address patterns of real allocators, whatever the live set: a
+// hash that kept neighbouring addresses in neighbouring slots let dense runs of small blocks
+// merge into clusters as long as the live set, and every insert walked one (a quadratic
+// replay). Counted from the table, not timed.
+template <class Address>
+void expect_short_probes(const char* allocator, Address address) {
+  SCOPED_TRACE(allocator);
+  analysis::LiveMap<uint64_t> lm;
+  for (const uint64_t n : {uint64_t{10000}, uint64_t{300000}, uint64_t{2400000}, uint64_t{6000000}}) {
+    lm.clear();
+    for (uint64_t i = 0; i < n; ++i) *lm.insert(address(i)).first = i;
+    ASSERT_EQ(lm.size(), n);
+    const auto st = lm.probe_stats();
+    SCOPED_TRACE(testing::Message() << n << " blocks: " << st.mean_probes << " probes per lookup, longest run "
+                                    << st.longest_run << " of " << lm.capacity() << " slots");
+    EXPECT_LT(st.mean_probes, 4.0);  // a uniform hash: 2.5 at the table's highest load (3/4)
+    EXPECT_LT(st.longest_run, 1000u);
+  }
+}
+
+TEST(LiveMap, ShortProbesForGlibcsPackedChunks) {
+  // 16-byte requests: 32-byte chunks one after another from the top of the heap.
+  expect_short_probes("glibc", [](uint64_t i) { return 0x555555560000ull + i * 32; });
+}
+
+TEST(LiveMap, ShortProbesForJemallocsSlabs) {
+  // 16-byte class: 16-byte regions filling 4 KiB slabs, slabs mostly adjacent in 2 MiB extents
+  // of a 64 MiB-aligned arena.
+  expect_short_probes("jemalloc", [](uint64_t i) {
+    const uint64_t slab = i / 256, extent = slab / 512;
+    return 0x7f0000000000ull + extent * (4ull << 20) + (slab % 512) * 4096 + (i % 256) * 16;
+  });
+}
+
+TEST(LiveMap, ShortProbesForTcmallocSpans) {
+  // 16-byte class: objects packed in 8 KiB spans, spans taken from the page heap in order.
+  expect_short_probes("tcmalloc", [](uint64_t i) { return 0x560000000000ull + (i / 512) * 8192 + (i % 512) * 16; });
+}
+
+TEST(LiveMap, ShortProbesForMimallocPages) {
+  // 16-byte blocks in 64 KiB pages, 64 pages to a 4 MiB-aligned segment (the first page holds the
+  // segment's header and starts later).
+  expect_short_probes("mimalloc", [](uint64_t i) {
+    const uint64_t page = i / 4096, segment = page / 63;
+    return 0x7e0000000000ull + segment * (4ull << 20) + (1 + page % 63) * 65536 + (i % 4096) * 16;
+  });
+}
+
+TEST(LiveMap, ShortProbesForPageSizedBlocks) {
+  // Large blocks a page or a MiB apart: the addresses' low bits are all zero.
+  expect_short_probes("pages", [](uint64_t i) { return 0x7f1000000000ull + i * 4096; });
+  expect_short_probes("MiBs", [](uint64_t i) { return 0x100000000000ull + i * (1ull << 20); });
+}
+
 }  // namespace
 }  // namespace memtide::test
