@@ -855,7 +855,10 @@ struct Session::Impl {
           for (std::string& w : it.warnings) m.warnings.push_back(std::move(w));
         }
         pr.blocks += it.blocks;
-        if (opt.progress && it.blocks && ((blocks + it.blocks) >> 6) != (blocks >> 6)) opt.progress(it.offset, size);
+        // (A file still being written grows while it is read: the size is then the offset reached,
+        // so that the fraction never passes 1.)
+        if (opt.progress && it.blocks && ((blocks + it.blocks) >> 6) != (blocks >> 6))
+          opt.progress(it.offset, std::max(size, it.offset));
         blocks += it.blocks;
         const ReadResult& r = it.read;
         if (r.ok()) continue;

@@ -38,6 +38,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -46,6 +47,7 @@
 #include "cli/analysis_cli.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/run_summary.h"
 #include "cli/symbol_cache.h"
 #include "formats/reader.h"
 #include "formats/writer.h"
@@ -57,6 +59,7 @@ using namespace memtide::analysis;
 
 struct SymbolizeOptions {
   std::string file, out, manifest;
+  std::string summary;  // with --manifest: where the run's summary lines go (run_summary.h)
   bool force = false;
   bool follow = false;
   bool quiet = false;
@@ -249,7 +252,29 @@ class TraceJob {
     so.use_embedded = false;
     sym_.emplace(defs_.model(), so);
     resolver_.emplace(Resolver{defs_, *sym_, cache_, {}, {}, 0});
+    if (!o_.summary.empty()) {
+      totals_.emplace(summary_replay_options());
+      if (std::string e = totals_->open(o_.file); !e.empty()) totals_error_ = e;
+    }
     return kExitOk;
+  }
+
+  // The totals-only replay of the trace, kept up with the recorder while following (for the
+  // run's summary), finished: what it read, or why it could not.
+  AnalyzeResult totals() {
+    AnalyzeResult r;
+    if (!totals_ || !totals_error_.empty()) {
+      r.error = totals_error_.empty() ? "not replayed" : totals_error_;
+      return r;
+    }
+    try {
+      totals_->advance();
+      totals_->finish();
+      r.model = totals_->snapshot();
+    } catch (const std::exception& e) {
+      r.error = e.what();
+    }
+    return r;
   }
 
   enum class Step { Going, Done, GaveUp };
@@ -261,6 +286,7 @@ class TraceJob {
     const bool alive = defs_.writer_alive();
     defs_.advance();
     found_new_ = resolver_->catch_up() > 0;
+    advance_totals();
     if (!alive) return Step::Done;
     if (program_ended) {
       const auto now = std::chrono::steady_clock::now();
@@ -277,6 +303,8 @@ class TraceJob {
   // Whether the last step found return addresses not seen before.
   bool found_new() const { return found_new_; }
 
+  const std::string& file() const { return o_.file; }
+
   // Resolves the rest and appends the names. The exit status of the command for this trace.
   int finish();
 
@@ -288,6 +316,17 @@ class TraceJob {
   std::optional<Resolver> resolver_;
   std::optional<std::chrono::steady_clock::time_point> ended_at_;
   bool found_new_ = false;
+  std::optional<Session> totals_;  // with --summary
+  std::string totals_error_;
+
+  void advance_totals() {
+    if (!totals_ || !totals_error_.empty()) return;
+    try {
+      totals_->advance();
+    } catch (const std::exception& e) {
+      totals_error_ = e.what();
+    }
+  }
 };
 
 int TraceJob::finish() {
@@ -405,6 +444,35 @@ int symbolize_trace(const SymbolizeOptions& o) {
   return job.finish();
 }
 
+// Writes the run's summary to `path` (0600, by a temporary name renamed into place, so that
+// `memtide run` finds the whole text or none).
+bool write_summary(const std::string& path, std::vector<SummaryEntry>& entries) {
+  std::ostringstream text;
+  print_summary(entries, text);
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    print_error(tmp, std::strerror(errno));
+    return false;
+  }
+  const std::string s = text.str();
+  std::size_t done = 0;
+  while (done < s.size()) {
+    const ssize_t n = ::write(fd, s.data() + done, s.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  const bool written = done == s.size();
+  const bool closed = ::close(fd) == 0;
+  const bool ok = written && closed && ::rename(tmp.c_str(), path.c_str()) == 0;
+  if (!ok) {
+    print_error(path, "cannot write the summary");
+    ::unlink(tmp.c_str());
+  }
+  return ok;
+}
+
 // The lines of a manifest, read as they are appended: its descriptor stays open and each poll
 // reads only the bytes added since the last one (no reopening, no stream set up per poll).
 class ManifestLines {
@@ -459,6 +527,15 @@ int run_symbolize(SymbolizeOptions o) {
   ManifestLines manifest(o.manifest);
   std::deque<std::string> lines;  // read, not yet taken
   bool all_lines = false;
+  // With --summary: one entry per trace, in the manifest's order, its lines filled when its job
+  // ends (from the job's own replay, kept up while it followed).
+  std::vector<SummaryEntry> entries;
+  std::map<std::string, std::size_t> entry_of;  // by path
+  auto summarise = [&](const std::string& path, const AnalyzeResult& r) {
+    if (o.summary.empty()) return;
+    auto it = entry_of.find(path);
+    if (it != entry_of.end() && entries[it->second].text.empty()) describe(entries[it->second], r);
+  };
   PollPause pause(o.poll_ms);  // a new address or a new trace counts as work
   // `memtide run` (the parent) killed: nobody will say that the program ended. The traces are
   // then followed until none is being written (every process that records has written its
@@ -476,9 +553,18 @@ int run_symbolize(SymbolizeOptions o) {
     for (; !lines.empty() && jobs.size() < kMaxJobs; lines.pop_front()) {
       SymbolizeOptions to = o;
       if (!manifest_trace_path(lines.front(), to.file)) continue;
+      if (!o.summary.empty() && entry_of.emplace(to.file, entries.size()).second) {
+        SummaryEntry e;
+        e.pid = lines.front().substr(0, lines.front().find('\t'));
+        e.path = to.file;
+        entries.push_back(std::move(e));
+      }
       auto job = std::make_unique<TraceJob>(to);
       if (int e = job->open(); e != kExitOk) {
         status = std::max(status, e);
+        AnalyzeResult unreadable;
+        unreadable.error = "not a readable trace";
+        summarise(to.file, unreadable);
         continue;
       }
       jobs.push_back(std::move(job));
@@ -491,9 +577,12 @@ int run_symbolize(SymbolizeOptions o) {
         continue;
       }
       if (st == TraceJob::Step::Done) status = std::max(status, (*it)->finish());
+      if (!o.summary.empty()) summarise((*it)->file(), (*it)->totals());
       it = jobs.erase(it);
     }
     if (all_lines && lines.empty() && jobs.empty()) {
+      // (Orphaned, no one is left to print the summary.)
+      if (!o.summary.empty() && !orphan && !write_summary(o.summary, entries)) status = std::max(status, kExitError);
       if (orphan) {
         ::unlink(o.manifest.c_str());
         ::unlink((o.manifest + ".ended").c_str());
@@ -519,6 +608,10 @@ Command symbolize_command() {
             sub.add_flag("--follow", o->follow,
                          "Read the trace while a recorder writes it, resolving as it goes; append when it has ended");
             sub.add_flag("-q,--quiet", o->quiet, "No summary line (warnings still go to stderr)");
+            sub.add_option("--summary", o->summary,
+                           "With --manifest: also replay each trace's totals as it is written, and write the run's "
+                           "summary (memtide summary's lines) to this file when all have ended")
+                ->needs(manifest);
             return [o, file, manifest] {
               if (file->count() == 0 && manifest->count() == 0)
                 throw CLI::RequiredError("a trace file (or --manifest)");

@@ -484,7 +484,7 @@ void Loader::run() {
       ViewData v;
       v.window = r;
       v.model = std::shared_ptr<const analysis::Model>(std::move(res.model));
-      v.summary = std::make_shared<SummaryData>(make_summary(*v.model, w.path));
+      v.summary = std::make_shared<SummaryData>(make_summary(*v.model, w.path, w.following));
       build_view(v, *w.sym, check, [](const ViewData&) {}, phase, needs);
       return std::make_shared<ViewData>(std::move(v));
     };
@@ -581,7 +581,7 @@ void Loader::run() {
           s->live = w.following;
           s->writer_alive = w.following;
           s->refreshes = w.refreshes;
-          s->summary = std::make_shared<SummaryData>(make_summary(*w.base, w.path));
+          s->summary = std::make_shared<SummaryData>(make_summary(*w.base, w.path, w.following));
           s->timeline = std::make_shared<TimelineData>(make_timeline(*w.base));
           ViewData v;
           v.model = w.base;
@@ -723,7 +723,7 @@ void Loader::run() {
           w.set_base(std::shared_ptr<const analysis::Model>(std::move(res.model)), opt_.incremental);
           ViewData v;
           v.model = w.base;
-          v.summary = std::make_shared<SummaryData>(make_summary(*w.base, w.path));
+          v.summary = std::make_shared<SummaryData>(make_summary(*w.base, w.path, writer));
           build_view(v, *w.sym, check_path, [](const ViewData&) {}, phase, needs);
           w.whole = std::make_shared<ViewData>(std::move(v));
           auto view = window_view(want.window, check_path);

@@ -22,7 +22,8 @@ std::string signal_name(uint64_t sig) {
 
 }  // namespace
 
-std::string end_description(const Model& m) {
+std::string end_description(const Model& m, bool recording) {
+  if (!m.end && recording) return "still recording (the recorder holds the file)";
   if (!m.end) return m.truncated ? "no end record (still being written, or cut)" : "no end record (killed?)";
   const auto& e = *m.end;
   switch (e.reason) {
@@ -36,7 +37,7 @@ std::string end_description(const Model& m) {
   }
 }
 
-SummaryData make_summary(const Model& m, const std::string& path) {
+SummaryData make_summary(const Model& m, const std::string& path, bool recording) {
   SummaryData d;
   const auto& p = m.process;
   const std::string exe = p.exe.empty() ? path : p.exe;
@@ -56,7 +57,7 @@ SummaryData make_summary(const Model& m, const std::string& path) {
                                      : "exact (every allocation)"});
   }
   proc.rows.push_back({"duration", format_duration(m.duration())});
-  proc.rows.push_back({"ended", end_description(m), !m.complete});
+  proc.rows.push_back({recording && !m.end ? "state" : "ended", end_description(m, recording), !m.complete && !recording});
   proc.rows.push_back({"threads", format_count(m.threads.size())});
   proc.rows.push_back({"trace", path + " (" + format_bytes(m.file_size) + ", " + format_count(m.events) + " events)"});
   d.sections.push_back(std::move(proc));

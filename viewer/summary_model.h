@@ -25,9 +25,11 @@ struct SummaryData {
   std::vector<std::string> warnings;  // the model's, then anomalies worth a look
 };
 
-SummaryData make_summary(const analysis::Model& m, const std::string& path);
+// `recording`: a recorder still writes the trace (it holds the file's lock), so that the
+// missing End record is no sign of a kill.
+SummaryData make_summary(const analysis::Model& m, const std::string& path, bool recording = false);
 
 // "exit status 0", "killed by signal 9", "still running or killed (no end record)", ...
-std::string end_description(const analysis::Model& m);
+std::string end_description(const analysis::Model& m, bool recording = false);
 
 }  // namespace memtide::viewer

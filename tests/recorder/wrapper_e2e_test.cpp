@@ -432,3 +432,39 @@ TEST(Wrapper, RunCheckGatesAndTheProgramsFailureWins) {
   RunResult failing = run({MT_WRAPPER, "run", "--quiet", "--check", "-o", out, "--", MT_LIFECYCLE, "quick-exit"}, {}, dir.path());
   EXPECT_EQ(failing.status, 3) << "the program's own exit status wins over the gate";
 }
+
+// The lines after the program's end come from the follower, which replayed each trace's totals
+// while it was written (so that `memtide run` ends when the program does, whatever the trace's
+// size): they are the lines a replay of the finished trace gives (`memtide summary`), here for
+// 8 threads with cross-thread frees, a known peak and known leaks.
+TEST(Wrapper, SummaryKeptByTheFollowerIsTheReplaysSummary) {
+  TempDir dir;
+  const fs::path out = dir.path() / "s.mtide";
+  const std::string cli = (fs::path(MT_WRAPPER).parent_path() / "memtide-cli").string();
+  RunResult r = run({MT_WRAPPER, "run", "-o", out.string(), "--", MT_EXACT}, {}, dir.path());
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto from = r.err.find(out.string() + "\n  ");
+  ASSERT_NE(from, std::string::npos) << r.err;
+  const std::string printed = r.err.substr(from);
+
+  // The follower's own output, on the finished trace: a manifest that names it, the program
+  // said to have ended.
+  const fs::path manifest = dir.path() / "manifest";
+  std::ofstream(manifest) << "1\t0\t" << out.string() << "\n";
+  std::ofstream(manifest.string() + ".ended");
+  const fs::path kept = dir.path() / "summary.txt";
+  RunResult f = run({cli, "symbolize", "--quiet", "--manifest", manifest.string(), "--summary", kept.string()}, {},
+                    dir.path());
+  ASSERT_EQ(f.status, 0) << f.err;
+  std::ifstream in(kept);
+  const std::string followed((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  struct stat st;
+  ASSERT_EQ(stat(kept.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+
+  RunResult s = run({cli, "summary", "--manifest", manifest.string()}, {}, dir.path());
+  ASSERT_EQ(s.status, 0) << s.err;
+  EXPECT_NE(s.out.find("blocks not freed"), std::string::npos) << s.out;
+  EXPECT_EQ(followed, s.out);
+  EXPECT_EQ(printed, s.out);
+}

@@ -402,5 +402,29 @@ TEST(Summary, AProgramWithItsOwnMallocIsAWarning) {
             "the program's allocations were not recorded: it has a malloc of its own, in /opt/app/bin/server");
 }
 
+// A trace without an End record reads as killed, unless a recorder still writes it: then it is
+// being recorded, and the summary says so without a warning's colour.
+TEST(Summary, ATraceBeingWrittenIsRecordingNotKilled) {
+  Loaded l = load([] {
+    test::Synthetic s;
+    return test::standard_program(s).close();
+  }());
+  auto row = [](const SummaryData& d, const std::string& label) -> const SummaryRow* {
+    for (const auto& sec : d.sections)
+      for (const auto& r : sec.rows)
+        if (r.label == label) return &r;
+    return nullptr;
+  };
+  const SummaryData cut = make_summary(*l.model, "/tmp/x.mtide");
+  ASSERT_TRUE(row(cut, "ended"));
+  EXPECT_EQ(row(cut, "ended")->value, "no end record (killed?)");
+  EXPECT_TRUE(row(cut, "ended")->emphasis);
+  const SummaryData live = make_summary(*l.model, "/tmp/x.mtide", /*recording=*/true);
+  EXPECT_FALSE(row(live, "ended"));
+  ASSERT_TRUE(row(live, "state"));
+  EXPECT_EQ(row(live, "state")->value, "still recording (the recorder holds the file)");
+  EXPECT_FALSE(row(live, "state")->emphasis);
+}
+
 }  // namespace
 }  // namespace memtide::viewer

@@ -62,7 +62,7 @@ class Synthetic {
     return *this;
   }
   const std::vector<uint8_t>& end(uint64_t t) { return b_.end(t); }
-  void close() { b_.close(); }
+  const std::vector<uint8_t>& close() { return b_.close(); }  // without an End record
 
  private:
   static memtide::test::TraceBuilder::Options options(const std::string& path, bool lock) {
