@@ -1,10 +1,31 @@
 #include "analysis/model.h"
 
+#include <string_view>
+
 #include <algorithm>
 
 #include "formats/decoder.h"
 
 namespace memtide::analysis {
+
+namespace {
+std::string_view file_name(std::string_view path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+}  // namespace
+
+std::string program_name(const ProcessSummary& p) {
+  if (!p.argv.empty() && !file_name(p.argv.front()).empty()) return std::string(file_name(p.argv.front()));
+  return std::string(file_name(p.exe));
+}
+
+std::string program_label(const ProcessSummary& p) {
+  const std::string name = program_name(p);
+  if (p.exe.empty()) return name;
+  if (name.empty() || name == file_name(p.exe)) return p.exe;
+  return name + " (" + p.exe + ")";
+}
 
 std::string unrecorded_allocations_note(const ProcessSummary& p) {
   if (p.program_malloc.empty()) return {};

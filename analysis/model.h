@@ -220,6 +220,13 @@ struct ProcessSummary {
   std::string program_malloc;
 };
 
+// The program as it was started: its argv[0]'s file name ("redis-server"), else the file name of
+// the executable (a symlink's target: redis-server is /usr/bin/redis-check-rdb).
+std::string program_name(const ProcessSummary& p);
+// "redis-server (/usr/bin/redis-check-rdb)": the name as started, with the executable's path
+// when its file name differs; the path alone when they agree.
+std::string program_label(const ProcessSummary& p);
+
 // What readers say of a trace whose program had a malloc of its own; empty otherwise.
 std::string unrecorded_allocations_note(const ProcessSummary& p);
 

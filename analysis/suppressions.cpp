@@ -1,5 +1,6 @@
 #include "analysis/suppressions.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -129,6 +130,122 @@ int SuppressionList::match(const std::vector<Frame>& frames) const {
     }
   }
   return -1;
+}
+
+FunctionSpread::FunctionSpread(const Model& m, Symbolizer& sym, Domain domain, std::size_t max_stacks) {
+  const auto& stacks = m.stacks[static_cast<unsigned>(domain)];
+  std::vector<const StackStats*> order;
+  order.reserve(stacks.size());
+  for (const StackStats& s : stacks) {
+    if (!s.m.alloc_count) continue;
+    total_ += s.m.alloc_count;
+    order.push_back(&s);
+  }
+  if (order.size() > max_stacks) {
+    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(max_stacks), order.end(),
+                      [](const StackStats* a, const StackStats* b) { return a->m.alloc_count > b->m.alloc_count; });
+    order.resize(max_stacks);
+  }
+  std::vector<Frame> frames;
+  std::vector<std::string_view> seen, seen_modules;  // of one stack: each counted once
+  for (const StackStats* s : order) {
+    sym.stack(s->stack, frames);  // outermost caller first
+    seen.clear();
+    seen_modules.clear();
+    for (std::size_t i = 0; i < frames.size(); ++i) {
+      const Frame& f = frames[i];
+      if (!f.module.empty() && std::find(seen_modules.begin(), seen_modules.end(), f.module) == seen_modules.end()) {
+        seen_modules.push_back(f.module);
+        auto it = by_module_.find(f.module);
+        if (it == by_module_.end()) it = by_module_.emplace(std::string(f.module), 0).first;
+        it->second += s->m.alloc_count;
+      }
+      if (f.function.empty()) continue;
+      auto it = functions_.find(f.function);
+      if (it == functions_.end()) it = functions_.emplace(std::string(f.function), Use{}).first;
+      Use& u = it->second;
+      if (std::find(seen.begin(), seen.end(), f.function) == seen.end()) {
+        seen.push_back(f.function);
+        u.allocations += s->m.alloc_count;
+      }
+      if (i > 0 && !frames[i - 1].function.empty() && frames[i - 1].function != f.function &&
+          u.callers.size() < kManyCallers &&
+          std::find(u.callers.begin(), u.callers.end(), frames[i - 1].function) == u.callers.end())
+        u.callers.emplace_back(frames[i - 1].function);
+    }
+  }
+}
+
+double FunctionSpread::share(std::string_view function) const {
+  if (!total_) return 0;
+  auto it = functions_.find(function);
+  return it == functions_.end() ? 0 : static_cast<double>(it->second.allocations) / static_cast<double>(total_);
+}
+
+double FunctionSpread::share(const Frame& f) const {
+  if (!f.function.empty()) return share(f.function);
+  if (!total_) return 0;
+  auto it = by_module_.find(f.module);
+  return it == by_module_.end() ? 0 : static_cast<double>(it->second) / static_cast<double>(total_);
+}
+
+std::size_t FunctionSpread::callers(std::string_view function) const {
+  auto it = functions_.find(function);
+  return it == functions_.end() ? 0 : it->second.callers.size();
+}
+
+bool is_library_frame(std::string_view fn, std::string_view module) {
+  if (fn.empty()) return true;
+  for (std::string_view p : {"std::", "__gnu_cxx::", "operator new", "operator delete", "__", "_dl_", "_IO_", "allocate",
+                             "malloc", "calloc", "realloc", "strdup", "make_unique", "make_shared"})
+    if (fn.substr(0, p.size()) == p) return true;
+  for (std::string_view m : {"libc.so", "libstdc++.so", "ld-linux", "libm.so", "libgcc_s.so"})
+    if (module.find(m) != std::string_view::npos) return true;
+  return false;
+}
+
+namespace {
+// A program's own allocation function, by its name (xmalloc, zcalloc, zrealloc_usable, g_malloc0,
+// pool_alloc, AllocBuffer): pprof drops such frames by a pattern too.
+bool names_an_allocator(std::string_view fn) {
+  for (std::size_t i = 0; i + 5 <= fn.size(); ++i)
+    if ((fn[i] == 'a' || fn[i] == 'A') && fn.substr(i + 1, 4) == "lloc") return true;
+  return false;
+}
+}  // namespace
+
+std::size_t suggested_frame(const std::vector<SuggestionFrame>& frames) {
+  for (std::size_t i = 0; i < frames.size(); ++i)
+    if (!is_library_frame(frames[i].function, frames[i].module) && !frames[i].widespread &&
+        !names_an_allocator(frames[i].function))
+      return i;
+  for (std::size_t i = 0; i < frames.size(); ++i)
+    if (!is_library_frame(frames[i].function, frames[i].module)) return i;
+  for (std::size_t i = 0; i < frames.size(); ++i)
+    if (!frames[i].function.empty()) return i;
+  return 0;
+}
+
+std::string suppression_line(std::string_view function, std::string_view module) {
+  std::string target(function);
+  if (target.empty()) {
+    const auto slash = module.rfind('/');
+    target = std::string(slash == std::string_view::npos ? module : module.substr(slash + 1));
+  }
+  for (char& c : target)
+    if (c == '*' || c == '^' || c == '$' || c == '\n' || c == '\r') c = '*';
+  return "leak:" + target;
+}
+
+std::string suggest_suppression(const std::vector<Frame>& leaf_first, const FunctionSpread& spread) {
+  std::vector<SuggestionFrame> v;
+  v.reserve(leaf_first.size());
+  for (const Frame& f : leaf_first)
+    v.push_back({f.function, f.module,
+                 f.function.empty() ? spread.share(f) > FunctionSpread::kWidespread : spread.widespread(f.function)});
+  if (v.empty()) return {};
+  const Frame& f = leaf_first[suggested_frame(v)];
+  return suppression_line(f.function, f.module);
 }
 
 }  // namespace memtide::analysis

@@ -15,8 +15,10 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
+#include "analysis/model.h"
 #include "analysis/symbols.h"
 
 namespace memtide::analysis {
@@ -55,5 +57,70 @@ class SuppressionList {
  private:
   std::vector<Suppression> items_;
 };
+
+// How widely each function spreads over a program's allocations, to tell the frame that
+// identifies a leak from a wrapper. A suppression is made for one leak; a line that names an
+// allocation wrapper (redis's zmalloc, a project's xmalloc, a pool's alloc) or a general-purpose
+// constructor (a string's) matches much of what the program allocates, and would hide every
+// leak that comes later. Two signs of one: the share of the program's allocations whose stack
+// holds the function, and the number of distinct functions that call it where it allocates.
+// The stacks with the most allocations are read, up to `max_stacks` (each symbolised once).
+class FunctionSpread {
+ public:
+  FunctionSpread() = default;
+  FunctionSpread(const Model& m, Symbolizer& sym, Domain domain = Domain::Heap, std::size_t max_stacks = 20000);
+
+  // Share (0..1) of the domain's counted allocations whose stack holds `function`.
+  double share(std::string_view function) const;
+  // The same for a frame: its function's share, or for a frame without a name (a suppression
+  // then names its module), its module's.
+  double share(const Frame& f) const;
+  // Distinct functions seen calling `function` in the stacks read (counted up to kManyCallers).
+  std::size_t callers(std::string_view function) const;
+
+  // More than half of the allocations, or called from kManyCallers places: not one leak's.
+  static constexpr double kWidespread = 0.5;
+  static constexpr std::size_t kManyCallers = 8;
+  bool widespread(std::string_view function) const {
+    return share(function) > kWidespread || callers(function) >= kManyCallers;
+  }
+
+ private:
+  struct Hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  struct Use {
+    uint64_t allocations = 0;
+    std::vector<std::string> callers;  // at most kManyCallers
+  };
+  std::unordered_map<std::string, Use, Hash, std::equal_to<>> functions_;
+  std::unordered_map<std::string, uint64_t, Hash, std::equal_to<>> by_module_;
+  uint64_t total_ = 0;
+};
+
+// A frame as the suggestion sees it: its function (empty when unknown), its module's path,
+// and whether FunctionSpread finds it widespread.
+struct SuggestionFrame {
+  std::string_view function, module;
+  bool widespread = false;
+};
+
+// Whether a frame belongs to the allocator, the C and C++ runtimes or the standard library
+// (no suppression should name those).
+bool is_library_frame(std::string_view function, std::string_view module);
+
+// The frame a suppression should name (frames from the allocation site outwards): the first
+// that belongs to the program, is not widespread and is not named as an allocation function
+// (its name holds "alloc": xmalloc, zcalloc, pool_alloc); when every program frame is one of
+// those, the first program frame; else the first with a function.
+std::size_t suggested_frame(const std::vector<SuggestionFrame>& frames);
+
+// "leak:<pattern>" naming frame `frame`: its function, or for a frame without one its module's
+// file name; characters LSan's patterns give a meaning to (`*`, `^`, `$`) become '*'.
+std::string suppression_line(std::string_view function, std::string_view module);
+
+// The suggested suppression of a stack (frames from the allocation site outwards).
+std::string suggest_suppression(const std::vector<Frame>& leaf_first, const FunctionSpread& spread);
 
 }  // namespace memtide::analysis

@@ -254,7 +254,7 @@ std::string write_junit(const std::string& path, const Model& m, Symbolizer& sym
   std::size_t tests = 0, failures = 0;
   for (const Limit& l : e.limits)
     if (l.set) ++tests, failures += l.broken();
-  const std::string suite = "memtide check " + (m.process.exe.empty() ? o.file : m.process.exe);
+  const std::string suite = "memtide check " + (m.process.exe.empty() ? o.file : analysis::program_label(m.process));
   x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   x << "<testsuites name=\"memtide\" tests=\"" << tests << "\" failures=\"" << failures << "\" errors=\"0\">\n";
   x << "  <testsuite name=\"" << junit_escape(suite) << "\" tests=\"" << tests << "\" failures=\"" << failures

@@ -70,7 +70,7 @@ int run_flamegraph(const FlameOptions& o) {
     so.unit = bytes ? "bytes" : "allocations";
     so.title = "memtide: " + std::string(o.bottom_up ? "bottom-up " : "") + metric_name +
                (bytes ? " bytes" : " allocations");
-    so.subtitle = model->process.exe.empty() ? o.file : model->process.exe + " (" + o.file + ")";
+    so.subtitle = model->process.exe.empty() ? o.file : analysis::program_label(model->process) + " (" + o.file + ")";
     if (model->has_window()) so.subtitle += ", allocations made in [" + rel_time(*model, model->window_from) + ", " +
                                             (model->window_to == UINT64_MAX ? std::string("end") : rel_time(*model, model->window_to)) + "]";
     so.palette = o.metric == Metric::Leaked ? "red" : o.metric == Metric::Temporary ? "blue" : o.metric == Metric::Peak ? "green" : "hot";

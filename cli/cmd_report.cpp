@@ -9,6 +9,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "analysis/suppressions.h"
 #include "cli/analysis_cli.h"
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -45,6 +46,17 @@ const char* end_reason(fmt::EndReason r) {
 
 json rel(const Model& m, uint64_t t) { return t >= m.time_base ? t - m.time_base : 0; }
 
+// The heap's FunctionSpread, made once per report (for the leaks' suggested suppressions).
+const FunctionSpread& spread_of(const Model& m, Symbolizer& sym) {
+  static const Model* made_for = nullptr;
+  static FunctionSpread spread;
+  if (made_for != &m) {
+    spread = FunctionSpread(m, sym);
+    made_for = &m;
+  }
+  return spread;
+}
+
 json stack_items(const Model& m, Symbolizer& sym, Domain d, Metric metric, const ReportOptions& o) {
   json arr = json::array();
   for (const StackStats* s : top_stacks(m, d, metric, o.top)) {
@@ -52,6 +64,7 @@ json stack_items(const Model& m, Symbolizer& sym, Domain d, Metric metric, const
     j["bytes"] = metric == Metric::Temporary ? s->m.temp_bytes : s->m.value(metric);
     j["count"] = s->m.blocks(metric);
     if (metric == Metric::Leaked) {
+      if (d == Domain::Heap) j["suppression"] = suggest_suppression(leaf_first(sym, s->stack), spread_of(m, sym));
       j["first_alloc_time_ns"] = rel(m, s->m.first_leak_time);
       j["last_alloc_time_ns"] = rel(m, s->m.last_leak_time);
       if (m.leak_scan.complete && d == Domain::Heap) {
@@ -103,6 +116,7 @@ json report_json(const Model& m, Symbolizer& sym, const ReportOptions& o) {
   j["process"] = {{"pid", m.process.pid},
                   {"ppid", m.process.ppid},
                   {"exe", m.process.exe},
+                  {"program", program_name(m.process)},
                   {"argv", m.process.argv},
                   {"program_malloc", m.process.program_malloc.empty() ? json(nullptr) : json(m.process.program_malloc)}};
   j["duration_ns"] = m.duration();
@@ -240,6 +254,9 @@ void print_section(const Model& m, Symbolizer& sym, const char* title, Domain d,
     }
     std::printf("  %2zu. %s\n", ++i, line.c_str());
     print_stack(sym, s->stack, o.frames);
+    if (metric == Metric::Leaked && d == Domain::Heap)
+      std::printf("      suppress with: %s\n",
+                  printable(suggest_suppression(leaf_first(sym, s->stack), spread_of(m, sym))).c_str());
   }
 }
 
@@ -252,7 +269,7 @@ void report_text(const Model& m, Symbolizer& sym, const ReportOptions& o) {
     state += std::string(", ") + end_reason(m.end->reason) + " status " + std::to_string(m.end->status);
   row("trace", printable(o.file) + " (" + state + ")");
   if (m.have_process)
-    row("program", printable(m.process.exe) + " (pid " + std::to_string(m.process.pid) + "), " +
+    row("program", printable(program_label(m.process)) + ", pid " + std::to_string(m.process.pid) + ", " +
                        count_of(m.threads.size(), "thread", "threads") + ", ran " + format_duration(m.duration()));
   if (const std::string note = unrecorded_allocations_note(m.process); m.have_process && !note.empty())
     row("note", printable(note));

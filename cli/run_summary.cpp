@@ -61,7 +61,7 @@ void describe(SummaryEntry& e, const AnalyzeResult& r) {
   const Model& m = *r.model;
   const Totals& h = m.heap();
   e.allocations = h.allocations;
-  e.exe = m.process.exe.substr(m.process.exe.rfind('/') + 1);
+  e.exe = program_name(m.process);
   out << "  " << with_commas(h.allocations) << " allocations, peak heap " << human_bytes(h.peak_bytes) << " at "
       << rel_time(m, h.peak_time) << ", " << human_bytes(h.leaked_bytes) << " in " << with_commas(h.leaked_blocks)
       << " blocks not freed";

@@ -5,6 +5,8 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "analysis/suppressions.h"
+
 namespace memtide::viewer {
 namespace {
 
@@ -15,27 +17,18 @@ bool contains_nocase(std::string_view hay, std::string_view needle) {
          }) != hay.end();
 }
 
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-
-bool is_library_frame(const LeakFrame& f) {
-  const std::string_view fn = f.function;
-  if (fn.empty()) return true;
-  for (std::string_view p : {"std::", "__gnu_cxx::", "operator new", "operator delete", "__", "_dl_", "_IO_", "allocate",
-                             "malloc", "calloc", "realloc", "strdup", "make_unique", "make_shared"})
-    if (starts_with(fn, p)) return true;
-  for (std::string_view m : {"libc.so", "libstdc++.so", "ld-linux", "libm.so", "libgcc_s.so"})
-    if (f.module.find(m) != std::string::npos) return true;
-  return false;
-}
 
 }  // namespace
 
 std::size_t suggested_frame(const std::vector<LeakFrame>& frames) {
-  for (std::size_t i = 0; i < frames.size(); ++i)
-    if (!is_library_frame(frames[i])) return i;
-  for (std::size_t i = 0; i < frames.size(); ++i)
-    if (!frames[i].function.empty()) return i;
-  return 0;
+  std::vector<analysis::SuggestionFrame> v;
+  v.reserve(frames.size());
+  for (const LeakFrame& f : frames) {
+    // A frame without a name shows its address ("module+0x1a2b"): no function to match.
+    const bool named = !f.function.empty() && f.function.find("+0x") == std::string::npos;
+    v.push_back({named ? std::string_view(f.function) : std::string_view(), f.module, f.widespread});
+  }
+  return analysis::suggested_frame(v);
 }
 
 LeaksData make_leaks(const analysis::Model& m, analysis::Symbolizer& sym, analysis::Domain domain,
@@ -52,6 +45,7 @@ LeaksData make_leaks(const analysis::Model& m, analysis::Symbolizer& sym, analys
   auto rel = [&](uint64_t t) { return t > m.time_base ? t - m.time_base : 0; };
   std::vector<analysis::Frame> frames;
   d.rows.reserve(leaking.size());
+  const analysis::FunctionSpread spread = leaking.empty() ? analysis::FunctionSpread() : analysis::FunctionSpread(m, sym, domain);
   for (const analysis::StackStats* s : leaking) {
     LeakRow r;
     r.stack = s->stack.value;
@@ -83,6 +77,9 @@ LeaksData make_leaks(const analysis::Model& m, analysis::Symbolizer& sym, analys
         }
         f.module = std::string(it->module);
         f.inlined = it->inlined;
+        f.share = spread.share(*it);
+        f.widespread = it->function.empty() ? f.share > analysis::FunctionSpread::kWidespread
+                                            : spread.widespread(it->function);
         r.frames.push_back(std::move(f));
       }
       if (!r.frames.empty()) {
@@ -151,17 +148,30 @@ std::vector<uint32_t> filter_and_sort_leaks(const LeaksData& d, std::string_view
 }
 
 std::string suppression_line(const LeakRow& row, std::size_t frame) {
-  std::string target;
   if (frame < row.frames.size()) {
     const LeakFrame& f = row.frames[frame];
-    target = f.function.empty() || f.function.find("+0x") != std::string::npos
-                 ? std::string(analysis::basename_of(f.module))
-                 : f.function;
+    const bool named = !f.function.empty() && f.function.find("+0x") == std::string::npos;
+    const std::string line = analysis::suppression_line(named ? std::string_view(f.function) : std::string_view(),
+                                                        f.module);
+    if (line != "leak:") return line;
   }
-  if (target.empty()) target = row.site;
-  for (char& c : target)
-    if (c == '*' || c == '^' || c == '$' || c == '\n' || c == '\r') c = '*';
-  return "leak:" + target;
+  return analysis::suppression_line(row.site, {});
+}
+
+SuppressionReach suppression_reach(const LeaksData& d, const LeakRow& row, std::size_t frame) {
+  SuppressionReach r;
+  if (frame < row.frames.size()) r.share = row.frames[frame].share;
+  const std::string pattern = suppression_line(row, frame).substr(5);  // after "leak:"
+  for (const LeakRow& other : d.rows) {
+    if (&other == &row) continue;
+    for (const LeakFrame& f : other.frames)
+      if (analysis::glob_match(pattern, f.function) || analysis::glob_match(pattern, f.module)) {
+        ++r.other_rows;
+        r.other_bytes += other.bytes;
+        break;
+      }
+  }
+  return r;
 }
 
 }  // namespace memtide::viewer

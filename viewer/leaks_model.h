@@ -17,6 +17,8 @@ namespace memtide::viewer {
 struct LeakFrame {
   std::string function, location, module;  // location: "file.cpp:12" or "+0x1a2b"
   bool inlined = false;
+  double share = 0;  // of the program's allocations whose stack holds this function (FunctionSpread)
+  bool widespread = false;  // FunctionSpread::widespread: a wrapper's or constructor's, not one leak's
 };
 
 struct LeakRow {
@@ -65,8 +67,18 @@ std::string leak_kind(const LeaksData& d, const LeakRow& r);
 // Characters that LSan's pattern syntax gives a meaning to (`*`, `^`, `$`) are replaced by '*'.
 std::string suppression_line(const LeakRow& row, std::size_t frame);
 
-// The frame a suppression should name by default: the first one from the allocation site
-// that belongs to the program rather than to the allocator or the standard library.
+// The frame a suppression should name by default (analysis::suggested_frame): the first one
+// from the allocation site that belongs to the program rather than to the allocator or the
+// standard library, and is not widespread (an allocation wrapper such as redis's zmalloc
+// would hide every leak).
 std::size_t suggested_frame(const std::vector<LeakFrame>& frames);
+
+// What a suppression line made from `row`'s frame `frame` would also hide: the other rows with
+// a frame of that function (or, for a frame without one, of that module).
+struct SuppressionReach {
+  uint64_t other_rows = 0, other_bytes = 0;
+  double share = 0;  // of the program's allocations whose stack holds the function
+};
+SuppressionReach suppression_reach(const LeaksData& d, const LeakRow& row, std::size_t frame);
 
 }  // namespace memtide::viewer

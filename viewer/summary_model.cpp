@@ -42,13 +42,15 @@ SummaryData make_summary(const Model& m, const std::string& path, bool recording
   const auto& p = m.process;
   const std::string exe = p.exe.empty() ? path : p.exe;
   const auto slash = exe.rfind('/');
-  d.title = (slash == std::string::npos ? exe : exe.substr(slash + 1)) +
+  const std::string name = analysis::program_name(p);
+  d.title = (name.empty() ? (slash == std::string::npos ? exe : exe.substr(slash + 1)) : name) +
             (m.have_process ? " (pid " + std::to_string(p.pid) + ")" : "");
 
   SummarySection proc{"Process", {}};
   std::string cmd;
   for (const std::string& a : p.argv) cmd += (cmd.empty() ? "" : " ") + a;
   proc.rows.push_back({"command", cmd.empty() ? exe : cmd});
+  if (!p.exe.empty()) proc.rows.push_back({"executable", p.exe});
   if (m.have_process) {
     proc.rows.push_back({"pid", std::to_string(p.pid) + " (parent " + std::to_string(p.ppid) + ")"});
     if (!p.cwd.empty()) proc.rows.push_back({"directory", p.cwd});

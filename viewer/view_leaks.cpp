@@ -4,6 +4,7 @@
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
+#include "analysis/suppressions.h"
 #include "viewer/format.h"
 #include "viewer/views.h"
 
@@ -124,6 +125,18 @@ void LeaksView::draw(Frame& f) {
   } else {
     ImGui::SameLine();
     ImGui::TextDisabled("(click a frame to name another function)");
+  }
+  // What else the line would hide: a wrapper's name hides every leak that comes later.
+  const SuppressionReach reach = suppression_reach(*data, r, frame_);
+  if (reach.share > analysis::FunctionSpread::kWidespread) {
+    ImGui::TextColored(ImVec4(1.f, 0.6f, 0.3f, 1.f),
+                       "this function is in %.0f%% of the program's allocations: the line would hide more than this leak",
+                       reach.share * 100);
+  } else if (reach.other_rows) {
+    ImGui::TextColored(ImVec4(1.f, 0.6f, 0.3f, 1.f), "the line also matches %s other leaking stacks (%s)",
+                       format_count(reach.other_rows).c_str(), format_bytes(reach.other_bytes).c_str());
+  } else {
+    ImGui::TextDisabled("the line matches this leak only");
   }
   if (ImGui::BeginTable("stack", 3, ImGuiTableFlags_ScrollY | ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersOuter |
                                         ImGuiTableFlags_Resizable)) {

@@ -468,3 +468,26 @@ TEST(Wrapper, SummaryKeptByTheFollowerIsTheReplaysSummary) {
   EXPECT_EQ(followed, s.out);
   EXPECT_EQ(printed, s.out);
 }
+
+// A program started by a symlink's name (redis-server is a link to redis-check-rdb) is named as
+// it was started, with the executable's path beside it: in the report, the flamegraph and the
+// summary of the run.
+TEST(Wrapper, AProgramIsNamedAsItWasStarted) {
+  TempDir dir;
+  const fs::path link = dir.path() / "my-server";
+  fs::create_symlink(fs::canonical(MT_LIFECYCLE), link);
+  const fs::path out = dir.path() / "n.mtide";
+  RunResult r = run({MT_WRAPPER, "run", "-o", out.string(), "--", link.string(), "quick-exit"}, {}, dir.path());
+  ASSERT_EQ(r.status, 3) << r.err;
+  const std::string cli = (fs::path(MT_WRAPPER).parent_path() / "memtide-cli").string();
+  RunResult rep = run({cli, "report", out.string()}, {}, dir.path());
+  ASSERT_EQ(rep.status, 0) << rep.err;
+  const std::string expected = "my-server (" + fs::canonical(MT_LIFECYCLE).string() + "), pid ";
+  EXPECT_NE(rep.out.find("program     " + expected), std::string::npos) << rep.out;
+  const fs::path svg = dir.path() / "n.svg";
+  RunResult fg = run({cli, "flamegraph", out.string(), "-o", svg.string()}, {}, dir.path());
+  ASSERT_EQ(fg.status, 0) << fg.err;
+  std::ifstream in(svg);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("my-server ("), std::string::npos);
+}

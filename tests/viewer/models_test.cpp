@@ -8,6 +8,7 @@
 #include "analysis/replay.h"
 #include "analysis/symbols.h"
 #include "synthetic_trace.h"
+#include "analysis/suppressions.h"
 #include "viewer/compare_model.h"
 #include "viewer/diff_model.h"
 #include "viewer/leaks_model.h"
@@ -169,6 +170,50 @@ TEST(Leaks, SuppressionLineNamesTheChosenFrame) {
   EXPECT_EQ(suppression_line(r, 1), "leak:Cache::add(int*)");
   EXPECT_EQ(suppression_line(r, 0), "leak:std::vector<int>::_M_realloc_insert");
   EXPECT_EQ(suppression_line(r, 2), "leak:libfoo.so");  // no function: the module
+}
+
+// A widespread function (an allocation wrapper: redis's zmalloc) is not suggested: the line
+// would hide every leak. The next program frame is, and the reach of each line says what else
+// it matches.
+TEST(Leaks, SuggestionSkipsAWrapperInMostAllocations) {
+  LeaksData d;
+  LeakRow a, b;
+  a.bytes = 100;
+  a.frames = {{"malloc", "", "/lib/libc.so.6", false, 1.0, true},
+              {"zmalloc", "zmalloc.c:10", "/usr/bin/redis-server", false, 0.97, true},
+              {"createClient", "networking.c:99", "/usr/bin/redis-server", false, 0.02, false},
+              {"main", "server.c:1", "/usr/bin/redis-server", false, 1.0, true}};
+  b.bytes = 40;
+  b.frames = {{"zmalloc", "zmalloc.c:10", "/usr/bin/redis-server", false, 0.97, true},
+              {"dictCreate", "dict.c:5", "/usr/bin/redis-server", false, 0.10, false},
+              {"main", "server.c:1", "/usr/bin/redis-server", false, 1.0, true}};
+  d.rows = {a, b};
+  EXPECT_EQ(suggested_frame(d.rows[0].frames), 2u);
+  EXPECT_EQ(suppression_line(d.rows[0], 2), "leak:createClient");
+  const SuppressionReach only = suppression_reach(d, d.rows[0], 2);
+  EXPECT_EQ(only.other_rows, 0u);
+  const SuppressionReach wrapper = suppression_reach(d, d.rows[0], 1);
+  EXPECT_EQ(wrapper.other_rows, 1u);
+  EXPECT_EQ(wrapper.other_bytes, 40u);
+  EXPECT_GT(wrapper.share, 0.9);
+  // Every program frame widespread: the first one, as before.
+  LeakRow c;
+  c.frames = {{"malloc", "", "/lib/libc.so.6", false, 1.0, true}, {"work", "w.c:1", "/bin/w", false, 1.0, true}};
+  EXPECT_EQ(suggested_frame(c.frames), 1u);
+}
+
+// FunctionSpread counts each function once per stack, weighted by the stack's allocations; a
+// frame without a name (the synthetic program's addresses lie in no module) counts as its
+// module, here none.
+TEST(Leaks, FunctionSpreadIsTheShareOfAllocations) {
+  Loaded l = standard();
+  const analysis::FunctionSpread spread(*l.model, *l.sym);
+  analysis::Frame f;
+  EXPECT_EQ(spread.share(f), 0.0);
+  EXPECT_EQ(spread.share("no_such_function"), 0.0);
+  const LeaksData d = make_leaks(*l.model, *l.sym);
+  ASSERT_FALSE(d.rows.empty());
+  for (const LeakFrame& lf : d.rows[0].frames) EXPECT_EQ(lf.share, 0.0);
 }
 
 TEST(TreeTable, EveryMetricPerNode) {
