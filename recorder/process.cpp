@@ -1,6 +1,7 @@
 // Process-level records: ProcessInfo (first record of the process stream) and the periodic
 // Counters sample (RSS and VM size from /proc/self/statm), written when they change.
 #include <fcntl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -99,8 +100,9 @@ void write_counters(Stream* s, const CounterSample& c) {
 }  // namespace
 
 void process_counters_reset() {
-  if (g_statm_fd >= 0) close(g_statm_fd);
+  if (g_statm_fd >= 0) syscall(SYS_close, g_statm_fd);
   g_statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  if (g_statm_fd >= 0) g_statm_fd = move_out_of_reach(g_statm_fd, kTraceFdSpare);  // (not a number of the program's)
   g_counters_written = g_counters_unwritten = CounterSample{};  // a new trace: its first sample is written
 }
 

@@ -20,6 +20,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -955,4 +956,29 @@ TEST(Lifecycle, ClosingEveryDescriptorLeavesTheTraceOpen) {
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(slurp(data), "program data\n") << "trace bytes reached the program's file";
   EXPECT_NE(r.err.find("closed the trace file"), std::string::npos) << r.err;
+}
+
+// The trace's descriptor is none of the program's business: fcntl F_DUPFD and
+// F_DUPFD_CLOEXEC, dup2 and dup3 give the numbers of an untraced run, with a hard limit of
+// descriptors above the soft one (the trace's descriptor then sits above the soft limit, and
+// the program can take every number below it) and with both limits the same. The recording
+// is whole afterwards.
+TEST(Lifecycle, TraceDescriptorIsNotSeenByTheProgram) {
+  for (auto [soft, hard, fill] : {std::tuple{"1024", "4096", "fill"}, std::tuple{"1024", "1024", ""}}) {
+    SCOPED_TRACE(std::string(soft) + ":" + hard);
+    TempDir dir;
+    const RunResult plain = run({MT_FD_PROBE, soft, hard, fill}, {}, dir.path());
+    ASSERT_EQ(plain.status, 0) << plain.err;
+    ASSERT_NE(plain.out.find("F_DUPFD 512 -> 512\n"), std::string::npos) << plain.out;
+    RunResult r;
+    const auto traces = traced({MT_FD_PROBE, soft, hard, fill}, dir.path(), &r);
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.out, plain.out);
+    ASSERT_FALSE(traces.empty());
+    const Replay t = replay_trace(traces.back());
+    EXPECT_TRUE(t.read_ok) << t.error;
+    expect_consistent(t);
+    EXPECT_TRUE(t.ended);
+    EXPECT_EQ(live(t, 4242), 10u);
+  }
 }
