@@ -356,6 +356,7 @@ struct Global {
   pid_t pid = 0;
   int fd = -1;
   char path[4096] = {};
+  const char* manifest = nullptr;  // MEMTIDE_MANIFEST at start-up (--no-follow takes it out of the environment)
   uint64_t start_time = 0;
   std::atomic<uint32_t> next_stream{1};
   uint32_t chunk_first = kFirstChunkSize, chunk_max = kMaxChunkSize;  // (kTestChunkEnv)

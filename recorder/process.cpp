@@ -45,19 +45,25 @@ void append_process_info(Stream* s) {
   for (size_t i = 0; i < cn; ++i) argc += cmdline[i] == 0;
   if (cn && cmdline[cn - 1] != 0) ++argc;  // cut off: count the partial last argument
 
-  size_t on = 0;
-  for (const OptionInfo& info : kOptions) {
-    const char* v = std::getenv(info.env);
-    if (!v) continue;
-    const int w = std::snprintf(opts + on, sizeof opts - on, "%s=%s\n", info.env, v);
-    if (w < 0 || static_cast<size_t>(w) >= sizeof opts - on) break;
-    on += static_cast<size_t>(w);
-  }
-  // Not an option: the program's own malloc, which its allocations went to (readers say that
-  // they were not recorded, and the leak gate cannot pass such a trace).
-  if (g.foreign_malloc_in) {
-    const int w = std::snprintf(opts + on, sizeof opts - on, "program_malloc=%s\n", g.foreign_malloc_in);
-    if (w > 0 && static_cast<size_t>(w) < sizeof opts - on) on += static_cast<size_t>(w);
+  // The options as the environment gave them at start-up (a forked child's come from its
+  // parent's: with --no-follow the variables have left the environment since).
+  static size_t on = 0;
+  static bool have_opts = false;
+  if (!have_opts) {
+    have_opts = true;
+    for (const OptionInfo& info : kOptions) {
+      const char* v = std::getenv(info.env);
+      if (!v) continue;
+      const int w = std::snprintf(opts + on, sizeof opts - on, "%s=%s\n", info.env, v);
+      if (w < 0 || static_cast<size_t>(w) >= sizeof opts - on) break;
+      on += static_cast<size_t>(w);
+    }
+    // Not an option: the program's own malloc, which its allocations went to (readers say
+    // that they were not recorded, and the leak gate cannot pass such a trace).
+    if (g.foreign_malloc_in) {
+      const int w = std::snprintf(opts + on, sizeof opts - on, "program_malloc=%s\n", g.foreign_malloc_in);
+      if (w > 0 && static_cast<size_t>(w) < sizeof opts - on) on += static_cast<size_t>(w);
+    }
   }
 
   timespec rt;

@@ -687,7 +687,7 @@ bool open_trace_file(bool child) {
   fmt::encode_file_header(header, fmt::kFileFlagBlockHints | (g_exact_watermarks ? fmt::kFileFlagExactWatermarks : 0));
   write_all(header, sizeof header);
 
-  if (const char* manifest = std::getenv("MEMTIDE_MANIFEST")) {
+  if (const char* manifest = g.manifest) {
     const int mfd = open(manifest, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
     if (mfd >= 0) {
       char line[sizeof g.path + 64];

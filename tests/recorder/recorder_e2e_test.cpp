@@ -326,6 +326,33 @@ TEST(Lifecycle, NoFollowLeavesExecdProgramsUntraced) {
   EXPECT_EQ(traces.size(), 2u) << "parent and forked child only";
 }
 
+// Not followed means not touched: the program and what it starts see the environment they
+// would see untraced, without the recorder's variables and with only the other LD_PRELOAD
+// entries; the program's own trace is written all the same (and named in the manifest).
+TEST(Lifecycle, NoFollowLeavesNoTraceInTheEnvironment) {
+  TempDir dir;
+  const fs::path manifest = dir.path() / "manifest";
+  RunResult r = run({"sh", "-c", "env; echo ---; exec env"},
+                    {{"LD_PRELOAD", std::string(MT_PRELOAD) + ":" + MT_DLTARGET},
+                     {"MEMTIDE_FOLLOW", "0"},
+                     {"MEMTIDE_MANIFEST", manifest.string()},
+                     {"MEMTIDE_OUTPUT", (dir.path() / "sh.mtide").string()}},
+                    dir.path());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.find("MEMTIDE_"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("libmemtide"), std::string::npos) << r.out;
+  const std::string other = std::string("LD_PRELOAD=") + MT_DLTARGET + "\n";
+  const size_t first = r.out.find(other);
+  EXPECT_NE(first, std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(other, first + 1), std::string::npos) << "the exec'd program's environment too\n" << r.out;
+  const auto traces = manifest_traces(manifest);
+  ASSERT_EQ(traces.size(), 1u);
+  EXPECT_EQ(traces[0], (dir.path() / "sh.mtide").string());
+  const Replay t = replay_trace(traces[0]);
+  EXPECT_TRUE(t.read_ok) << t.error;
+  EXPECT_TRUE(t.ended);
+}
+
 // A thread's first allocation comes from glibc inside the program's own pthread_getattr_np
 // (as with every thread of a JVM), which holds the thread's lock while it allocates: the
 // recorder, setting up the thread, must not ask for the stack the same way (it waited for

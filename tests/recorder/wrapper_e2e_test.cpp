@@ -39,6 +39,27 @@ TEST(Wrapper, RunPassesExitStatusAndWritesPrivateFile) {
   EXPECT_EQ(live(t, 9999), 3u);
 }
 
+// A memtide run inside a program recorded with --no-follow is a run of its own: nothing of
+// the outer run reaches it (its trace is named as usual, where it runs).
+TEST(Wrapper, NestedRunUnderNoFollowIsItsOwn) {
+  TempDir dir;
+  const fs::path inner = dir.path() / "inner";
+  fs::create_directory(inner);
+  RunResult r = run({MT_WRAPPER, "run", "--quiet", "--no-follow", "-o", (dir.path() / "outer.mtide").string(), "--",
+                     "sh", "-c", "cd " + inner.string() + " && exec " MT_WRAPPER " run --quiet -- " MT_LIFECYCLE " quick-exit"},
+                    {}, dir.path());
+  EXPECT_EQ(r.status, 3) << r.err;
+  std::vector<std::string> inner_files, outer_files;
+  for (const auto& e : fs::directory_iterator(inner)) inner_files.push_back(e.path().filename().string());
+  for (const auto& e : fs::directory_iterator(dir.path()))
+    if (e.path().extension() == ".mtide" || e.path().filename().string().find(".mtide.") != std::string::npos)
+      outer_files.push_back(e.path().filename().string());
+  ASSERT_EQ(inner_files.size(), 1u) << r.err;
+  EXPECT_EQ(inner_files[0].rfind("memtide.lifecycle.", 0), 0u) << inner_files[0];
+  EXPECT_EQ(outer_files, std::vector<std::string>{"outer.mtide"});
+  EXPECT_EQ(live(replay_trace((inner / inner_files[0]).string()), 9999), 3u);
+}
+
 TEST(Wrapper, BadOptionValueIsAnErrorBeforeTheProgramRuns) {
   TempDir dir;
   RunResult r = run({MT_WRAPPER, "run", "--max-depth", "zero", "--", MT_LIFECYCLE, "quick-exit"}, {}, dir.path());
