@@ -281,7 +281,9 @@ std::string write_junit(const std::string& path, const Model& m, Symbolizer& sym
     x << "    </testcase>\n";
   }
   x << "  </testsuite>\n</testsuites>\n";
-  return write_whole_file(path, x.view());
+  std::vector<std::string> inputs = o.suppressions;
+  inputs.push_back(o.file);
+  return write_whole_file(path, x.view(), inputs);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -301,6 +303,14 @@ int run_check(const CheckOptions& o) {
   }
   if (!o.no_builtin) supp.add_builtin();
   for (const std::string& n : notes) std::cerr << "memtide: note: " << printable(n) << '\n';
+  if (!o.junit.empty()) {
+    std::vector<std::string> inputs = o.suppressions;
+    inputs.push_back(o.file);
+    if (const std::string err = check_output_path(o.junit, inputs); !err.empty()) {
+      print_error(o.junit, "cannot write the JUnit report: " + err);
+      return kExitError;
+    }
+  }
 
   SymbolPreload preload;
   auto model = load_model(o.file, ReplayOptions{}, false, &preload);

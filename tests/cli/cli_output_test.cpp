@@ -1,0 +1,85 @@
+// The files memtide-cli commands write (symbolize -o, check --junit, flamegraph -o): never over
+// one of the command's inputs, whatever name reaches it; written whole or not at all; private
+// (0600: they hold addresses).
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tests/cli/cli_run.h"
+#include "tests/formats/test_util.h"
+
+namespace memtide {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A fresh directory holding the sample trace as t.mtide.
+std::string sample_dir() {
+  const std::string dir = test::temp_path("out");
+  fs::create_directories(dir);
+  test::write_bytes(dir + "/t.mtide", test::sample_trace());
+  return dir;
+}
+
+unsigned mode_of(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 ? st.st_mode & 0777 : 0;
+}
+
+std::vector<std::string> names_in(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// Every name by which a command could be told to write over its input trace: the same name,
+// another spelling of it, a symbolic link to it.
+TEST(CliOutput, NoCommandWritesOverItsInput) {
+  const std::vector<std::pair<std::string, std::string>> commands = {
+      {"symbolize t.mtide -o ", ""},
+      {"check t.mtide --junit ", ""},
+      {"flamegraph t.mtide -o ", ".svg"},
+  };
+  for (const auto& [cmd, link_suffix] : commands) {
+    for (const std::string& name : {std::string("t.mtide"), std::string("./t.mtide"), std::string("link")}) {
+      if (link_suffix.size() && name != "link") continue;  // (flamegraph takes .svg names only)
+      SCOPED_TRACE(cmd + name);
+      const std::string dir = sample_dir();
+      const std::string out = name == "link" ? "link" + link_suffix : name;
+      if (name == "link") fs::create_symlink("t.mtide", dir + "/" + out);
+      const auto before = test::read_bytes(dir + "/t.mtide");
+      const CliRun r = run_cli(cmd + out, dir);
+      EXPECT_EQ(r.status, 2) << r.err;
+      EXPECT_NE(r.err.find("is the input file"), std::string::npos) << r.err;
+      EXPECT_EQ(test::read_bytes(dir + "/t.mtide"), before) << "the trace was changed";
+    }
+  }
+  // The suppressions file is an input of check too.
+  const std::string dir = sample_dir();
+  test::write_bytes(dir + "/s.supp", {'l', 'e', 'a', 'k', ':', 'x', '\n'});
+  const CliRun r = run_cli("check t.mtide --suppressions s.supp --junit s.supp", dir);
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_EQ(slurp(dir + "/s.supp"), "leak:x\n");
+}
+
+// An output that cannot be made leaves the file of that name as it was, and no temporary file.
+TEST(CliOutput, FailedOutputLeavesTheOldFile) {
+  const std::string dir = sample_dir();
+  auto bytes = test::read_bytes(dir + "/t.mtide");
+  bytes[bytes.size() / 2] ^= 0xff;  // a corrupt block
+  test::write_bytes(dir + "/bad.mtide", bytes);
+  test::write_bytes(dir + "/old.mtide", {'o', 'l', 'd'});
+  const CliRun r = run_cli("symbolize bad.mtide -o old.mtide", dir);
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_EQ(slurp(dir + "/old.mtide"), "old");
+  EXPECT_EQ(names_in(dir), (std::vector<std::string>{"bad.mtide", "old.mtide", "t.mtide"}));
+}
+
+}  // namespace
+}  // namespace memtide
