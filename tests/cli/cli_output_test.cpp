@@ -81,5 +81,21 @@ TEST(CliOutput, FailedOutputLeavesTheOldFile) {
   EXPECT_EQ(names_in(dir), (std::vector<std::string>{"bad.mtide", "old.mtide", "t.mtide"}));
 }
 
+// What the commands write is the user's alone (mode 0600), as the traces are, and only the
+// named file is left behind.
+TEST(CliOutput, OutputsArePrivate) {
+  const std::string dir = sample_dir();
+  const CliRun s = run_cli("symbolize t.mtide -o copy.mtide", dir);
+  EXPECT_EQ(s.status, 0) << s.err;
+  EXPECT_EQ(mode_of(dir + "/copy.mtide"), 0600u);
+  const CliRun c = run_cli("check t.mtide --junit junit.xml", dir);
+  EXPECT_NE(c.status, 2) << c.err;
+  EXPECT_EQ(mode_of(dir + "/junit.xml"), 0600u);
+  const CliRun f = run_cli("flamegraph t.mtide -o f.svg", dir);
+  EXPECT_EQ(f.status, 0) << f.err;
+  EXPECT_EQ(mode_of(dir + "/f.svg"), 0600u);
+  EXPECT_EQ(names_in(dir), (std::vector<std::string>{"copy.mtide", "f.svg", "junit.xml", "t.mtide"}));
+}
+
 }  // namespace
 }  // namespace memtide

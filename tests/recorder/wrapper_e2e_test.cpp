@@ -60,6 +60,19 @@ TEST(Wrapper, NestedRunUnderNoFollowIsItsOwn) {
   EXPECT_EQ(live(replay_trace((inner / inner_files[0]).string()), 9999), 3u);
 }
 
+// The run's temporary files (the manifest naming the traces) are the user's alone, as the
+// traces are; the program keeps the user's umask.
+TEST(Wrapper, TemporaryFilesArePrivate) {
+  TempDir dir;
+  const mode_t old_mask = umask(022);
+  RunResult r = run({MT_WRAPPER, "run", "--quiet", "-o", (dir.path() / "t.mtide").string(), "--", "sh", "-c",
+                     "stat -c %a \"$MEMTIDE_MANIFEST\"; umask"},
+                    {{"TMPDIR", dir.path().string()}}, dir.path());
+  umask(old_mask);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "600\n0022\n");
+}
+
 TEST(Wrapper, BadOptionValueIsAnErrorBeforeTheProgramRuns) {
   TempDir dir;
   RunResult r = run({MT_WRAPPER, "run", "--max-depth", "zero", "--", MT_LIFECYCLE, "quick-exit"}, {}, dir.path());
