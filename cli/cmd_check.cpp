@@ -38,6 +38,7 @@ struct CheckOptions {
   bool include_reachable = false;
   std::string junit;
   bool json = false;
+  bool options_only = false;  // check the options and stop (memtide run, before the program)
   std::size_t top = 20;
   std::size_t frames = 24;
 };
@@ -311,6 +312,7 @@ int run_check(const CheckOptions& o) {
       return kExitError;
     }
   }
+  if (o.options_only) return kExitOk;
 
   SymbolPreload preload;
   auto model = load_model(o.file, ReplayOptions{}, false, &preload);
@@ -368,6 +370,10 @@ Command check_command() {
                          "With a leak scan in the trace, count still-reachable blocks as leaks too");
             sub.add_option("--junit", o->junit, "Also write a JUnit XML report to this file");
             sub.add_flag("--json", o->json, "Print the result as JSON instead of text");
+            sub.add_flag("--options-only", o->options_only,
+                         "Check the options (limits, suppressions files, --junit's path) and stop: FILE is the "
+                         "trace to come")
+                ->group("");  // (memtide run's, before the program starts)
             sub.add_option("--top", o->top, "Leak stacks printed (default 20)")->check(CLI::Range(1, 1000000));
             sub.add_option("--frames", o->frames, "Frames printed per stack (default 24)")->check(CLI::Range(1, 100000));
             return [o] { return run_check(*o); };

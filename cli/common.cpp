@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <iostream>
 
 namespace memtide::cli {
@@ -154,6 +155,14 @@ std::string dir_of(const std::string& path) {
 
 std::string check_output_path(const std::string& path, const std::vector<std::string>& inputs) {
   if (path.empty()) return "empty file name";
+  // By name too, for an input still to come (the trace of memtide run --check).
+  std::error_code ec;
+  const std::filesystem::path out_name = std::filesystem::weakly_canonical(through_links(path), ec);
+  for (const std::string& in : inputs) {
+    std::error_code ec2;
+    if (!ec && std::filesystem::weakly_canonical(in, ec2) == out_name && !ec2)
+      return "it is the input file " + printable(in) + " (no command writes over its own input)";
+  }
   struct stat out;
   if (::stat(path.c_str(), &out) == 0) {
     if (S_ISDIR(out.st_mode)) return "it is a directory";

@@ -106,6 +106,30 @@ TEST(Wrapper, MissingProgramOrUnwritableOutputIsSaidBeforeTheRun) {
   EXPECT_FALSE(fs::exists(marker)) << "the program must not run";
 }
 
+// The gate's options are checked before the program starts: a missing suppressions file, a
+// JUnit report that could not be written (or would replace the trace), a bad limit are exit
+// status 2 with the program not run.
+TEST(Wrapper, CheckOptionsAreCheckedBeforeTheProgramRuns) {
+  TempDir dir;
+  const fs::path marker = dir.path() / "ran", out = dir.path() / "t.mtide";
+  const std::vector<std::vector<std::string>> cases = {
+      {"--suppressions", (dir.path() / "missing.supp").string()},
+      {"--junit", (dir.path() / "missing" / "j.xml").string()},
+      {"--junit", out.string()},
+      {"--max-leaked-bytes", "lots"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c[0] + " " + c[1]);
+    std::vector<std::string> argv = {MT_WRAPPER, "run", "--quiet", "--check", "-o", out.string()};
+    argv.insert(argv.end(), c.begin(), c.end());
+    for (const char* a : {"--", "sh", "-c"}) argv.emplace_back(a);
+    argv.push_back("touch " + marker.string());
+    RunResult r = run(argv, {}, dir.path());
+    EXPECT_EQ(r.status, 2) << r.err;
+    EXPECT_FALSE(fs::exists(marker)) << "the program must not run\n" << r.err;
+  }
+}
+
 // Every trace of a run lands where memtide run was started, with the default name and with a
 // relative -o, also that of a program which changes directory before its trace is opened (here
 // exec'd after a cd): a name relative to its own working directory would put it elsewhere,
