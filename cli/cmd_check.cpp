@@ -23,6 +23,7 @@
 #include "cli/analysis_cli.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "formats/size.h"
 
 namespace memtide::cli {
 namespace {
@@ -351,7 +352,9 @@ Command check_command() {
             auto o = std::make_shared<CheckOptions>();
             const CLI::Validator size_check(
                 [](std::string& v) -> std::string {
-                  return parse_size(v) ? std::string() : "not a size: '" + v + "' (examples: 0, 4096, 64k, 10MiB)";
+                  uint64_t bytes = 0;
+                  const char* problem = fmt::parse_size(v.c_str(), bytes);
+                  return problem ? "not a size: '" + v + "': " + problem : std::string();
                 },
                 "SIZE");
             sub.add_option("file", o->file, "Trace file (.mtide)")->required();

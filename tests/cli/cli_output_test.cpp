@@ -97,5 +97,14 @@ TEST(CliOutput, OutputsArePrivate) {
   EXPECT_EQ(names_in(dir), (std::vector<std::string>{"copy.mtide", "f.svg", "junit.xml", "t.mtide"}));
 }
 
+// check's sizes mean what the recorder's do (formats/size.h): 1KB is 1000 bytes, 1KiB 1024; a
+// unit letter alone is refused.
+TEST(CliSizes, CheckLimitsUseTheOneMeaningOfUnits) {
+  const std::string dir = sample_dir();
+  const CliRun bare = run_cli("check t.mtide --max-peak-bytes 64k --max-leaked-bytes 1TB", dir);
+  EXPECT_EQ(bare.status, 2);
+  EXPECT_NE(bare.err.find("ambiguous"), std::string::npos) << bare.err;
+}
+
 }  // namespace
 }  // namespace memtide

@@ -642,19 +642,23 @@ TEST(Lifecycle, FullDiskStopsRecordingNotTheProgram) {
   umount(mnt.c_str());
 }
 
+// One meaning for every option that takes a size (formats/size.h): KB, MB, GB are powers of
+// 1000, KiB, MiB, GiB powers of 1024, a bare number is bytes; a unit letter alone is refused.
 TEST(Options, SizesParseWithDecimalAndBinaryUnits) {
   struct Case {
     const char* text;
     uint64_t bytes;
   };
   for (const Case& c : {Case{"0", 0}, Case{"65536", 65536}, Case{"64KiB", 65536}, Case{"500MB", 500000000},
-                        Case{"500mb", 500000000}, Case{"10GiB", 10ull << 30}, Case{"2G", 2000000000}, Case{"1TB", 1000000000000},
-                        Case{"3b", 3}}) {
+                        Case{"500mb", 500000000}, Case{"10GiB", 10ull << 30}, Case{"2GB", 2000000000},
+                        Case{"1TB", 1000000000000}, Case{"3b", 3}, Case{"1.5KiB", 1536}, Case{"0.5MB", 500000},
+                        Case{"1.0000001KB", 1000}}) {
     uint64_t v = 1;
     EXPECT_EQ(memtide::rec::parse_size(c.text, v), nullptr) << c.text;
     EXPECT_EQ(v, c.bytes) << c.text;
   }
-  for (const char* bad : {"", "MB", "-1", "5 MB", "5XB", "5MiBs", "99999999999999999999", "20000000TB"}) {
+  for (const char* bad : {"", "MB", "-1", "5 MB", "5XB", "5MiBs", "99999999999999999999", "20000000TB", "2G", "64k",
+                          "1.5", "1.KB", ".5MB"}) {
     uint64_t v = 0;
     EXPECT_NE(memtide::rec::parse_size(bad, v), nullptr) << bad;
   }
@@ -698,6 +702,9 @@ TEST(Lifecycle, SizeLimitStopsRecordingNotTheProgram) {
   RunResult bad = run({MT_WRAPPER, "run", "--max-size", "lots", "--", MT_LIFECYCLE, "quick-exit"}, {}, dir.path());
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.err.find("MEMTIDE_MAX_SIZE"), std::string::npos) << bad.err;
+  RunResult letter = run({MT_WRAPPER, "run", "--max-size", "300K", "--", MT_LIFECYCLE, "quick-exit"}, {}, dir.path());
+  EXPECT_EQ(letter.status, 2);
+  EXPECT_NE(letter.err.find("ambiguous"), std::string::npos) << letter.err;
 }
 
 // The leak scan at exit reads memory that another thread maps and unmaps meanwhile: the
