@@ -106,6 +106,18 @@ TEST(Wrapper, MissingProgramOrUnwritableOutputIsSaidBeforeTheRun) {
   EXPECT_FALSE(fs::exists(marker)) << "the program must not run";
 }
 
+// A misspelled MEMTIDE_* variable is not ignored without a word: memtide run warns, naming
+// the closest known one, and runs the program.
+TEST(Wrapper, UnknownVariableIsWarnedOf) {
+  TempDir dir;
+  RunResult r = run({MT_WRAPPER, "run", "--quiet", "-o", (dir.path() / "t.mtide").string(), "--", MT_LIFECYCLE, "quick-exit"},
+                    {{"MEMTIDE_MAX_DEPHT", "8"}}, dir.path());
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_NE(r.err.find("MEMTIDE_MAX_DEPHT is not a memtide variable (ignored); did you mean MEMTIDE_MAX_DEPTH?"),
+            std::string::npos)
+      << r.err;
+}
+
 // The gate's options are checked before the program starts: a missing suppressions file, a
 // JUnit report that could not be written (or would replace the trace), a bad limit are exit
 // status 2 with the program not run.
