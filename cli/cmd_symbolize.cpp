@@ -290,7 +290,7 @@ int TraceJob::finish() {
       return kExitError;
     }
   }
-  const std::string target = o_.out.empty() ? o_.file : copy.temp_path();
+  const std::string target = o_.out.empty() ? o_.file : copy.write_path();
   const std::string& shown = o_.out.empty() ? o_.file : o_.out;  // (the name said in messages)
   uint64_t end = 0;
   bool whole = false;

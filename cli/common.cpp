@@ -173,8 +173,7 @@ std::string check_output_path(const std::string& path, const std::vector<std::st
     }
   }
   const std::string dir = dir_of(through_links(path));
-  if (::access(dir.c_str(), W_OK | X_OK) != 0)
-    return "cannot write there: " + printable(dir) + ": " + std::strerror(errno);
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) return std::strerror(errno);
   return "";
 }
 
@@ -186,6 +185,13 @@ OutputFile::~OutputFile() {
 std::string OutputFile::open(const std::string& path, const std::vector<std::string>& inputs) {
   if (std::string e = check_output_path(path, inputs); !e.empty()) return e;
   final_ = through_links(path);
+  // What is not a regular file (/dev/stdout, a pipe, a device) is written to as it is: there is
+  // nothing to replace.
+  struct stat st;
+  if (::stat(final_.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    fd_ = ::open(final_.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+    return fd_ < 0 ? std::strerror(errno) : "";
+  }
   const std::size_t slash = final_.rfind('/');
   std::string pattern = (slash == std::string::npos ? std::string() : final_.substr(0, slash + 1)) + "." +
                         final_.substr(slash == std::string::npos ? 0 : slash + 1) + ".XXXXXX";
@@ -199,6 +205,7 @@ std::string OutputFile::commit() {
   std::string err;
   if (fd_ >= 0 && ::close(fd_) != 0) err = std::strerror(errno);
   fd_ = -1;
+  if (temp_.empty()) return err;  // (written in place)
   if (err.empty() && ::rename(temp_.c_str(), final_.c_str()) != 0) err = std::strerror(errno);
   if (err.empty()) temp_.clear();  // (else the destructor removes it)
   return err;

@@ -36,7 +36,8 @@ bool manifest_trace_path(const std::string& line, std::string& path);
 // same directory (mode 0600: traces and what is made from them hold addresses), then renamed
 // over `path` in one step, so that a failure or an interruption leaves what was there before.
 // A path that names one of the command's inputs (the same device and inode, whatever the
-// name: ./t.mtide, a symbolic link) is refused. A symbolic link as `path` is written through.
+// name: ./t.mtide, a symbolic link) is refused. A symbolic link as `path` is written through;
+// what is not a regular file (/dev/stdout, a pipe) is written to in place.
 class OutputFile {
  public:
   OutputFile() = default;
@@ -47,8 +48,9 @@ class OutputFile {
   // Creates the temporary file. Empty on success, else the problem (a sentence to follow
   // "memtide: PATH: ").
   std::string open(const std::string& path, const std::vector<std::string>& inputs);
-  // The temporary file's name and descriptor (valid after a successful open).
-  const std::string& temp_path() const { return temp_; }
+  // The name to write to (the temporary file's, or the file's own when written in place) and
+  // the descriptor (valid after a successful open).
+  const std::string& write_path() const { return temp_.empty() ? final_ : temp_; }
   int fd() const { return fd_; }
   // Closes the temporary file and renames it to the final name. Empty on success, else the
   // reason; the temporary file is removed either way.

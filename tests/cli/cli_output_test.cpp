@@ -106,5 +106,16 @@ TEST(CliSizes, CheckLimitsUseTheOneMeaningOfUnits) {
   EXPECT_NE(bare.err.find("ambiguous"), std::string::npos) << bare.err;
 }
 
+// An output that is not a regular file (a device, a pipe) is written to as it is, never replaced.
+TEST(CliOutput, ADeviceIsWrittenToNotReplaced) {
+  const std::string dir = sample_dir();
+  const CliRun r = run_cli("check t.mtide --junit /dev/null", dir);
+  EXPECT_NE(r.status, 2) << r.err;
+  struct stat st;
+  ASSERT_EQ(::stat("/dev/null", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode)) << "/dev/null was replaced";
+  EXPECT_EQ(names_in(dir), std::vector<std::string>{"t.mtide"});
+}
+
 }  // namespace
 }  // namespace memtide
