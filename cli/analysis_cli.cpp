@@ -11,6 +11,7 @@
 
 #include "analysis/definitions.h"
 #include "cli/common.h"
+#include "formats/size.h"
 
 namespace memtide::cli {
 
@@ -39,27 +40,9 @@ std::optional<uint64_t> parse_time(const std::string& s) {
 }
 
 std::optional<uint64_t> parse_size(const std::string& s) {
-  if (s.empty() || !(std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '.')) return std::nullopt;
-  std::size_t pos = 0;
-  double v;
-  try {
-    v = std::stod(s, &pos);
-  } catch (...) {
-    return std::nullopt;
-  }
-  std::string unit = s.substr(pos);
-  while (!unit.empty() && unit.front() == ' ') unit.erase(0, 1);
-  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  double mul = 1;
-  if (unit.empty() || unit == "B") mul = 1;
-  else if (unit == "K" || unit == "KB" || unit == "KIB") mul = 1024.0;
-  else if (unit == "M" || unit == "MB" || unit == "MIB") mul = 1024.0 * 1024;
-  else if (unit == "G" || unit == "GB" || unit == "GIB") mul = 1024.0 * 1024 * 1024;
-  else if (unit == "T" || unit == "TB" || unit == "TIB") mul = 1024.0 * 1024 * 1024 * 1024;
-  else return std::nullopt;
-  const double b = v * mul;
-  if (!std::isfinite(b) || b < 0 || b > 1.8e19) return std::nullopt;
-  return static_cast<uint64_t>(std::llround(b));
+  uint64_t v = 0;
+  if (fmt::parse_size(s.c_str(), v)) return std::nullopt;
+  return v;
 }
 
 std::string human_bytes(uint64_t b) {

@@ -23,7 +23,7 @@ namespace memtide::cli {
 
 // "1.5s", "250ms", "40us", "100ns"; a plain number is seconds. nullopt when malformed.
 std::optional<uint64_t> parse_time(const std::string& s);
-// "1048576", "64k", "10MiB", "1.5G" (K/M/G/T are powers of 1024, with or without "iB"/"B").
+// A size as every option reads it (formats/size.h): "1048576", "500MB" (10^6), "10MiB" (2^20).
 std::optional<uint64_t> parse_size(const std::string& s);
 // "12 MiB", "4.0 KiB", "100 B"; "1.23 GiB".
 std::string human_bytes(uint64_t bytes);

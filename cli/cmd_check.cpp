@@ -23,6 +23,7 @@
 #include "cli/analysis_cli.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "formats/size.h"
 
 namespace memtide::cli {
 namespace {
@@ -38,6 +39,7 @@ struct CheckOptions {
   bool include_reachable = false;
   std::string junit;
   bool json = false;
+  bool options_only = false;  // check the options and stop (memtide run, before the program)
   std::size_t top = 20;
   std::size_t frames = 24;
 };
@@ -281,7 +283,9 @@ std::string write_junit(const std::string& path, const Model& m, Symbolizer& sym
     x << "    </testcase>\n";
   }
   x << "  </testsuite>\n</testsuites>\n";
-  return write_whole_file(path, x.view());
+  std::vector<std::string> inputs = o.suppressions;
+  inputs.push_back(o.file);
+  return write_whole_file(path, x.view(), inputs);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -301,6 +305,15 @@ int run_check(const CheckOptions& o) {
   }
   if (!o.no_builtin) supp.add_builtin();
   for (const std::string& n : notes) std::cerr << "memtide: note: " << printable(n) << '\n';
+  if (!o.junit.empty()) {
+    std::vector<std::string> inputs = o.suppressions;
+    inputs.push_back(o.file);
+    if (const std::string err = check_output_path(o.junit, inputs); !err.empty()) {
+      print_error(o.junit, "cannot write the JUnit report: " + err);
+      return kExitError;
+    }
+  }
+  if (o.options_only) return kExitOk;
 
   SymbolPreload preload;
   auto model = load_model(o.file, ReplayOptions{}, false, &preload);
@@ -339,7 +352,9 @@ Command check_command() {
             auto o = std::make_shared<CheckOptions>();
             const CLI::Validator size_check(
                 [](std::string& v) -> std::string {
-                  return parse_size(v) ? std::string() : "not a size: '" + v + "' (examples: 0, 4096, 64k, 10MiB)";
+                  uint64_t bytes = 0;
+                  const char* problem = fmt::parse_size(v.c_str(), bytes);
+                  return problem ? "not a size: '" + v + "': " + problem : std::string();
                 },
                 "SIZE");
             sub.add_option("file", o->file, "Trace file (.mtide)")->required();
@@ -358,6 +373,10 @@ Command check_command() {
                          "With a leak scan in the trace, count still-reachable blocks as leaks too");
             sub.add_option("--junit", o->junit, "Also write a JUnit XML report to this file");
             sub.add_flag("--json", o->json, "Print the result as JSON instead of text");
+            sub.add_flag("--options-only", o->options_only,
+                         "Check the options (limits, suppressions files, --junit's path) and stop: FILE is the "
+                         "trace to come")
+                ->group("");  // (memtide run's, before the program starts)
             sub.add_option("--top", o->top, "Leak stacks printed (default 20)")->check(CLI::Range(1, 1000000));
             sub.add_option("--frames", o->frames, "Frames printed per stack (default 24)")->check(CLI::Range(1, 100000));
             return [o] { return run_check(*o); };

@@ -48,6 +48,12 @@ int run_flamegraph(const FlameOptions& o) {
     print_error(o.file, o.window.at.empty() ? "--metric live needs --at TIME" : "--at goes with --metric live");
     return kExitError;
   }
+  if (o.out != "-") {
+    if (const std::string err = check_output_path(o.out, {o.file}); !err.empty()) {
+      print_error(o.out, "cannot write the output file: " + err);
+      return kExitError;
+    }
+  }
   ReplayOptions ro;
   o.window.apply(ro);
   SymbolPreload preload;
@@ -79,7 +85,7 @@ int run_flamegraph(const FlameOptions& o) {
     tree.write_folded(*out);
   }
   if (o.out != "-") {
-    if (const std::string err = write_whole_file(o.out, file.view()); !err.empty()) {
+    if (const std::string err = write_whole_file(o.out, file.view(), {o.file}); !err.empty()) {
       print_error(o.out, "cannot write the output file: " + err);
       return kExitError;
     }

@@ -2,11 +2,17 @@
 // `memtide run --help`, plus the two queries the wrapper script needs:
 //   --env-of FLAG   the environment variable behind `memtide run --FLAG` (exit 2 if none)
 //   --check-env     validates every MEMTIDE_* option in the environment (exit 2 on a bad one)
+//                   and warns of the MEMTIDE_* variables that memtide does not know
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
+
+#include <unistd.h>
 
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -30,18 +36,68 @@ const char* kind_word(rec::OptKind k) {
 int print_table() {
   for (const rec::OptionInfo& o : rec::kOptions) {
     std::string flag = std::string("--") + o.flag;
-    if (o.kind == rec::OptKind::Bool && std::string(o.def) == "1") flag = std::string("--no-") + o.flag;
+    if (o.kind == rec::OptKind::Bool) flag = std::string("--[no-]") + o.flag;
     else if (*kind_word(o.kind)) flag += std::string(" ") + kind_word(o.kind);
     if (std::string(o.flag) == "output") flag = "-o, " + flag;
     std::printf("  %-28s %s\n  %-28s (default: %s; environment: %s)\n", flag.c_str(), o.help, "", o.def, o.env);
   }
   std::printf("  %-28s %s\n", "--check", "after the run, apply `memtide check` to the trace (exit 1 on a breach;");
-  std::printf("  %-28s %s\n", "", "the program's own failure wins); takes check's limits, --suppressions and");
-  std::printf("  %-28s %s\n", "", "--include-reachable; turns --leak-scan on (--no-leak-scan: off)");
+  std::printf("  %-28s %s\n", "", "the program's own failure wins); turns --leak-scan on (--no-leak-scan: off);");
+  std::printf("  %-28s %s\n", "", "its options are checked before the program starts:");
+  std::printf("  %-28s %s\n", "  --max-leaked-bytes SIZE", "most leaked bytes allowed (default 0 when no leak limit is given)");
+  std::printf("  %-28s %s\n", "  --max-leaked-blocks N", "most leaked blocks allowed");
+  std::printf("  %-28s %s\n", "  --max-peak-bytes SIZE", "highest heap peak allowed");
+  std::printf("  %-28s %s\n", "  --suppressions FILE", "LeakSanitizer-format suppressions (repeatable)");
+  std::printf("  %-28s %s\n", "  --include-reachable", "count still-reachable blocks as leaks too");
+  std::printf("  %-28s %s\n", "  --junit FILE", "also write a JUnit XML report");
   std::printf("  %-28s %s\n", "--no-symbolize", "do not name the stacks' addresses while the program runs (memtide symbolize");
   std::printf("  %-28s %s\n", "", "--follow) nor append the names to the trace when it ends");
   std::printf("  %-28s %s\n", "", "(default: names appended; environment: MEMTIDE_SYMBOLIZE=0 turns it off)");
+  std::printf("\nSIZE: a number of bytes, or with a unit: KB, MB, GB (10^3, 10^6, 10^9 bytes), KiB, MiB, GiB\n"
+              "(2^10, 2^20, 2^30 bytes): 500MB, 10GiB.\n");
   return kExitOk;
+}
+
+// The MEMTIDE_* variables that are not recording options but mean something all the same.
+constexpr const char* kOtherVariables[] = {"MEMTIDE_MANIFEST", "MEMTIDE_SYMBOLIZE", "MEMTIDE_CACHE_DIR",
+                                           "MEMTIDE_TEST_CHUNK_BYTES", "MEMTIDE_KEEP_TEST_FILES",
+                                           "MEMTIDE_UPDATE_GOLDEN", "MEMTIDE_CORPUS_DIR"};
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// A warning for each MEMTIDE_* variable of the environment that memtide does not know (a
+// misspelling would otherwise be ignored without a word), naming the closest known one.
+void warn_unknown_variables() {
+  std::vector<std::string> known;
+  for (const rec::OptionInfo& o : rec::kOptions) known.emplace_back(o.env);
+  for (const char* v : kOtherVariables) known.emplace_back(v);
+  for (char** e = environ; e && *e; ++e) {
+    const std::string entry = *e;
+    if (entry.rfind("MEMTIDE_", 0) != 0) continue;
+    const std::string name = entry.substr(0, entry.find('='));
+    if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+    const std::string* best = nullptr;
+    std::size_t best_d = SIZE_MAX;
+    for (const std::string& k : known) {
+      const std::size_t d = edit_distance(name, k);
+      if (d < best_d) best_d = d, best = &k;
+    }
+    std::fprintf(stderr, "memtide: warning: %s is not a memtide variable (ignored)%s%s%s\n", printable(name).c_str(),
+                 best ? "; did you mean " : "", best ? best->c_str() : "", best ? "?" : "");
+  }
 }
 
 }  // namespace
@@ -64,6 +120,7 @@ Command options_command() {
                 return kExitError;
               }
               if (*check) {
+                warn_unknown_variables();
                 int bad = 0;
                 rec::options_from_env([&](const char* env, const char* value, const char* problem) {
                   std::fprintf(stderr, "memtide: bad value %s=%s: %s\n", env, value, problem);

@@ -194,16 +194,11 @@ bool readable_end(const std::string& path, uint64_t& end, bool& whole, std::stri
   return true;
 }
 
-bool copy_prefix(const std::string& from, const std::string& to, uint64_t n, std::string& err) {
+// The first `n` bytes of `from`, written to `out`.
+bool copy_prefix(const std::string& from, int out, uint64_t n, std::string& err) {
   const int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
   if (in < 0) {
     err = from + ": " + std::strerror(errno);
-    return false;
-  }
-  const int out = ::open(to.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (out < 0) {
-    err = to + ": " + std::strerror(errno);
-    ::close(in);
     return false;
   }
   std::vector<char> buf(1 << 20);
@@ -219,7 +214,7 @@ bool copy_prefix(const std::string& from, const std::string& to, uint64_t n, std
       const ssize_t w = ::write(out, buf.data() + done, static_cast<size_t>(got - done));
       if (w < 0) {
         ok = false;
-        err = to + ": " + std::strerror(errno);
+        err = std::strerror(errno);
         break;
       }
       done += w;
@@ -227,10 +222,6 @@ bool copy_prefix(const std::string& from, const std::string& to, uint64_t n, std
     n -= static_cast<uint64_t>(got);
   }
   ::close(in);
-  if (::close(out) != 0 && ok) {
-    ok = false;
-    err = to + ": " + std::strerror(errno);
-  }
   return ok;
 }
 
@@ -330,7 +321,16 @@ class TraceJob {
 };
 
 int TraceJob::finish() {
-  const std::string target = o_.out.empty() ? o_.file : o_.out;
+  // A copy (-o) is made under a temporary name beside OUT and renamed to OUT once whole.
+  OutputFile copy;
+  if (!o_.out.empty()) {
+    if (std::string e = copy.open(o_.out, {o_.file}); !e.empty()) {
+      print_error(o_.out, "cannot write the symbolised copy: " + e);
+      return kExitError;
+    }
+  }
+  const std::string target = o_.out.empty() ? o_.file : copy.write_path();
+  const std::string& shown = o_.out.empty() ? o_.file : o_.out;  // (the name said in messages)
   uint64_t end = 0;
   bool whole = false;
   std::string err;
@@ -353,7 +353,7 @@ int TraceJob::finish() {
   defs_.finish();
   resolver_->catch_up(true);
   const Model& model = defs_.model();
-  if (!o_.out.empty() && !copy_prefix(o_.file, o_.out, end, err)) {
+  if (!o_.out.empty() && !copy_prefix(o_.file, copy.fd(), end, err)) {
     print_error(o_.out, err);
     return kExitError;
   }
@@ -369,7 +369,7 @@ int TraceJob::finish() {
   try {
     w.open_append(target, fmt::TraceWriter::Options{});
   } catch (const std::exception& e) {
-    print_error(target, e.what());
+    print_error(shown, e.what());
     return kExitError;
   }
   uint64_t modules = 0, addresses = 0, named = 0, skipped = 0, from_cache = 0;
@@ -413,13 +413,23 @@ int TraceJob::finish() {
     cache_.save();
   } catch (const std::exception& e) {
     w.abandon();
+    if (!o_.out.empty()) {
+      print_error(shown, std::string("cannot write the symbolised copy: ") + e.what());
+      return kExitError;
+    }
     const bool restored = ::truncate(target.c_str(), static_cast<off_t>(end)) == 0;
     print_error(target, std::string("cannot append the names: ") + e.what() +
                             (restored ? "; the trace is left as it was" : "; and cannot cut it back: " + std::string(std::strerror(errno))));
     return kExitError;
   }
+  if (!o_.out.empty()) {
+    if (std::string e = copy.commit(); !e.empty()) {
+      print_error(shown, "cannot write the symbolised copy: " + e);
+      return kExitError;
+    }
+  }
   if (!o_.quiet) {
-    std::cout << printable(target) << ": " << named << " of " << addresses << " addresses named in " << modules
+    std::cout << printable(shown) << ": " << named << " of " << addresses << " addresses named in " << modules
               << " modules";
     if (from_cache) std::cout << " (" << from_cache << " from the symbol cache)";
     if (skipped) std::cout << " (" << skipped << " modules already symbolised; --force to redo)";

@@ -2,13 +2,16 @@
 
 #include <ext/stdio_sync_filebuf.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <iostream>
 
 namespace memtide::cli {
@@ -125,14 +128,95 @@ int write_all(int fd, const char* p, std::size_t n, std::size_t& done) {
 
 }  // namespace
 
-std::string write_whole_file(const std::string& path, std::string_view data) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return std::strerror(errno);
-  std::size_t done = 0;
-  const int e = write_all(fd, data.data(), data.size(), done);
-  std::string err = e ? std::strerror(e) : "";
-  if (::close(fd) != 0 && err.empty()) err = std::strerror(errno);
+namespace {
+
+// `path` with a symbolic link at its end followed (to where it points, existing or not), so
+// that the rename replaces the file the link names and not the link.
+std::string through_links(const std::string& path) {
+  std::string p = path;
+  for (int hops = 0; hops < 40; ++hops) {
+    char buf[4096];
+    const ssize_t n = ::readlink(p.c_str(), buf, sizeof buf - 1);
+    if (n <= 0) break;
+    const std::string target(buf, static_cast<std::size_t>(n));
+    const std::size_t slash = p.rfind('/');
+    p = target[0] == '/' || slash == std::string::npos ? target : p.substr(0, slash + 1) + target;
+  }
+  return p;
+}
+
+std::string dir_of(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+}  // namespace
+
+std::string check_output_path(const std::string& path, const std::vector<std::string>& inputs) {
+  if (path.empty()) return "empty file name";
+  // By name too, for an input still to come (the trace of memtide run --check).
+  std::error_code ec;
+  const std::filesystem::path out_name = std::filesystem::weakly_canonical(through_links(path), ec);
+  for (const std::string& in : inputs) {
+    std::error_code ec2;
+    if (!ec && std::filesystem::weakly_canonical(in, ec2) == out_name && !ec2)
+      return "it is the input file " + printable(in) + " (no command writes over its own input)";
+  }
+  struct stat out;
+  if (::stat(path.c_str(), &out) == 0) {
+    if (S_ISDIR(out.st_mode)) return "it is a directory";
+    for (const std::string& in : inputs) {
+      struct stat st;
+      if (::stat(in.c_str(), &st) == 0 && st.st_dev == out.st_dev && st.st_ino == out.st_ino)
+        return "it is the input file " + printable(in) + " (no command writes over its own input)";
+    }
+  }
+  const std::string dir = dir_of(through_links(path));
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) return std::strerror(errno);
+  return "";
+}
+
+OutputFile::~OutputFile() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!temp_.empty()) ::unlink(temp_.c_str());
+}
+
+std::string OutputFile::open(const std::string& path, const std::vector<std::string>& inputs) {
+  if (std::string e = check_output_path(path, inputs); !e.empty()) return e;
+  final_ = through_links(path);
+  // What is not a regular file (/dev/stdout, a pipe, a device) is written to as it is: there is
+  // nothing to replace.
+  struct stat st;
+  if (::stat(final_.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    fd_ = ::open(final_.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+    return fd_ < 0 ? std::strerror(errno) : "";
+  }
+  const std::size_t slash = final_.rfind('/');
+  std::string pattern = (slash == std::string::npos ? std::string() : final_.substr(0, slash + 1)) + "." +
+                        final_.substr(slash == std::string::npos ? 0 : slash + 1) + ".XXXXXX";
+  fd_ = ::mkostemp(pattern.data(), O_CLOEXEC);  // (mode 0600)
+  if (fd_ < 0) return std::string("cannot create a file beside it: ") + std::strerror(errno);
+  temp_ = pattern;
+  return "";
+}
+
+std::string OutputFile::commit() {
+  std::string err;
+  if (fd_ >= 0 && ::close(fd_) != 0) err = std::strerror(errno);
+  fd_ = -1;
+  if (temp_.empty()) return err;  // (written in place)
+  if (err.empty() && ::rename(temp_.c_str(), final_.c_str()) != 0) err = std::strerror(errno);
+  if (err.empty()) temp_.clear();  // (else the destructor removes it)
   return err;
+}
+
+std::string write_whole_file(const std::string& path, std::string_view data, const std::vector<std::string>& inputs) {
+  OutputFile out;
+  if (std::string e = out.open(path, inputs); !e.empty()) return e;
+  std::size_t done = 0;
+  if (const int e = write_all(out.fd(), data.data(), data.size(), done); e != 0) return std::strerror(e);
+  return out.commit();
 }
 
 namespace {

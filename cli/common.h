@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace memtide::cli {
 
@@ -31,9 +32,41 @@ std::string format_duration(uint64_t ns);
 // line has not that shape.
 bool manifest_trace_path(const std::string& line, std::string& path);
 
-// Writes `data` to `path` (created or truncated). Empty on success, else the reason
-// (strerror of the call that failed).
-std::string write_whole_file(const std::string& path, std::string_view data);
+// Every file a command writes goes through OutputFile: written under a temporary name in the
+// same directory (mode 0600: traces and what is made from them hold addresses), then renamed
+// over `path` in one step, so that a failure or an interruption leaves what was there before.
+// A path that names one of the command's inputs (the same device and inode, whatever the
+// name: ./t.mtide, a symbolic link) is refused. A symbolic link as `path` is written through;
+// what is not a regular file (/dev/stdout, a pipe) is written to in place.
+class OutputFile {
+ public:
+  OutputFile() = default;
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+  ~OutputFile();  // removes the temporary file unless committed
+
+  // Creates the temporary file. Empty on success, else the problem (a sentence to follow
+  // "memtide: PATH: ").
+  std::string open(const std::string& path, const std::vector<std::string>& inputs);
+  // The name to write to (the temporary file's, or the file's own when written in place) and
+  // the descriptor (valid after a successful open).
+  const std::string& write_path() const { return temp_.empty() ? final_ : temp_; }
+  int fd() const { return fd_; }
+  // Closes the temporary file and renames it to the final name. Empty on success, else the
+  // reason; the temporary file is removed either way.
+  std::string commit();
+
+ private:
+  std::string final_, temp_;
+  int fd_ = -1;
+};
+
+// Whether `path` could be an output of a command reading `inputs`: empty, else the problem
+// (as OutputFile::open says it). Checks without creating anything (its directory writable).
+std::string check_output_path(const std::string& path, const std::vector<std::string>& inputs);
+
+// Writes `data` to `path` through an OutputFile. Empty on success, else the reason.
+std::string write_whole_file(const std::string& path, std::string_view data, const std::vector<std::string>& inputs = {});
 
 // Standard output that remembers why it failed. stdio keeps only an error flag, and by the
 // time the output is flushed the error number of the write that failed (a full disk) is gone.

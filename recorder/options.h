@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "formats/size.h"
+
 namespace memtide::rec {
 
 enum class OptKind : uint8_t { Str, Int, Bool, Enum, Size };
@@ -57,32 +59,8 @@ inline const char* parse_int(const char* s, long lo, long hi, long& out) {
   return nullptr;
 }
 
-// A size in bytes: digits, optionally followed by B, k/KB (1000), KiB (1024), M/MB, MiB, G/GB,
-// GiB, T/TB, TiB (case-insensitive, no space).
-inline const char* parse_size(const char* s, uint64_t& out) {
-  if (!s || *s < '0' || *s > '9') return "expected a size such as 500MB or 10GiB";
-  uint64_t v = 0;
-  for (; *s >= '0' && *s <= '9'; ++s) {
-    if (v > (UINT64_MAX - 9) / 10) return "out of range";
-    v = v * 10 + static_cast<uint64_t>(*s - '0');
-  }
-  auto lower = [](char c) { return static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c); };
-  uint64_t unit = 1;
-  if (*s && lower(*s) != 'b') {
-    const char* units = "kmgt";
-    const char* u = std::strchr(units, lower(*s));
-    if (!u) return "expected a size such as 500MB or 10GiB";
-    ++s;
-    const bool binary = lower(*s) == 'i';
-    if (binary) ++s;
-    for (const char* k = units; k <= u; ++k) unit *= binary ? 1024 : 1000;
-  }
-  if (lower(*s) == 'b') ++s;
-  if (*s) return "expected a size such as 500MB or 10GiB";
-  if (v > UINT64_MAX / unit) return "out of range";
-  out = v * unit;
-  return nullptr;
-}
+// A size in bytes, as every option taking one reads it (formats/size.h).
+using fmt::parse_size;
 
 inline const char* parse_bool(const char* s, bool& out) {
   if (!std::strcmp(s, "1") || !std::strcmp(s, "yes") || !std::strcmp(s, "true") || !std::strcmp(s, "on")) {

@@ -1,6 +1,7 @@
 // Process-level records: ProcessInfo (first record of the process stream) and the periodic
 // Counters sample (RSS and VM size from /proc/self/statm), written when they change.
 #include <fcntl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -44,19 +45,25 @@ void append_process_info(Stream* s) {
   for (size_t i = 0; i < cn; ++i) argc += cmdline[i] == 0;
   if (cn && cmdline[cn - 1] != 0) ++argc;  // cut off: count the partial last argument
 
-  size_t on = 0;
-  for (const OptionInfo& info : kOptions) {
-    const char* v = std::getenv(info.env);
-    if (!v) continue;
-    const int w = std::snprintf(opts + on, sizeof opts - on, "%s=%s\n", info.env, v);
-    if (w < 0 || static_cast<size_t>(w) >= sizeof opts - on) break;
-    on += static_cast<size_t>(w);
-  }
-  // Not an option: the program's own malloc, which its allocations went to (readers say that
-  // they were not recorded, and the leak gate cannot pass such a trace).
-  if (g.foreign_malloc_in) {
-    const int w = std::snprintf(opts + on, sizeof opts - on, "program_malloc=%s\n", g.foreign_malloc_in);
-    if (w > 0 && static_cast<size_t>(w) < sizeof opts - on) on += static_cast<size_t>(w);
+  // The options as the environment gave them at start-up (a forked child's come from its
+  // parent's: with --no-follow the variables have left the environment since).
+  static size_t on = 0;
+  static bool have_opts = false;
+  if (!have_opts) {
+    have_opts = true;
+    for (const OptionInfo& info : kOptions) {
+      const char* v = std::getenv(info.env);
+      if (!v) continue;
+      const int w = std::snprintf(opts + on, sizeof opts - on, "%s=%s\n", info.env, v);
+      if (w < 0 || static_cast<size_t>(w) >= sizeof opts - on) break;
+      on += static_cast<size_t>(w);
+    }
+    // Not an option: the program's own malloc, which its allocations went to (readers say
+    // that they were not recorded, and the leak gate cannot pass such a trace).
+    if (g.foreign_malloc_in) {
+      const int w = std::snprintf(opts + on, sizeof opts - on, "program_malloc=%s\n", g.foreign_malloc_in);
+      if (w > 0 && static_cast<size_t>(w) < sizeof opts - on) on += static_cast<size_t>(w);
+    }
   }
 
   timespec rt;
@@ -99,8 +106,9 @@ void write_counters(Stream* s, const CounterSample& c) {
 }  // namespace
 
 void process_counters_reset() {
-  if (g_statm_fd >= 0) close(g_statm_fd);
+  if (g_statm_fd >= 0) syscall(SYS_close, g_statm_fd);
   g_statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  if (g_statm_fd >= 0) g_statm_fd = move_out_of_reach(g_statm_fd, kTraceFdSpare);  // (not a number of the program's)
   g_counters_written = g_counters_unwritten = CounterSample{};  // a new trace: its first sample is written
 }
 

@@ -29,6 +29,7 @@
 #include "recorder/backing.h"
 #include "recorder/internal.h"
 
+extern "C" char** environ;
 extern "C" void* __libc_stack_end;  // the loader's: near the top of the main thread's stack
 
 namespace memtide::rec {
@@ -73,6 +74,63 @@ const void* defined_ahead(const char* name) {
   return first;
 }
 
+// "LD_PRELOAD=<list>" without libmemtide's own entry (names are separated by colons or
+// spaces), written to `buf`; nullptr when no other entry is left.
+const char* preload_without_own(const char* list, char* buf, size_t cap) {
+  static const char kName[] = "LD_PRELOAD=";
+  size_t n = sizeof kName - 1;
+  std::memcpy(buf, kName, n);
+  bool any = false;
+  for (const char* p = list; *p;) {
+    while (*p == ':' || *p == ' ') ++p;
+    const char* end = p;
+    while (*end && *end != ':' && *end != ' ') ++end;
+    if (end == p) break;
+    const char* base = end;
+    while (base > p && base[-1] != '/') --base;
+    const bool own = static_cast<size_t>(end - base) == 13 && std::strncmp(base, "libmemtide.so", 13) == 0;
+    const size_t len = static_cast<size_t>(end - p);
+    if (!own && n + len + 2 < cap) {
+      if (any) buf[n++] = ':';
+      std::memcpy(buf + n, p, len);
+      n += len;
+      any = true;
+    }
+    p = end;
+  }
+  buf[n] = 0;
+  return any ? buf : nullptr;
+}
+
+// Copies `env` into `out` (room for `cap` pointers, the last for the null) without the
+// recorder's variables (MEMTIDE_*) and with libmemtide left out of LD_PRELOAD (its new value
+// in `preload_buf`): what a program not followed (--no-follow) and its children see.
+void env_without_own(char* const* env, char** out, size_t cap, char* preload_buf, size_t preload_cap) {
+  size_t n = 0;
+  for (size_t i = 0; env[i] && n + 1 < cap; ++i) {
+    char* e = env[i];
+    if (std::strncmp(e, "MEMTIDE_", 8) == 0) continue;
+    if (std::strncmp(e, "LD_PRELOAD=", 11) == 0) {
+      e = const_cast<char*>(preload_without_own(e + 11, preload_buf, preload_cap));
+      if (!e) continue;
+    }
+    out[n++] = e;
+  }
+  out[n] = nullptr;
+}
+
+// --no-follow: not followed means not touched. The program and whatever it starts see the
+// environment they would see untraced. In place, without setenv (which allocates): the
+// variables' strings stay where they are (g.opts and g.manifest point into them).
+char g_preload_value[4096];
+void leave_environment() {
+  if (!environ) return;
+  size_t n = 0;
+  while (environ[n]) ++n;
+  // The array is rewritten in place: the result is never longer.
+  env_without_own(environ, environ, n + 1, g_preload_value, sizeof g_preload_value);
+}
+
 // Phase 1, possibly from inside the very first allocation hook: everything but the file
 // and the writer thread. Events are buffered from here on.
 void early_init() {
@@ -105,7 +163,8 @@ void early_init() {
   pthread_mutex_lock(&g.shared_mutex);
   append_process_info(&g.shared);
   pthread_mutex_unlock(&g.shared_mutex);
-  if (!g.opts.follow) unsetenv("LD_PRELOAD");  // programs exec'd from here run untraced
+  g.manifest = std::getenv("MEMTIDE_MANIFEST");
+  if (!g.opts.follow) leave_environment();  // (before the program's main)
   g.state.store(kActive, std::memory_order_release);
   pthread_mutex_unlock(&g_start_mutex);
 }
@@ -871,6 +930,7 @@ void finish_quick_exit(int status) { finish(fmt::EndReason::QuickExit, static_ca
 
 namespace {
 char* g_exec_env[4096];
+char g_exec_preload[4096];
 }  // namespace
 
 char* const* on_exec_begin(char* const envp[]) {
@@ -878,12 +938,9 @@ char* const* on_exec_begin(char* const envp[]) {
   // state is the parent's: leave it alone, only adjust the environment.
   if (getpid() == g.pid) finish(fmt::EndReason::Exec, 0, 10000);
   if (g.opts.follow || !envp) return envp;
-  // --no-follow: the new program runs without the preload.
-  size_t n = 0;
-  for (size_t i = 0; envp[i] && n + 1 < sizeof g_exec_env / sizeof g_exec_env[0]; ++i) {
-    if (std::strncmp(envp[i], "LD_PRELOAD=", 11) != 0) g_exec_env[n++] = envp[i];
-  }
-  g_exec_env[n] = nullptr;
+  // --no-follow: the new program runs without the preload and the recorder's variables (also
+  // when the program passes an environment of its own making).
+  env_without_own(envp, g_exec_env, sizeof g_exec_env / sizeof g_exec_env[0], g_exec_preload, sizeof g_exec_preload);
   return g_exec_env;
 }
 

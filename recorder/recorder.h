@@ -56,10 +56,17 @@ void getattr_leave();
 
 // The trace file's descriptor stays open whatever the program closes (daemons close every
 // descriptor): close, close_range and closefrom leave it out, and a dup2 or dup3 onto its
-// number first moves it to another one.
+// number first moves it to another one. It is not open as far as the program knows: the
+// program's calls on it fail with EBADF.
 bool is_trace_fd(int fd);
 int trace_fd();  // -1: none
 void move_trace_fd();
+// The program's fcntl(fd, F_DUPFD or F_DUPFD_CLOEXEC, min): the number it would get untraced,
+// the trace's descriptor moved away should it be that one.
+int program_dupfd(int fd, int cmd, long min);
+// A pipe made for the recorder (libunwind's, to check addresses before reading them): both
+// ends moved out of the program's reach.
+void own_pipe_made(int fds[2]);
 // Prepares a program about to exec: flushes the trace; returns the environment to pass
 // (adjusted for --no-follow), valid until the exec returns.
 char* const* on_exec_begin(char* const envp[]);

@@ -687,7 +687,7 @@ bool open_trace_file(bool child) {
   fmt::encode_file_header(header, fmt::kFileFlagBlockHints | (g_exact_watermarks ? fmt::kFileFlagExactWatermarks : 0));
   write_all(header, sizeof header);
 
-  if (const char* manifest = std::getenv("MEMTIDE_MANIFEST")) {
+  if (const char* manifest = g.manifest) {
     const int mfd = open(manifest, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
     if (mfd >= 0) {
       char line[sizeof g.path + 64];
@@ -760,16 +760,7 @@ void writer_finish(fmt::EndReason reason, uint64_t status, int timeout_ms) {
 
 void writer_reopened() { remember_identity(); }
 
-int high_trace_fd(int fd) {
-  rlimit rl{};
-  int floor = 512;
-  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 1024)
-    floor = static_cast<int>(rl.rlim_cur / 2);
-  const int high = fd >= floor ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, floor);
-  if (high < 0) return fd;
-  syscall(SYS_close, fd);
-  return high;
-}
+int high_trace_fd(int fd) { return move_out_of_reach(fd); }
 
 void close_trace_fd() {
   pthread_mutex_lock(&g_fd_mutex);
@@ -786,10 +777,48 @@ void move_trace_fd() {
   pthread_mutex_lock(&g_fd_mutex);
   if (g.fd >= 0) {
     // The old number is left to the program's dup2, which replaces it in one step.
-    const int moved = fcntl(g.fd, F_DUPFD_CLOEXEC, g.fd + 1);
+    const int moved = dup_out_of_reach(g.fd);
     if (moved >= 0) __atomic_store_n(&g.fd, moved, __ATOMIC_RELAXED);
   }
   pthread_mutex_unlock(&g_fd_mutex);
+}
+
+void own_pipe_made(int fds[2]) {
+  fds[0] = move_out_of_reach(fds[0], kTraceFdSpare);
+  fds[1] = move_out_of_reach(fds[1], kTraceFdSpare);
+}
+
+int program_dupfd(int fd, int cmd, long min) {
+  if (is_trace_fd(fd)) {  // not open, as far as the program knows
+    errno = EBADF;
+    return -1;
+  }
+  const int r = sys_fcntl(fd, cmd, min);
+  const int t = trace_fd();
+  // Untraced, the lowest free number from `min` up would have been the trace's: the kernel
+  // gave a higher one, or none (EMFILE). The trace's descriptor moves, the program gets its.
+  if (t < 0 || min < 0 || min > t || (r >= 0 && r < t) || (r < 0 && errno != EMFILE)) return r;
+  const int saved_errno = errno;
+  const int flags = cmd == F_DUPFD_CLOEXEC ? O_CLOEXEC : 0;
+  int result = r;
+  pthread_mutex_lock(&g_fd_mutex);
+  if (g.fd == t) {
+    const int moved = dup_out_of_reach(t);
+    if (moved >= 0) {
+      __atomic_store_n(&g.fd, moved, __ATOMIC_RELAXED);
+      // Replaces the old number in one step (no other thread can take it meanwhile).
+      if (syscall(SYS_dup3, r >= 0 ? r : fd, t, flags) == t) {
+        result = t;
+        if (r >= 0) syscall(SYS_close, r);
+      } else {
+        syscall(SYS_close, t);
+        result = r;
+      }
+    }
+  }
+  pthread_mutex_unlock(&g_fd_mutex);
+  if (result < 0) errno = saved_errno;
+  return result;
 }
 
 void writer_reset_after_fork() {

@@ -40,7 +40,7 @@ record(clean_trace, "clean")
 
 # A leaking run: one failing test case per broken limit, with the leak stacks in the body.
 xml = os.path.join(tmp, "leaky.xml")
-r = check(leaky_trace, xml, "--max-peak-bytes", "1G")
+r = check(leaky_trace, xml, "--max-peak-bytes", "1GiB")
 expect(r.returncode == 1, f"check on the leaking trace exited {r.returncode}")
 root = ET.parse(xml).getroot()
 expect(root.tag == "testsuites", f"root element {root.tag}")

@@ -16,44 +16,13 @@
 #include "formats/decoder.h"
 #include "formats/encoder.h"
 #include "formats/writer.h"
+#include "tests/cli/cli_run.h"
 #include "tests/formats/test_util.h"
 
 namespace memtide {
 namespace {
 
 using namespace fmt;
-
-struct CliRun {
-  int status = -1;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-// Runs memtide-cli with `args` (already shell-quoted) in directory `cwd`.
-CliRun run_cli(const std::string& args, const std::string& cwd = ".") {
-  const std::string out = test::temp_path("stdout"), err = test::temp_path("stderr");
-  const std::string cmd = "cd '" + cwd + "' && '" MEMTIDE_CLI "' " + args + " >'" + out + "' 2>'" + err + "' </dev/null";
-  const int rc = std::system(cmd.c_str());
-  CliRun r;
-  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
-}
-
-std::size_t count_lines(const std::string& s) { return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n')); }
-
-std::string write_sample(const std::string& name) {
-  const std::string path = test::temp_path(name);
-  test::write_bytes(path, test::sample_trace());
-  return path;
-}
 
 TEST(CliInfo, GoodFileExitsZero) {
   const auto path = write_sample("good.mtide");

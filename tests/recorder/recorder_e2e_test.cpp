@@ -20,6 +20,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -325,6 +326,33 @@ TEST(Lifecycle, NoFollowLeavesExecdProgramsUntraced) {
   EXPECT_EQ(traces.size(), 2u) << "parent and forked child only";
 }
 
+// Not followed means not touched: the program and what it starts see the environment they
+// would see untraced, without the recorder's variables and with only the other LD_PRELOAD
+// entries; the program's own trace is written all the same (and named in the manifest).
+TEST(Lifecycle, NoFollowLeavesNoTraceInTheEnvironment) {
+  TempDir dir;
+  const fs::path manifest = dir.path() / "manifest";
+  RunResult r = run({"sh", "-c", "env; echo ---; exec env"},
+                    {{"LD_PRELOAD", std::string(MT_PRELOAD) + ":" + MT_DLTARGET},
+                     {"MEMTIDE_FOLLOW", "0"},
+                     {"MEMTIDE_MANIFEST", manifest.string()},
+                     {"MEMTIDE_OUTPUT", (dir.path() / "sh.mtide").string()}},
+                    dir.path());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.find("MEMTIDE_"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("libmemtide"), std::string::npos) << r.out;
+  const std::string other = std::string("LD_PRELOAD=") + MT_DLTARGET + "\n";
+  const size_t first = r.out.find(other);
+  EXPECT_NE(first, std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(other, first + 1), std::string::npos) << "the exec'd program's environment too\n" << r.out;
+  const auto traces = manifest_traces(manifest);
+  ASSERT_EQ(traces.size(), 1u);
+  EXPECT_EQ(traces[0], (dir.path() / "sh.mtide").string());
+  const Replay t = replay_trace(traces[0]);
+  EXPECT_TRUE(t.read_ok) << t.error;
+  EXPECT_TRUE(t.ended);
+}
+
 // A thread's first allocation comes from glibc inside the program's own pthread_getattr_np
 // (as with every thread of a JVM), which holds the thread's lock while it allocates: the
 // recorder, setting up the thread, must not ask for the stack the same way (it waited for
@@ -614,19 +642,23 @@ TEST(Lifecycle, FullDiskStopsRecordingNotTheProgram) {
   umount(mnt.c_str());
 }
 
+// One meaning for every option that takes a size (formats/size.h): KB, MB, GB are powers of
+// 1000, KiB, MiB, GiB powers of 1024, a bare number is bytes; a unit letter alone is refused.
 TEST(Options, SizesParseWithDecimalAndBinaryUnits) {
   struct Case {
     const char* text;
     uint64_t bytes;
   };
   for (const Case& c : {Case{"0", 0}, Case{"65536", 65536}, Case{"64KiB", 65536}, Case{"500MB", 500000000},
-                        Case{"500mb", 500000000}, Case{"10GiB", 10ull << 30}, Case{"2G", 2000000000}, Case{"1TB", 1000000000000},
-                        Case{"3b", 3}}) {
+                        Case{"500mb", 500000000}, Case{"10GiB", 10ull << 30}, Case{"2GB", 2000000000},
+                        Case{"1TB", 1000000000000}, Case{"3b", 3}, Case{"1.5KiB", 1536}, Case{"0.5MB", 500000},
+                        Case{"1.0000001KB", 1000}}) {
     uint64_t v = 1;
     EXPECT_EQ(memtide::rec::parse_size(c.text, v), nullptr) << c.text;
     EXPECT_EQ(v, c.bytes) << c.text;
   }
-  for (const char* bad : {"", "MB", "-1", "5 MB", "5XB", "5MiBs", "99999999999999999999", "20000000TB"}) {
+  for (const char* bad : {"", "MB", "-1", "5 MB", "5XB", "5MiBs", "99999999999999999999", "20000000TB", "2G", "64k",
+                          "1.5", "1.KB", ".5MB"}) {
     uint64_t v = 0;
     EXPECT_NE(memtide::rec::parse_size(bad, v), nullptr) << bad;
   }
@@ -670,6 +702,9 @@ TEST(Lifecycle, SizeLimitStopsRecordingNotTheProgram) {
   RunResult bad = run({MT_WRAPPER, "run", "--max-size", "lots", "--", MT_LIFECYCLE, "quick-exit"}, {}, dir.path());
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.err.find("MEMTIDE_MAX_SIZE"), std::string::npos) << bad.err;
+  RunResult letter = run({MT_WRAPPER, "run", "--max-size", "300K", "--", MT_LIFECYCLE, "quick-exit"}, {}, dir.path());
+  EXPECT_EQ(letter.status, 2);
+  EXPECT_NE(letter.err.find("ambiguous"), std::string::npos) << letter.err;
 }
 
 // The leak scan at exit reads memory that another thread maps and unmaps meanwhile: the
@@ -955,4 +990,29 @@ TEST(Lifecycle, ClosingEveryDescriptorLeavesTheTraceOpen) {
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(slurp(data), "program data\n") << "trace bytes reached the program's file";
   EXPECT_NE(r.err.find("closed the trace file"), std::string::npos) << r.err;
+}
+
+// The trace's descriptor is none of the program's business: fcntl F_DUPFD and
+// F_DUPFD_CLOEXEC, dup2 and dup3 give the numbers of an untraced run, with a hard limit of
+// descriptors above the soft one (the trace's descriptor then sits above the soft limit, and
+// the program can take every number below it) and with both limits the same. The recording
+// is whole afterwards.
+TEST(Lifecycle, TraceDescriptorIsNotSeenByTheProgram) {
+  for (auto [soft, hard, fill] : {std::tuple{"1024", "4096", "fill"}, std::tuple{"1024", "1024", ""}}) {
+    SCOPED_TRACE(std::string(soft) + ":" + hard);
+    TempDir dir;
+    const RunResult plain = run({MT_FD_PROBE, soft, hard, fill}, {}, dir.path());
+    ASSERT_EQ(plain.status, 0) << plain.err;
+    ASSERT_NE(plain.out.find("F_DUPFD 512 -> 512\n"), std::string::npos) << plain.out;
+    RunResult r;
+    const auto traces = traced({MT_FD_PROBE, soft, hard, fill}, dir.path(), &r);
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.out, plain.out);
+    ASSERT_FALSE(traces.empty());
+    const Replay t = replay_trace(traces.back());
+    EXPECT_TRUE(t.read_ok) << t.error;
+    expect_consistent(t);
+    EXPECT_TRUE(t.ended);
+    EXPECT_EQ(live(t, 4242), 10u);
+  }
 }

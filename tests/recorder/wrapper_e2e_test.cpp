@@ -39,6 +39,40 @@ TEST(Wrapper, RunPassesExitStatusAndWritesPrivateFile) {
   EXPECT_EQ(live(t, 9999), 3u);
 }
 
+// A memtide run inside a program recorded with --no-follow is a run of its own: nothing of
+// the outer run reaches it (its trace is named as usual, where it runs).
+TEST(Wrapper, NestedRunUnderNoFollowIsItsOwn) {
+  TempDir dir;
+  const fs::path inner = dir.path() / "inner";
+  fs::create_directory(inner);
+  RunResult r = run({MT_WRAPPER, "run", "--quiet", "--no-follow", "-o", (dir.path() / "outer.mtide").string(), "--",
+                     "sh", "-c", "cd " + inner.string() + " && exec " MT_WRAPPER " run --quiet -- " MT_LIFECYCLE " quick-exit"},
+                    {}, dir.path());
+  EXPECT_EQ(r.status, 3) << r.err;
+  std::vector<std::string> inner_files, outer_files;
+  for (const auto& e : fs::directory_iterator(inner)) inner_files.push_back(e.path().filename().string());
+  for (const auto& e : fs::directory_iterator(dir.path()))
+    if (e.path().extension() == ".mtide" || e.path().filename().string().find(".mtide.") != std::string::npos)
+      outer_files.push_back(e.path().filename().string());
+  ASSERT_EQ(inner_files.size(), 1u) << r.err;
+  EXPECT_EQ(inner_files[0].rfind("memtide.lifecycle.", 0), 0u) << inner_files[0];
+  EXPECT_EQ(outer_files, std::vector<std::string>{"outer.mtide"});
+  EXPECT_EQ(live(replay_trace((inner / inner_files[0]).string()), 9999), 3u);
+}
+
+// The run's temporary files (the manifest naming the traces) are the user's alone, as the
+// traces are; the program keeps the user's umask.
+TEST(Wrapper, TemporaryFilesArePrivate) {
+  TempDir dir;
+  const mode_t old_mask = umask(022);
+  RunResult r = run({MT_WRAPPER, "run", "--quiet", "-o", (dir.path() / "t.mtide").string(), "--", "sh", "-c",
+                     "stat -c %a \"$MEMTIDE_MANIFEST\"; umask"},
+                    {{"TMPDIR", dir.path().string()}}, dir.path());
+  umask(old_mask);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "600\n0022\n");
+}
+
 TEST(Wrapper, BadOptionValueIsAnErrorBeforeTheProgramRuns) {
   TempDir dir;
   RunResult r = run({MT_WRAPPER, "run", "--max-depth", "zero", "--", MT_LIFECYCLE, "quick-exit"}, {}, dir.path());
@@ -70,6 +104,42 @@ TEST(Wrapper, MissingProgramOrUnwritableOutputIsSaidBeforeTheRun) {
   EXPECT_EQ(o.status, 2);
   EXPECT_NE(o.err.find("is not a writable directory"), std::string::npos) << o.err;
   EXPECT_FALSE(fs::exists(marker)) << "the program must not run";
+}
+
+// A misspelled MEMTIDE_* variable is not ignored without a word: memtide run warns, naming
+// the closest known one, and runs the program.
+TEST(Wrapper, UnknownVariableIsWarnedOf) {
+  TempDir dir;
+  RunResult r = run({MT_WRAPPER, "run", "--quiet", "-o", (dir.path() / "t.mtide").string(), "--", MT_LIFECYCLE, "quick-exit"},
+                    {{"MEMTIDE_MAX_DEPHT", "8"}}, dir.path());
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_NE(r.err.find("MEMTIDE_MAX_DEPHT is not a memtide variable (ignored); did you mean MEMTIDE_MAX_DEPTH?"),
+            std::string::npos)
+      << r.err;
+}
+
+// The gate's options are checked before the program starts: a missing suppressions file, a
+// JUnit report that could not be written (or would replace the trace), a bad limit are exit
+// status 2 with the program not run.
+TEST(Wrapper, CheckOptionsAreCheckedBeforeTheProgramRuns) {
+  TempDir dir;
+  const fs::path marker = dir.path() / "ran", out = dir.path() / "t.mtide";
+  const std::vector<std::vector<std::string>> cases = {
+      {"--suppressions", (dir.path() / "missing.supp").string()},
+      {"--junit", (dir.path() / "missing" / "j.xml").string()},
+      {"--junit", out.string()},
+      {"--max-leaked-bytes", "lots"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c[0] + " " + c[1]);
+    std::vector<std::string> argv = {MT_WRAPPER, "run", "--quiet", "--check", "-o", out.string()};
+    argv.insert(argv.end(), c.begin(), c.end());
+    for (const char* a : {"--", "sh", "-c"}) argv.emplace_back(a);
+    argv.push_back("touch " + marker.string());
+    RunResult r = run(argv, {}, dir.path());
+    EXPECT_EQ(r.status, 2) << r.err;
+    EXPECT_FALSE(fs::exists(marker)) << "the program must not run\n" << r.err;
+  }
 }
 
 // Every trace of a run lands where memtide run was started, with the default name and with a
