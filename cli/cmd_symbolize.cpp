@@ -32,6 +32,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <iostream>
@@ -552,8 +553,11 @@ int run_symbolize(SymbolizeOptions o) {
   // manifest line by then), and the manifest, which memtide run would have removed, goes too.
   const pid_t parent = ::getppid();
   bool orphan = false;
+  // The program's pid (the manifest's first line). Once it is gone, no wait of `memtide run`
+  // may be left to say so (MANIFEST.ended): the end is taken from the process table too.
+  pid_t root = 0;
   for (;;) {
-    const bool ended = program_ended(o);
+    const bool ended = program_ended(o) || (root > 0 && ::kill(root, 0) != 0 && errno == ESRCH);
     orphan = orphan || ::getppid() != parent;
     if (!all_lines) {
       const bool readable = manifest.read_new(lines);
@@ -563,6 +567,7 @@ int run_symbolize(SymbolizeOptions o) {
     for (; !lines.empty() && jobs.size() < kMaxJobs; lines.pop_front()) {
       SymbolizeOptions to = o;
       if (!manifest_trace_path(lines.front(), to.file)) continue;
+      if (root == 0) root = static_cast<pid_t>(std::strtol(lines.front().c_str(), nullptr, 10));
       if (!o.summary.empty() && entry_of.emplace(to.file, entries.size()).second) {
         SummaryEntry e;
         e.pid = lines.front().substr(0, lines.front().find('\t'));
