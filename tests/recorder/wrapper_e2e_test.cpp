@@ -561,3 +561,59 @@ TEST(Wrapper, AProgramIsNamedAsItWasStarted) {
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("my-server ("), std::string::npos);
 }
+
+// A stripped program (as distributions ship them) is named through debuginfod when
+// DEBUGINFOD_URLS is set, as libdw's client does it: Debian's debuginfod serves a directory
+// holding the program's separate debug file on 127.0.0.1, memtide run's follower resolves the
+// frames with it and appends the names, and a report made without the server shows them.
+TEST(Wrapper, AStrippedProgramIsNamedThroughDebuginfod) {
+  TempDir dir;
+  const fs::path src = dir.path() / "stripped.c", prog = dir.path() / "stripped", srv = dir.path() / "srv";
+  fs::create_directories(srv);
+  std::ofstream(src) << "#include <stdlib.h>\n"
+                        "__attribute__((noinline)) void *make_widget(int n) { return malloc(n * 16); }\n"
+                        "__attribute__((noinline)) void leak_widgets(void) {\n"
+                        "  for (int i = 0; i < 3; i++) { void *volatile p = make_widget(i + 1); (void)p; }\n"
+                        "}\n"
+                        "int main(void) { leak_widgets(); return 0; }\n";
+  auto sh = [&](const std::string& cmd) { return run({"/bin/sh", "-c", cmd}, {}, dir.path()); };
+  ASSERT_EQ(sh("cc -g -O1 -Wl,--build-id -o " + prog.string() + " " + src.string()).status, 0);
+  ASSERT_EQ(sh("objcopy --only-keep-debug " + prog.string() + " " + (srv / "stripped.debug").string() +
+               " && strip -s " + prog.string()).status, 0);
+  RunResult id = sh("readelf -n " + prog.string() + " | awk '/Build ID/ { print $3 }'");
+  ASSERT_FALSE(id.out.empty());
+  const std::string build_id = id.out.substr(0, id.out.find('\n'));
+
+  // The server, on a port of this test's own; ready once it serves the debug file.
+  const int port = 20000 + ::getpid() % 20000;
+  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  const pid_t server = fork();
+  if (server == 0) {
+    const int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 1);
+    dup2(devnull, 2);
+    execlp("debuginfod", "debuginfod", "-p", std::to_string(port).c_str(), "-F", srv.c_str(), "-d",
+           (dir.path() / "db.sqlite").c_str(), "-t", "1", nullptr);
+    _exit(127);
+  }
+  const std::vector<std::pair<std::string, std::string>> env = {
+      {"DEBUGINFOD_URLS", url}, {"DEBUGINFOD_CACHE_PATH", (dir.path() / "dcache").string()},
+      {"MEMTIDE_CACHE_DIR", (dir.path() / "mcache").string()}};
+  bool served = false;
+  for (int i = 0; i < 120 && !served; ++i) {
+    served = run({"debuginfod-find", "debuginfo", build_id}, env, dir.path(), 10).status == 0;
+    if (!served) usleep(250000);
+  }
+  const fs::path out = dir.path() / "s.mtide";
+  RunResult r = run({MT_WRAPPER, "run", "-q", "-o", out.string(), "--", prog.string()}, env, dir.path());
+  kill(server, SIGTERM);
+  waitpid(server, nullptr, 0);
+  ASSERT_TRUE(served) << "debuginfod did not serve the debug file (is the debuginfod package installed?)";
+  ASSERT_EQ(r.status, 0) << r.err;
+
+  const std::string cli = (fs::path(MT_WRAPPER).parent_path() / "memtide-cli").string();
+  RunResult rep = run({cli, "report", out.string()}, {{"MEMTIDE_CACHE_DIR", ""}}, dir.path());
+  ASSERT_EQ(rep.status, 0) << rep.err;
+  EXPECT_NE(rep.out.find("make_widget (stripped.c:2)"), std::string::npos) << rep.out;
+  EXPECT_NE(rep.out.find("leak_widgets (stripped.c:4)"), std::string::npos) << rep.out;
+}
