@@ -2,6 +2,8 @@
 //           line, selection, tabs
 #include "viewer/app.h"
 
+#include <time.h>
+
 #include <imgui.h>
 
 #include <cmath>
@@ -257,8 +259,16 @@ void App::status_line() {
     ImGui::SameLine(0, 0);
     ImGui::TextColored(c, paused_ ? "PAUSED" : "LIVE");
     ImGui::SameLine();
-    ImGui::TextDisabled("(%llu refreshes, last took %.2f s, read %s)", static_cast<unsigned long long>(s.refreshes),
-                        s.analysis_seconds, format_bytes(s.refresh_bytes).c_str());
+    // How far the view is behind the recording: the age of its newest event (the trace's times
+    // are this machine's CLOCK_MONOTONIC).
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    const uint64_t now_ns = static_cast<uint64_t>(now.tv_sec) * 1000000000ull + static_cast<uint64_t>(now.tv_nsec);
+    const uint64_t newest = s.base ? s.base->last_time : 0;
+    const double behind = newest && now_ns > newest ? static_cast<double>(now_ns - newest) / 1e9 : 0;
+    ImGui::TextDisabled("(%llu refreshes, last took %.2f s, read %s; newest event %.1f s ago)",
+                        static_cast<unsigned long long>(s.refreshes), s.analysis_seconds,
+                        format_bytes(s.refresh_bytes).c_str(), behind);
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("The recorder is still writing this file: the views follow it");
     ImGui::SameLine();
   }

@@ -100,7 +100,7 @@ Session redis_session(const std::vector<std::string>& prefix, int port, const fs
   Session s;
   EXPECT_TRUE(up) << name << ": redis-server did not answer";
   if (up) {
-    RunResult b = run({"redis-benchmark", "-p", p, "-q", "-n", "30000", "-r", "30000", "-t", "set,get,lpush,incr",
+    RunResult b = run({"redis-benchmark", "-p", p, "-q", "-n", "30000", "-t", "set,get,lpush,incr",
                        "-d", "64"},
                       {}, dir, 300);
     EXPECT_EQ(b.status, 0) << b.err;
@@ -135,7 +135,7 @@ TEST(RealPrograms, RedisServerUnderLoad) {
   EXPECT_EQ(plain.status, 0) << plain.log;
   EXPECT_EQ(traced.status, plain.status) << traced.log;
   EXPECT_EQ(traced.keys, plain.keys);
-  EXPECT_GT(traced.keys, 1000000);
+  EXPECT_GE(traced.keys, 1000000);
   EXPECT_EQ(messages(traced.log), messages(plain.log)) << "traced:\n" << traced.log << "\nplain:\n" << plain.log;
 
   // Every reader, within the bound.
@@ -164,7 +164,9 @@ TEST(RealPrograms, RedisServerUnderLoad) {
   const std::regex leaked(R"(leaked +([0-9.]+) MiB in (\d+) blocks)");
   ASSERT_TRUE(std::regex_search(report.out, m, leaked)) << report.out.substr(0, 800);
   EXPECT_GT(std::stol(m[2]), 2000000) << "the million keys are live at exit";
-  EXPECT_NE(json.out.find("\"definite_bytes\":0"), std::string::npos) << json.out.substr(0, 600);
+  const std::regex scan(R"("leak_scan": \{[^}]*"definite_bytes": 0,[^}]*"reachable_blocks": (\d+))");
+  ASSERT_TRUE(std::regex_search(json.out, m, scan)) << json.out.substr(0, 600);
+  EXPECT_GT(std::stol(m[1]), 2000000);
   // Suggested suppressions name the leak, not redis's allocation wrapper.
   const std::regex suggestion(R"(suppress with: leak:(\S+))");
   int suggestions = 0;
