@@ -601,7 +601,11 @@ TEST(Wrapper, AStrippedProgramIsNamedThroughDebuginfod) {
       {"MEMTIDE_CACHE_DIR", (dir.path() / "mcache").string()}};
   bool served = false;
   for (int i = 0; i < 120 && !served; ++i) {
-    served = run({"debuginfod-find", "debuginfo", build_id}, env, dir.path(), 10).status == 0;
+    // (a cache of its own for each try: the client remembers a miss for ten minutes)
+    served = run({"debuginfod-find", "debuginfo", build_id},
+                 {{"DEBUGINFOD_URLS", url}, {"DEBUGINFOD_CACHE_PATH", (dir.path() / ("probe" + std::to_string(i))).string()}},
+                 dir.path(), 10)
+                 .status == 0;
     if (!served) usleep(250000);
   }
   const fs::path out = dir.path() / "s.mtide";
