@@ -9,6 +9,7 @@
 // of a chunk still being filled) is read, so that the writer knows the registers and rings at
 // each cut, and each later piece's first records that name an address before it take their
 // full form (fmt::cut_block).
+#include <errno.h>  // program_invocation_short_name
 #include <fcntl.h>
 #include <signal.h>
 #include <linux/membarrier.h>
@@ -596,12 +597,17 @@ void* writer_main(void*) {
 }
 
 // Builds the file name from the pattern: %p pid, %e program name, %% a percent sign.
+// %e is the program as it was started (argv[0]'s file name: redis-server, not the file its
+// symlink names), else the executable's file name.
 void expand_pattern(const char* pattern, bool child, char* out, size_t cap) {
   char exe[4096];
-  const ssize_t en = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  exe[en > 0 ? en : 0] = 0;
-  const char* base = std::strrchr(exe, '/');
-  base = base ? base + 1 : exe;
+  const char* base = program_invocation_short_name;
+  if (!base || !*base) {
+    const ssize_t en = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[en > 0 ? en : 0] = 0;
+    base = std::strrchr(exe, '/');
+    base = base ? base + 1 : exe;
+  }
   size_t n = 0;
   bool had_pid = false;
   for (const char* p = pattern; *p && n + 1 < cap; ++p) {

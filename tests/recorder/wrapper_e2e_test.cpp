@@ -621,3 +621,19 @@ TEST(Wrapper, AStrippedProgramIsNamedThroughDebuginfod) {
   EXPECT_NE(rep.out.find("make_widget (stripped.c:2)"), std::string::npos) << rep.out;
   EXPECT_NE(rep.out.find("leak_widgets (stripped.c:4)"), std::string::npos) << rep.out;
 }
+
+// The trace name's %e (as in the default name) is the program as started too (a symlink's name, not its target's).
+TEST(Wrapper, TheDefaultTraceNameUsesTheNameTheProgramWasStartedBy) {
+  TempDir dir;
+  const fs::path link = dir.path() / "my-server";
+  fs::create_symlink(fs::canonical(MT_LIFECYCLE), link);
+  RunResult r = run({MT_WRAPPER, "run", "-q", "-o", (dir.path() / "memtide.%e.%p.mtide").string(), "--", link.string(),
+                     "quick-exit"},
+                    {}, dir.path());
+  ASSERT_EQ(r.status, 3) << r.err;
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir.path()))
+    if (e.path().extension() == ".mtide") names.push_back(e.path().filename().string());
+  ASSERT_EQ(names.size(), 1u);
+  EXPECT_EQ(names[0].rfind("memtide.my-server.", 0), 0u) << names[0];
+}
