@@ -618,8 +618,8 @@ TEST(Counters, RssSeriesAndPeak) {
 
 // Inserts, erases and finds `keys()` in a LiveMap and an unordered_map alike.
 template <class Keys>
-void churn_against_unordered_map(Keys keys, int rounds) {
-  analysis::LiveMap<uint64_t> lm;
+void churn_against_unordered_map(Keys keys, int rounds, std::size_t incremental_slots = std::size_t{1} << 20) {
+  analysis::LiveMap<uint64_t> lm(incremental_slots);
   std::unordered_map<uint64_t, uint64_t> ref;
   std::mt19937_64 rng(7);
   for (int i = 0; i < rounds; ++i) {
@@ -666,6 +666,49 @@ TEST(LiveMap, AgreesWithUnorderedMapOnAllocatorLikeAddresses) {
         }
       },
       300000);
+}
+
+// Growing incrementally from small tables on, the next table made ahead on another thread:
+// inserts, erases and finds while the old table drains (keys in both tables, keys moved by an
+// insert, keys erased from the old one) agree with a map, and so does the listing; the
+// markers' addresses 0 and 1 are keys too.
+TEST(LiveMap, IncrementalGrowthAgreesWithUnorderedMap) {
+  churn_against_unordered_map([](std::mt19937_64& rng) { return (rng() % 60000) * 16 + (rng() % 50 == 0 ? 1 : 0); },
+                              400000, /*incremental_slots=*/1024);
+  analysis::LiveMap<uint64_t> lm(1024);
+  std::unordered_map<uint64_t, uint64_t> ref;
+  bool drained_seen = false;
+  for (uint64_t i = 0; i < 200000; ++i) {
+    const uint64_t key = 0x7f0000000000ull + i * 16;
+    *lm.insert(key).first = i;
+    ref[key] = i;
+    if (i % 3 == 0) {  // erase an older key: often one the old table still holds
+      const uint64_t old_key = 0x7f0000000000ull + (i / 2) * 16;
+      uint64_t out = 0;
+      const bool had = lm.erase(old_key, out);
+      ASSERT_EQ(had, ref.count(old_key) == 1) << i;
+      if (had) {
+        ASSERT_EQ(out, ref[old_key]);
+        ref.erase(old_key);
+      }
+    }
+    drained_seen |= lm.draining();
+  }
+  EXPECT_TRUE(drained_seen) << "the test never saw a table drain";
+  ASSERT_EQ(lm.size(), ref.size());
+  std::size_t listed = 0;
+  lm.for_each([&](uint64_t k, uint64_t v) {
+    ++listed;
+    auto it = ref.find(k);
+    ASSERT_NE(it, ref.end());
+    EXPECT_EQ(it->second, v);
+  });
+  EXPECT_EQ(listed, ref.size());
+  for (const auto& [k, v] : ref) {
+    const uint64_t* p = lm.find(k);
+    ASSERT_TRUE(p);
+    EXPECT_EQ(*p, v);
+  }
 }
 
 // A live set of 700K blocks: the table outgrows the sparse regime and is mapped on its own
