@@ -122,18 +122,6 @@ std::string_view state_name(State s) {
   return "?";
 }
 
-std::string_view end_reason_name(EndReason r) {
-  switch (r) {
-    case EndReason::Exit: return "exit";
-    case EndReason::QuickExit: return "quick_exit";
-    case EndReason::Signal: return "signal";
-    case EndReason::Exec: return "exec";
-    case EndReason::Error: return "error";
-    case EndReason::Detached: return "detached";
-    case EndReason::Count: break;
-  }
-  return "unknown";
-}
 
 std::string mode_name(RecordingMode m) {
   switch (m) {
@@ -166,7 +154,7 @@ std::string state_line(const Summary& s) {
       std::string line = "complete (end: " + std::string(end_reason_name(c.end->reason));
       if (c.end->reason == EndReason::Signal)
         line += ", signal " + std::to_string(c.end->status);
-      else if (c.end->reason == EndReason::Exit || c.end->reason == EndReason::QuickExit)
+      else if (end_has_exit_status(c.end->reason))
         line += ", status " + std::to_string(c.end->status);
       return line + ")";
     }

@@ -28,17 +28,6 @@ struct ReportOptions {
   WindowOptions window;
 };
 
-const char* end_reason(fmt::EndReason r) {
-  switch (r) {
-    case fmt::EndReason::Exit: return "exit";
-    case fmt::EndReason::QuickExit: return "quick_exit";
-    case fmt::EndReason::Signal: return "signal";
-    case fmt::EndReason::Exec: return "exec";
-    case fmt::EndReason::Error: return "error";
-    case fmt::EndReason::Detached: return "detached";
-    default: return "unknown";
-  }
-}
 
 // ---------------------------------------------------------------------------------------
 // [1] JSON
@@ -109,7 +98,7 @@ json report_json(const Model& m, Symbolizer& sym, const ReportOptions& o) {
   j["file"] = o.file;
   j["complete"] = m.complete;
   j["truncated"] = m.truncated;
-  j["end"] = m.end ? json{{"reason", end_reason(m.end->reason)},
+  j["end"] = m.end ? json{{"reason", fmt::end_reason_name(m.end->reason)},
                           {"status", m.end->status},
                           {"lost_events", m.end->lost_events}}
                    : json(nullptr);
@@ -266,7 +255,7 @@ void report_text(const Model& m, Symbolizer& sym, const ReportOptions& o) {
   if (m.end && m.end->reason == fmt::EndReason::Signal)
     state += ", killed by signal " + std::to_string(m.end->status);
   else if (m.end)
-    state += std::string(", ") + end_reason(m.end->reason) + " status " + std::to_string(m.end->status);
+    state += std::string(", ") + std::string(fmt::end_reason_name(m.end->reason)) + " status " + std::to_string(m.end->status);
   row("trace", printable(o.file) + " (" + state + ")");
   if (m.have_process)
     row("program", printable(program_label(m.process)) + ", pid " + std::to_string(m.process.pid) + ", " +

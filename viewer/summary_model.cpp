@@ -28,7 +28,8 @@ std::string end_description(const Model& m, bool recording) {
   const auto& e = *m.end;
   switch (e.reason) {
     case fmt::EndReason::Exit: return "exit status " + std::to_string(e.status);
-    case fmt::EndReason::QuickExit: return "_exit status " + std::to_string(e.status);
+    case fmt::EndReason::ImmediateExit: return "_exit status " + std::to_string(e.status);
+    case fmt::EndReason::QuickExit: return "quick_exit status " + std::to_string(e.status);
     case fmt::EndReason::Signal: return "killed by " + signal_name(e.status);
     case fmt::EndReason::Exec: return "exec'd another program";
     case fmt::EndReason::Error: return "recording stopped after an error";

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -37,6 +38,32 @@ TEST(Wrapper, RunPassesExitStatusAndWritesPrivateFile) {
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   const Replay t = replay_trace(out.string());
   EXPECT_EQ(live(t, 9999), 3u);
+}
+
+// A program that exits with a status above 128 (python's sys.exit(130), _exit, quick_exit) is
+// not said to have been killed by a signal; one that is killed is. The trace's End agrees.
+TEST(Wrapper, ExitStatusAbove128IsNotASignal) {
+  for (const char* way : {"exit", "return", "_exit", "quick_exit"}) {
+    for (const char* where : {"main", "thread"}) {
+      if (!std::strcmp(way, "return") && !std::strcmp(where, "thread")) continue;
+      SCOPED_TRACE(std::string(way) + " from " + where);
+      TempDir dir;
+      const fs::path out = dir.path() / "t.mtide";
+      RunResult r = run({MT_WRAPPER, "run", "--quiet", "-o", out.string(), "--", MT_EXIT_WAYS, way, where, "130"}, {},
+                        dir.path());
+      EXPECT_EQ(r.status, 130) << r.err;
+      EXPECT_EQ(r.err.find("signal"), std::string::npos) << r.err;
+      RunResult end = run({MT_WRAPPER, "info", "--end", out.string()}, {}, dir.path());
+      const std::string expected = std::string(!std::strcmp(way, "return") ? "exit" : way) + " 130\n";
+      EXPECT_EQ(end.out, expected);
+    }
+  }
+  TempDir dir;
+  RunResult k = run({MT_WRAPPER, "run", "--quiet", "-o", (dir.path() / "t.mtide").string(), "--", MT_EXIT_WAYS, "signal",
+                     "main", std::to_string(SIGINT)},
+                    {}, dir.path());
+  EXPECT_EQ(k.status, 128 + SIGINT);
+  EXPECT_NE(k.err.find("(signal 2, INT)"), std::string::npos) << k.err;
 }
 
 // A memtide run inside a program recorded with --no-follow is a run of its own: nothing of
