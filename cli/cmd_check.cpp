@@ -1,7 +1,9 @@
 // `memtide check FILE`: the CI leak gate.
 //
 //   exit 0  within every limit          exit 1  a limit is broken (offending stacks printed,
-//   exit 2  usage or file error                 largest first, readable in a CI log)
+//   exit 2  usage or file error                 largest first, readable in a CI log: the
+//                                               leaking ones, and for the peak limit the
+//                                               stacks of the blocks live at the peak)
 //
 // Leaks are heap blocks (malloc family, new/delete) not freed when the trace ended (when the
 // trace has a complete leak scan, analysis/reach.h: only those unreachable at exit, definite
@@ -72,6 +74,8 @@ struct Evaluation {
   uint64_t leaked_bytes = 0, leaked_blocks = 0;
   uint64_t suppressed_bytes = 0, suppressed_blocks = 0;
   std::vector<Limit> limits;
+  // When the peak limit is broken: the stacks of the blocks live at the peak, largest first.
+  std::vector<const StackStats*> peak_stacks;
   bool failed() const {
     for (const Limit& l : limits)
       if (l.broken()) return true;
@@ -124,6 +128,7 @@ Evaluation evaluate(const Model& m, Symbolizer& sym, SuppressionList& supp, cons
   e.limits.push_back(limit("max-leaked-bytes", "leaked bytes", no_leak_limit ? "0" : o.max_leaked_bytes, e.leaked_bytes, true));
   e.limits.push_back(limit("max-leaked-blocks", "leaked blocks", o.max_leaked_blocks, e.leaked_blocks, false));
   e.limits.push_back(limit("max-peak-bytes", "peak heap bytes", o.max_peak_bytes, m.heap().peak_bytes, true));
+  if (e.limits.back().broken()) e.peak_stacks = top_stacks(m, Domain::Heap, Metric::Peak, SIZE_MAX);
   return e;
 }
 
@@ -178,6 +183,22 @@ void print_text(const Model& m, Symbolizer& sym, const SuppressionList& supp, co
       std::fputs(stack_text(sym, s->stack, o.frames, "      ").c_str(), stdout);
     }
   }
+  if (!e.peak_stacks.empty()) {
+    const Totals& h = m.heap();
+    std::printf("\n%s in %s live at the peak (%s) from %s (largest first):\n", human_bytes(h.peak_bytes).c_str(),
+                count_of(h.peak_blocks, "block", "blocks").c_str(), rel_time(m, h.peak_time).c_str(),
+                count_of(e.peak_stacks.size(), "stack", "stacks").c_str());
+    std::size_t i = 0;
+    for (const StackStats* s : e.peak_stacks) {
+      if (i == o.top) {
+        std::printf("  ... %zu more stacks (--top to see them)\n", e.peak_stacks.size() - i);
+        break;
+      }
+      std::printf("  %zu. %s in %s\n", ++i, human_bytes(s->m.peak_bytes).c_str(),
+                  count_of(s->m.peak_blocks, "block", "blocks").c_str());
+      std::fputs(stack_text(sym, s->stack, o.frames, "      ").c_str(), stdout);
+    }
+  }
   bool header = false;
   for (const Suppression& x : supp.items()) {
     if (!x.stacks) continue;
@@ -229,6 +250,15 @@ json check_json(const Model& m, Symbolizer& sym, const SuppressionList& supp, co
                      {"stack", stack_json(sym, s->stack, o.frames)}});
   }
   j["leaks"] = leaks;
+  json peak = json::array();
+  for (const StackStats* s : e.peak_stacks) {
+    if (peak.size() == o.top) break;
+    peak.push_back({{"bytes", s->m.peak_bytes},
+                    {"count", s->m.peak_blocks},
+                    {"stack_id", s->stack.value},
+                    {"stack", stack_json(sym, s->stack, o.frames)}});
+  }
+  j["peak_stacks"] = peak;
   json sup = json::array();
   for (const Suppression& x : supp.items())
     if (x.stacks || !x.builtin)
@@ -268,12 +298,18 @@ std::string write_junit(const std::string& path, const Model& m, Symbolizer& sym
     x << "    <testcase classname=\"memtide.check\" name=\"" << junit_escape(l.name) << "\" time=\"0\">\n";
     if (l.broken()) {
       std::string body = l.what + ": " + l.value(l.actual) + " (limit " + l.value(l.limit) + ")\n";
+      std::size_t i = 0;
       if (l.name != "max-peak-bytes") {
-        std::size_t i = 0;
         for (const StackStats* s : e.leaks) {
           if (i++ == o.top) break;
           body += "\n" + human_bytes(s->m.leaked_bytes) + " in " + count_of(s->m.leaked_blocks, "block", "blocks") + "\n" +
                   stack_text(sym, s->stack, o.frames, "  ");
+        }
+      } else {
+        for (const StackStats* s : e.peak_stacks) {
+          if (i++ == o.top) break;
+          body += "\n" + human_bytes(s->m.peak_bytes) + " in " + count_of(s->m.peak_blocks, "block", "blocks") +
+                  " live at the peak\n" + stack_text(sym, s->stack, o.frames, "  ");
         }
       }
       x << "      <failure type=\"memtide.leak\" message=\""

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -159,6 +160,42 @@ TEST(Check, LimitsAreHonoured) {
   EXPECT_EQ(cli("check --max-leaked-blocks 9 " + leaky_trace()).status, 0);
   EXPECT_EQ(cli("check --max-leaked-blocks 8 " + leaky_trace()).status, 1);
   EXPECT_EQ(cli("check --max-peak-bytes 1 " + clean_trace()).status, 1);
+}
+
+// A broken peak limit shows what was live at the peak, by stack, largest first (as the report's
+// peak section does), in the text, the JSON and the JUnit report.
+TEST(Check, PeakBreachPrintsTheStacksLiveAtThePeak) {
+  const json rep = report(leaky_trace());
+  ASSERT_FALSE(rep["peak_stacks"].empty());
+  const std::string junit = temp_dir() + "/peak.xml";
+  const Proc r = cli("check --json --top 1000 --max-peak-bytes 1KiB --max-leaked-bytes 1TB --junit " + junit + " " +
+                     leaky_trace());
+  EXPECT_EQ(r.status, 1) << r.err;
+  const json j = json::parse(r.out);
+  ASSERT_TRUE(j.contains("peak_stacks")) << r.out;
+  ASSERT_FALSE(j["peak_stacks"].empty());
+  uint64_t sum = 0, last = UINT64_MAX;
+  for (std::size_t i = 0; i < j["peak_stacks"].size(); ++i) {
+    const json& s = j["peak_stacks"][i];
+    EXPECT_LE(s["bytes"].get<uint64_t>(), last) << "largest first";
+    last = s["bytes"].get<uint64_t>();
+    sum += last;
+    if (i < rep["peak_stacks"].size()) EXPECT_EQ(s["stack_id"], rep["peak_stacks"][i]["stack_id"]);
+  }
+  EXPECT_EQ(sum, j["peak_bytes"].get<uint64_t>());
+  std::ifstream in(junit);
+  const std::string xml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(xml.find("live at the peak"), std::string::npos) << xml;
+  const Proc text = cli("check --max-peak-bytes 1KiB --max-leaked-bytes 1TB " + leaky_trace());
+  EXPECT_EQ(text.status, 1);
+  const std::size_t at = text.out.find("live at the peak");
+  ASSERT_NE(at, std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("  1. ", at), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("#0 ", at), std::string::npos) << text.out;
+  // Within the limit: no peak stacks.
+  const json ok = json::parse(cli("check --json --max-peak-bytes 1TB --max-leaked-bytes 1TB " + leaky_trace()).out);
+  ASSERT_TRUE(ok.contains("peak_stacks"));
+  EXPECT_TRUE(ok["peak_stacks"].empty());
 }
 
 TEST(Check, SuppressionsHideWhatTheyMatchAndNothingElse) {
