@@ -61,7 +61,7 @@ struct Limit {
   uint64_t limit = 0, actual = 0;
   bool is_bytes = true;
   bool broken() const { return set && actual > limit; }
-  std::string value(uint64_t v) const { return is_bytes ? human_bytes(v) : std::to_string(v); }
+  std::string value(uint64_t v) const { return is_bytes ? human_bytes(v) : thousands(v); }
 };
 
 struct Evaluation {
@@ -142,7 +142,7 @@ std::string stack_text(Symbolizer& sym, StackId id, std::size_t max_frames, cons
   const auto frames = leaf_first(sym, id);
   for (const Frame& f : frames) {
     if (i == max_frames) {
-      out += std::string(indent) + "... " + std::to_string(frames.size() - i) + " more frames\n";
+      out += std::string(indent) + "... " + count_of(frames.size() - i, "more frame", "more frames") + "\n";
       break;
     }
     out += std::string(indent) + "#" + std::to_string(i++) + " " + printable(format_frame(f)) + "\n";
@@ -170,7 +170,7 @@ void print_text(const Model& m, Symbolizer& sym, const SuppressionList& supp, co
     std::size_t i = 0;
     for (const StackStats* s : e.leaks) {
       if (i == o.top) {
-        std::printf("  ... %zu more stacks (--top to see them)\n", e.leaks.size() - i);
+        std::printf("  ... %s (--top to see them)\n", count_of(e.leaks.size() - i, "more stack", "more stacks").c_str());
         break;
       }
       std::string kinds;
@@ -191,7 +191,7 @@ void print_text(const Model& m, Symbolizer& sym, const SuppressionList& supp, co
     std::size_t i = 0;
     for (const StackStats* s : e.peak_stacks) {
       if (i == o.top) {
-        std::printf("  ... %zu more stacks (--top to see them)\n", e.peak_stacks.size() - i);
+        std::printf("  ... %s (--top to see them)\n", count_of(e.peak_stacks.size() - i, "more stack", "more stacks").c_str());
         break;
       }
       std::printf("  %zu. %s in %s\n", ++i, human_bytes(s->m.peak_bytes).c_str(),
@@ -207,9 +207,9 @@ void print_text(const Model& m, Symbolizer& sym, const SuppressionList& supp, co
                   count_of(e.suppressed_blocks, "block", "blocks").c_str());
       header = true;
     }
-    std::printf("  leak:%s (%s%s%s): %llu stacks, %llu blocks, %s\n", x.pattern.c_str(), x.origin.c_str(),
-                x.builtin ? ": " : "", x.description.c_str(), static_cast<unsigned long long>(x.stacks),
-                static_cast<unsigned long long>(x.blocks), human_bytes(x.bytes).c_str());
+    std::printf("  leak:%s (%s%s%s): %s, %s, %s\n", x.pattern.c_str(), x.origin.c_str(), x.builtin ? ": " : "",
+                x.description.c_str(), count_of(x.stacks, "stack", "stacks").c_str(),
+                count_of(x.blocks, "block", "blocks").c_str(), human_bytes(x.bytes).c_str());
   }
   for (const Suppression& x : supp.items())
     if (!x.builtin && !x.stacks) std::printf("  unused: leak:%s (%s)\n", x.pattern.c_str(), x.origin.c_str());

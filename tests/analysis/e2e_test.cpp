@@ -644,7 +644,7 @@ TEST(Symbolize, RunNamesAChildsTraceWhileItsParentRuns) {
   ASSERT_EQ(sh("rm -rf " + dir + " && mkdir -p " + dir + " && cp " MT_LEAKY " " + dir + "/leaky_copy").status, 0);
   std::ofstream(dir + "/wait_named.py") << "import glob, json, subprocess, sys, time\n"
                                            "for _ in range(400):\n"
-                                           "    for f in glob.glob(sys.argv[1] + '/p.mtide.*'):\n"
+                                           "    for f in glob.glob(sys.argv[1] + '/p.*.mtide'):\n"
                                            "        p = subprocess.run(['" MT_CLI "', 'info', '--json', f], capture_output=True)\n"
                                            "        if p.returncode != 0: continue\n"
                                            "        j = json.loads(p.stdout)\n"
@@ -660,7 +660,7 @@ TEST(Symbolize, RunNamesAChildsTraceWhileItsParentRuns) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(read_file(dir + "/flag"), "named\n") << r.err;
   // Every trace of the run has its names once it is over.
-  const Proc n = sh("for f in " + dir + "/p.mtide*; do " MT_CLI " info --json $f | grep -c '\"symbols\": [1-9]'; done");
+  const Proc n = sh("for f in " + dir + "/p*.mtide; do " MT_CLI " info --json $f | grep -c '\"symbols\": [1-9]'; done");
   EXPECT_EQ(n.status, 0) << n.out;
   std::istringstream counts(n.out);
   int traces = 0;

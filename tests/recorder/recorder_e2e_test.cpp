@@ -997,8 +997,9 @@ TEST(Api, MallocUsableSizeIsAnsweredByTheRightAllocator) {
   }
 }
 
-// Without %p in the name, a forked child's file gets .<pid> added, and the exec'd image (same
-// pid, same name) never overwrites the trace of the image before it.
+// Without %p in the name, a forked child's file gets .<pid> before the extension, and the
+// exec'd image (same pid, same name) never overwrites the trace of the image before it: it
+// gets .1 there (fixed.1.mtide).
 TEST(Lifecycle, NamesWithoutPidNeverCollide) {
   TempDir dir;
   RunResult r;
@@ -1010,8 +1011,10 @@ TEST(Lifecycle, NamesWithoutPidNeverCollide) {
   int child = 0, exec_image = 0;
   for (size_t i = 1; i < traces.size(); ++i) {
     const Replay t = replay_trace(traces[i]);
-    if (traces[i] == base.string() + "." + std::to_string(t.pid) && t.pid != replay_trace(traces[0]).pid) ++child;
-    if (traces[i] == base.string() + ".1") ++exec_image;
+    if (traces[i] == (dir.path() / ("fixed." + std::to_string(t.pid) + ".mtide")).string() &&
+        t.pid != replay_trace(traces[0]).pid)
+      ++child;
+    if (traces[i] == (dir.path() / "fixed.1.mtide").string()) ++exec_image;
   }
   EXPECT_EQ(child, 1);
   EXPECT_EQ(exec_image, 1);
