@@ -39,6 +39,7 @@ struct CheckOptions {
   std::vector<std::string> suppressions;
   bool no_builtin = false;
   bool include_reachable = false;
+  bool allow_incomplete = false;  // judge what a trace cut short holds
   std::string junit;
   bool json = false;
   bool options_only = false;  // check the options and stop (memtide run, before the program)
@@ -328,6 +329,19 @@ std::string write_junit(const std::string& path, const Model& m, Symbolizer& sym
 // [5] Command
 // ---------------------------------------------------------------------------------------
 
+// Why the trace does not hold the whole run (empty: it does): its blocks not freed may then have
+// been freed after the cut, so no verdict on leaks can be given from it.
+std::string incomplete_reason(const Model& m) {
+  if (m.truncated) return "the file is cut short (truncated)";
+  if (!m.complete || !m.end)
+    return "it has no End record (the program was killed, the disk filled up, or it is still running)";
+  if (m.end->reason == fmt::EndReason::Detached)
+    return "recording stopped at its size limit (--max-size) while the program went on";
+  if (m.end->reason == fmt::EndReason::Error) return "recording stopped after an error";
+  if (m.end->lost_events) return std::to_string(m.end->lost_events) + " events were not recorded";
+  return "";
+}
+
 int run_check(const CheckOptions& o) {
   SuppressionList supp;
   std::vector<std::string> notes;
@@ -357,6 +371,15 @@ int run_check(const CheckOptions& o) {
   if (model->corrupt) {
     print_error(o.file, "the trace is corrupt: leaks cannot be trusted");
     return kExitError;
+  }
+  if (const std::string why = incomplete_reason(*model); !why.empty()) {
+    if (!o.allow_incomplete) {
+      print_error(o.file, "cannot judge the trace: " + why +
+                              "; a block not freed in it may have been freed later (--allow-incomplete judges what "
+                              "was recorded)");
+      return kExitError;
+    }
+    print_warning(o.file, why + ": judged on what was recorded (--allow-incomplete)");
   }
   if (model->have_process && !model->process.program_malloc.empty()) {
     print_error(o.file, "the program's allocations were not recorded (it has a malloc of its own, in " +
@@ -407,6 +430,9 @@ Command check_command() {
                          "Do not hide the known one-time allocations of glibc and libstdc++");
             sub.add_flag("--include-reachable", o->include_reachable,
                          "With a leak scan in the trace, count still-reachable blocks as leaks too");
+            sub.add_flag("--allow-incomplete", o->allow_incomplete,
+                         "Judge a trace cut short (truncated, no End record, recording stopped early) on what it "
+                         "holds, instead of exit 2");
             sub.add_option("--junit", o->junit, "Also write a JUnit XML report to this file");
             sub.add_flag("--json", o->json, "Print the result as JSON instead of text");
             sub.add_flag("--options-only", o->options_only,

@@ -198,6 +198,31 @@ TEST(Check, PeakBreachPrintsTheStacksLiveAtThePeak) {
   EXPECT_TRUE(ok["peak_stacks"].empty());
 }
 
+// A trace cut short (truncated, no End record) cannot be judged: a block not freed in it may
+// have been freed after the cut. check says so and exits 2, unless --allow-incomplete; the
+// readers that show what a trace holds read it up to the cut with a warning and exit 0.
+TEST(Check, ATraceCutShortIsNotJudged) {
+  const std::string corpus = std::string(MT_SOURCE_DIR) + "/tests/corpus/";
+  const std::string cut = temp_dir() + "/leaky-cut.mtide";
+  {
+    const std::string whole = read_file(leaky_trace());
+    std::ofstream(cut, std::ios::binary) << whole.substr(0, whole.size() * 2 / 3);
+  }
+  for (const std::string& t : {corpus + "header-only", corpus + "truncated-payload", cut}) {
+    SCOPED_TRACE(t);
+    const Proc c = cli("check " + t);
+    EXPECT_EQ(c.status, 2) << c.out << c.err;
+    EXPECT_NE(c.err.find("cannot judge the trace"), std::string::npos) << c.err;
+    EXPECT_EQ(c.out.find("passed"), std::string::npos) << c.out;
+    EXPECT_NE(cli("check --allow-incomplete --max-leaked-bytes 1TB " + t).status, 2);
+    for (const char* reader : {"info", "report", "flamegraph -o - --metric count"}) {
+      const Proc r = cli(std::string(reader) + " " + t);
+      EXPECT_EQ(r.status, 0) << reader << "\n" << r.err;
+      EXPECT_NE(r.err.find("warning"), std::string::npos) << reader << "\n" << r.err;
+    }
+  }
+}
+
 TEST(Check, SuppressionsHideWhatTheyMatchAndNothingElse) {
   const std::string supp = temp_dir() + "/supp.txt";
   std::ofstream(supp) << "# known\nleak:leak_a\nleak:never_matches_anything\n";
