@@ -916,8 +916,10 @@ void finish(fmt::EndReason reason, uint64_t status, int timeout_ms) {
   }
   tls_busy++;
   // After the program's destructors (this runs from libmemtide's own destructor, or exit's
-  // last handlers): what is live now and reachable from nowhere is a leak.
-  if (reason == fmt::EndReason::Exit && g.opts.leak_scan)
+  // last handlers), or at _exit and quick_exit (a shell ends by _exit; the blocks its globals
+  // still hold are not leaks): what is live now and reachable from nowhere is a leak.
+  if ((reason == fmt::EndReason::Exit || reason == fmt::EndReason::ImmediateExit || reason == fmt::EndReason::QuickExit) &&
+      g.opts.leak_scan)
     leak_scan(reinterpret_cast<uintptr_t>(__builtin_frame_address(0)));
   writer_finish(reason, status, timeout_ms);
   tls_busy--;

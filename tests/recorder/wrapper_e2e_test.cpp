@@ -160,6 +160,24 @@ TEST(Wrapper, ReportCountsHaveThousandsSeparators) {
       << "the summary and the report print the same count\n" << r.err << line;
 }
 
+// memtide run --check judges every process of the run, each on its trace: a script that runs
+// (or execs) a leaking program fails the gate on the program's leak, and the summary names the
+// processes judged. The shell's own blocks (reachable at its exit, or gone with an exec) pass.
+TEST(Wrapper, CheckJudgesEveryProcessOfTheRun) {
+  for (const std::string& how : {std::string(MT_LIFECYCLE " exec-image; true"), std::string("exec " MT_LIFECYCLE " exec-image")}) {
+    SCOPED_TRACE(how);
+    TempDir dir;
+    RunResult r = run({MT_WRAPPER, "run", "--check", "-o", (dir.path() / "t.mtide").string(), "--", "sh", "-c", how}, {},
+                      dir.path());
+    EXPECT_EQ(r.status, 1) << r.out << r.err;
+    const std::size_t summary = r.out.find("processes judged:");
+    ASSERT_NE(summary, std::string::npos) << r.out << r.err;
+    EXPECT_NE(r.out.find("FAILED lifecycle", summary), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("passed sh", summary), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("FAILED sh", summary), std::string::npos) << r.out;
+  }
+}
+
 // A memtide run inside a program recorded with --no-follow is a run of its own: nothing of
 // the outer run reaches it (its trace is named as usual, where it runs).
 TEST(Wrapper, NestedRunUnderNoFollowIsItsOwn) {
