@@ -212,7 +212,7 @@ void write_flamegraph_svg(const CallTree& tree, const SvgOptions& o, std::ostrea
     char pct[32];
     std::snprintf(pct, sizeof pct, "%.2f%%", 100 * wf);
     std::string info = name + " — " + amount(n.total, o.bytes, o.unit) + " (" + pct + ")";
-    if (!o.bytes || n.blocks != n.total) info += ", " + std::to_string(n.blocks) + " blocks";
+    if (!o.bytes || n.blocks != n.total) info += ", " + std::to_string(n.blocks) + (n.blocks == 1 ? " block" : " blocks");
     if (!n.file.empty()) {
       info += " — " + std::string(n.file);
       if (n.line) info += ":" + std::to_string(n.line);

@@ -62,8 +62,14 @@ std::string human_bytes(uint64_t b) {
   return buf;
 }
 
+std::string thousands(uint64_t n) {
+  std::string s = std::to_string(n);
+  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<std::size_t>(i), ",");
+  return s;
+}
+
 std::string count_of(uint64_t n, const char* singular, const char* plural) {
-  return std::to_string(n) + " " + (n == 1 ? singular : plural);
+  return thousands(n) + " " + (n == 1 ? singular : plural);
 }
 
 std::string rel_time(const Model& m, uint64_t t) { return format_duration(t >= m.time_base ? t - m.time_base : 0); }
@@ -166,7 +172,7 @@ void print_stack(Symbolizer& s, StackId id, std::size_t max_frames, const char* 
   std::size_t i = 0;
   for (const Frame& f : frames) {
     if (i == max_frames) {
-      std::printf("%s... %zu more frames\n", indent, frames.size() - i);
+      std::printf("%s... %s\n", indent, count_of(frames.size() - i, "more frame", "more frames").c_str());
       break;
     }
     std::printf("%s#%-2zu %s\n", indent, i++, printable(format_frame(f)).c_str());

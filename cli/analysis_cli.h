@@ -27,7 +27,9 @@ std::optional<uint64_t> parse_time(const std::string& s);
 std::optional<uint64_t> parse_size(const std::string& s);
 // "12 MiB", "4.0 KiB", "100 B"; "1.23 GiB".
 std::string human_bytes(uint64_t bytes);
-// "1 block", "3 blocks".
+// "262,734,400": a count in text output, with thousands separators (JSON keeps plain numbers).
+std::string thousands(uint64_t n);
+// "1 block", "3 blocks", "1,024 blocks".
 std::string count_of(uint64_t n, const char* singular, const char* plural);
 // "1.234 s" relative to the trace start.
 std::string rel_time(const analysis::Model& m, uint64_t t);

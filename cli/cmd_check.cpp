@@ -1,7 +1,9 @@
 // `memtide check FILE`: the CI leak gate.
 //
 //   exit 0  within every limit          exit 1  a limit is broken (offending stacks printed,
-//   exit 2  usage or file error                 largest first, readable in a CI log)
+//   exit 2  usage or file error                 largest first, readable in a CI log: the
+//                                               leaking ones, and for the peak limit the
+//                                               stacks of the blocks live at the peak)
 //
 // Leaks are heap blocks (malloc family, new/delete) not freed when the trace ended (when the
 // trace has a complete leak scan, analysis/reach.h: only those unreachable at exit, definite
@@ -32,11 +34,13 @@ using namespace memtide::analysis;
 using nlohmann::json;
 
 struct CheckOptions {
-  std::string file;
+  std::vector<std::string> files;  // each judged on its own (memtide run: every process's trace)
+  std::string file;                // the one being judged
   std::string max_leaked_bytes, max_leaked_blocks, max_peak_bytes;  // empty: not set
   std::vector<std::string> suppressions;
   bool no_builtin = false;
   bool include_reachable = false;
+  bool allow_incomplete = false;  // judge what a trace cut short holds
   std::string junit;
   bool json = false;
   bool options_only = false;  // check the options and stop (memtide run, before the program)
@@ -59,7 +63,7 @@ struct Limit {
   uint64_t limit = 0, actual = 0;
   bool is_bytes = true;
   bool broken() const { return set && actual > limit; }
-  std::string value(uint64_t v) const { return is_bytes ? human_bytes(v) : std::to_string(v); }
+  std::string value(uint64_t v) const { return is_bytes ? human_bytes(v) : thousands(v); }
 };
 
 struct Evaluation {
@@ -68,10 +72,13 @@ struct Evaluation {
   std::vector<StackStats> counted;
   std::vector<const StackStats*> leaks;  // unsuppressed, largest first (into `counted`)
   bool scanned = false;                  // leaks are the unreachable blocks
+  bool exec_ended = false;               // the image was replaced by exec: nothing leaked
   uint64_t reachable_bytes = 0, reachable_blocks = 0;  // not counted
   uint64_t leaked_bytes = 0, leaked_blocks = 0;
   uint64_t suppressed_bytes = 0, suppressed_blocks = 0;
   std::vector<Limit> limits;
+  // When the peak limit is broken: the stacks of the blocks live at the peak, largest first.
+  std::vector<const StackStats*> peak_stacks;
   bool failed() const {
     for (const Limit& l : limits)
       if (l.broken()) return true;
@@ -82,7 +89,11 @@ struct Evaluation {
 Evaluation evaluate(const Model& m, Symbolizer& sym, SuppressionList& supp, const CheckOptions& o) {
   Evaluation e;
   e.scanned = m.leak_scan.complete && !o.include_reachable;
-  for (const StackStats* s : top_stacks(m, Domain::Heap, Metric::Leaked, SIZE_MAX)) {
+  // An image that exec'd another program leaked nothing: its memory went with it (the blocks it
+  // had not freed are still listed by the report). The new program has its own trace.
+  e.exec_ended = m.end && m.end->reason == fmt::EndReason::Exec;
+  for (const StackStats* s : e.exec_ended ? std::vector<const StackStats*>{}
+                                          : top_stacks(m, Domain::Heap, Metric::Leaked, SIZE_MAX)) {
     StackStats c = *s;
     if (e.scanned) {
       c.m.leaked_bytes -= s->m.reachable_bytes;
@@ -124,6 +135,7 @@ Evaluation evaluate(const Model& m, Symbolizer& sym, SuppressionList& supp, cons
   e.limits.push_back(limit("max-leaked-bytes", "leaked bytes", no_leak_limit ? "0" : o.max_leaked_bytes, e.leaked_bytes, true));
   e.limits.push_back(limit("max-leaked-blocks", "leaked blocks", o.max_leaked_blocks, e.leaked_blocks, false));
   e.limits.push_back(limit("max-peak-bytes", "peak heap bytes", o.max_peak_bytes, m.heap().peak_bytes, true));
+  if (e.limits.back().broken()) e.peak_stacks = top_stacks(m, Domain::Heap, Metric::Peak, SIZE_MAX);
   return e;
 }
 
@@ -137,7 +149,7 @@ std::string stack_text(Symbolizer& sym, StackId id, std::size_t max_frames, cons
   const auto frames = leaf_first(sym, id);
   for (const Frame& f : frames) {
     if (i == max_frames) {
-      out += std::string(indent) + "... " + std::to_string(frames.size() - i) + " more frames\n";
+      out += std::string(indent) + "... " + count_of(frames.size() - i, "more frame", "more frames") + "\n";
       break;
     }
     out += std::string(indent) + "#" + std::to_string(i++) + " " + printable(format_frame(f)) + "\n";
@@ -152,7 +164,9 @@ void print_text(const Model& m, Symbolizer& sym, const SuppressionList& supp, co
     std::printf("  %s %s: %s (limit %s)\n", l.broken() ? "FAIL" : "ok  ", l.what.c_str(), l.value(l.actual).c_str(),
                 l.value(l.limit).c_str());
   }
-  if (e.scanned)
+  if (e.exec_ended)
+    std::printf("  leaks: none counted: the process exec'd another program, whose trace is its own\n");
+  else if (e.scanned)
     std::printf("  leaks: blocks unreachable at exit (leak scan); %s in %s still reachable, not counted "
                 "(--include-reachable counts them)\n",
                 human_bytes(e.reachable_bytes).c_str(), count_of(e.reachable_blocks, "block", "blocks").c_str());
@@ -165,7 +179,7 @@ void print_text(const Model& m, Symbolizer& sym, const SuppressionList& supp, co
     std::size_t i = 0;
     for (const StackStats* s : e.leaks) {
       if (i == o.top) {
-        std::printf("  ... %zu more stacks (--top to see them)\n", e.leaks.size() - i);
+        std::printf("  ... %s (--top to see them)\n", count_of(e.leaks.size() - i, "more stack", "more stacks").c_str());
         break;
       }
       std::string kinds;
@@ -178,6 +192,22 @@ void print_text(const Model& m, Symbolizer& sym, const SuppressionList& supp, co
       std::fputs(stack_text(sym, s->stack, o.frames, "      ").c_str(), stdout);
     }
   }
+  if (!e.peak_stacks.empty()) {
+    const Totals& h = m.heap();
+    std::printf("\n%s in %s live at the peak (%s) from %s (largest first):\n", human_bytes(h.peak_bytes).c_str(),
+                count_of(h.peak_blocks, "block", "blocks").c_str(), rel_time(m, h.peak_time).c_str(),
+                count_of(e.peak_stacks.size(), "stack", "stacks").c_str());
+    std::size_t i = 0;
+    for (const StackStats* s : e.peak_stacks) {
+      if (i == o.top) {
+        std::printf("  ... %s (--top to see them)\n", count_of(e.peak_stacks.size() - i, "more stack", "more stacks").c_str());
+        break;
+      }
+      std::printf("  %zu. %s in %s\n", ++i, human_bytes(s->m.peak_bytes).c_str(),
+                  count_of(s->m.peak_blocks, "block", "blocks").c_str());
+      std::fputs(stack_text(sym, s->stack, o.frames, "      ").c_str(), stdout);
+    }
+  }
   bool header = false;
   for (const Suppression& x : supp.items()) {
     if (!x.stacks) continue;
@@ -186,9 +216,9 @@ void print_text(const Model& m, Symbolizer& sym, const SuppressionList& supp, co
                   count_of(e.suppressed_blocks, "block", "blocks").c_str());
       header = true;
     }
-    std::printf("  leak:%s (%s%s%s): %llu stacks, %llu blocks, %s\n", x.pattern.c_str(), x.origin.c_str(),
-                x.builtin ? ": " : "", x.description.c_str(), static_cast<unsigned long long>(x.stacks),
-                static_cast<unsigned long long>(x.blocks), human_bytes(x.bytes).c_str());
+    std::printf("  leak:%s (%s%s%s): %s, %s, %s\n", x.pattern.c_str(), x.origin.c_str(), x.builtin ? ": " : "",
+                x.description.c_str(), count_of(x.stacks, "stack", "stacks").c_str(),
+                count_of(x.blocks, "block", "blocks").c_str(), human_bytes(x.bytes).c_str());
   }
   for (const Suppression& x : supp.items())
     if (!x.builtin && !x.stacks) std::printf("  unused: leak:%s (%s)\n", x.pattern.c_str(), x.origin.c_str());
@@ -213,7 +243,7 @@ json check_json(const Model& m, Symbolizer& sym, const SuppressionList& supp, co
   j["suppressed_bytes"] = e.suppressed_bytes;
   j["suppressed_blocks"] = e.suppressed_blocks;
   j["leak_scan"] = m.leak_scan.complete;
-  j["leaks_counted"] = e.scanned ? "unreachable" : "not freed";
+  j["leaks_counted"] = e.exec_ended ? "none (exec)" : e.scanned ? "unreachable" : "not freed";
   j["reachable_bytes"] = e.reachable_bytes;
   j["reachable_blocks"] = e.reachable_blocks;
   j["peak_bytes"] = m.heap().peak_bytes;
@@ -229,6 +259,15 @@ json check_json(const Model& m, Symbolizer& sym, const SuppressionList& supp, co
                      {"stack", stack_json(sym, s->stack, o.frames)}});
   }
   j["leaks"] = leaks;
+  json peak = json::array();
+  for (const StackStats* s : e.peak_stacks) {
+    if (peak.size() == o.top) break;
+    peak.push_back({{"bytes", s->m.peak_bytes},
+                    {"count", s->m.peak_blocks},
+                    {"stack_id", s->stack.value},
+                    {"stack", stack_json(sym, s->stack, o.frames)}});
+  }
+  j["peak_stacks"] = peak;
   json sup = json::array();
   for (const Suppression& x : supp.items())
     if (x.stacks || !x.builtin)
@@ -251,14 +290,16 @@ json check_json(const Model& m, Symbolizer& sym, const SuppressionList& supp, co
 // written at all.
 std::string junit_escape(std::string_view s) { return xml_escape(s, '?', true); }
 
-std::string write_junit(const std::string& path, const Model& m, Symbolizer& sym, const Evaluation& e, const CheckOptions& o) {
+// One trace's test suite (one test case per limit); adds to the counts of the whole report.
+std::string junit_suite(const Model& m, Symbolizer& sym, const Evaluation& e, const CheckOptions& o,
+                        std::size_t& all_tests, std::size_t& all_failures) {
   std::ostringstream x;
   std::size_t tests = 0, failures = 0;
   for (const Limit& l : e.limits)
     if (l.set) ++tests, failures += l.broken();
+  all_tests += tests;
+  all_failures += failures;
   const std::string suite = "memtide check " + (m.process.exe.empty() ? o.file : analysis::program_label(m.process));
-  x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  x << "<testsuites name=\"memtide\" tests=\"" << tests << "\" failures=\"" << failures << "\" errors=\"0\">\n";
   x << "  <testsuite name=\"" << junit_escape(suite) << "\" tests=\"" << tests << "\" failures=\"" << failures
     << "\" errors=\"0\" skipped=\"0\" time=\"" << static_cast<double>(m.duration()) / 1e9 << "\">\n";
   x << "    <properties>\n      <property name=\"trace\" value=\"" << junit_escape(o.file) << "\"/>\n"
@@ -268,12 +309,18 @@ std::string write_junit(const std::string& path, const Model& m, Symbolizer& sym
     x << "    <testcase classname=\"memtide.check\" name=\"" << junit_escape(l.name) << "\" time=\"0\">\n";
     if (l.broken()) {
       std::string body = l.what + ": " + l.value(l.actual) + " (limit " + l.value(l.limit) + ")\n";
+      std::size_t i = 0;
       if (l.name != "max-peak-bytes") {
-        std::size_t i = 0;
         for (const StackStats* s : e.leaks) {
           if (i++ == o.top) break;
           body += "\n" + human_bytes(s->m.leaked_bytes) + " in " + count_of(s->m.leaked_blocks, "block", "blocks") + "\n" +
                   stack_text(sym, s->stack, o.frames, "  ");
+        }
+      } else {
+        for (const StackStats* s : e.peak_stacks) {
+          if (i++ == o.top) break;
+          body += "\n" + human_bytes(s->m.peak_bytes) + " in " + count_of(s->m.peak_blocks, "block", "blocks") +
+                  " live at the peak\n" + stack_text(sym, s->stack, o.frames, "  ");
         }
       }
       x << "      <failure type=\"memtide.leak\" message=\""
@@ -282,15 +329,85 @@ std::string write_junit(const std::string& path, const Model& m, Symbolizer& sym
     }
     x << "    </testcase>\n";
   }
-  x << "  </testsuite>\n</testsuites>\n";
+  x << "  </testsuite>\n";
+  return x.str();
+}
+
+std::string write_junit(const std::string& path, const std::vector<std::string>& suites, std::size_t tests,
+                        std::size_t failures, const CheckOptions& o) {
+  std::ostringstream x;
+  x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  x << "<testsuites name=\"memtide\" tests=\"" << tests << "\" failures=\"" << failures << "\" errors=\"0\">\n";
+  for (const std::string& suite : suites) x << suite;
+  x << "</testsuites>\n";
   std::vector<std::string> inputs = o.suppressions;
-  inputs.push_back(o.file);
+  inputs.insert(inputs.end(), o.files.begin(), o.files.end());
   return write_whole_file(path, x.view(), inputs);
 }
 
 // ---------------------------------------------------------------------------------------
 // [5] Command
 // ---------------------------------------------------------------------------------------
+
+// Why the trace does not hold the whole run (empty: it does): its blocks not freed may then have
+// been freed after the cut, so no verdict on leaks can be given from it.
+std::string incomplete_reason(const Model& m) {
+  if (m.truncated) return "the file is cut short (truncated)";
+  if (!m.complete || !m.end)
+    return "it has no End record (the program was killed, the disk filled up, or it is still running)";
+  if (m.end->reason == fmt::EndReason::Detached)
+    return "recording stopped at its size limit (--max-size) while the program went on";
+  if (m.end->reason == fmt::EndReason::Error) return "recording stopped after an error";
+  if (m.end->lost_events) return std::to_string(m.end->lost_events) + " events were not recorded";
+  return "";
+}
+
+// What judging one trace gave: its exit status (0, 1, 2), a label for the summary, and its
+// JSON and JUnit parts.
+struct Verdict {
+  int status = kExitOk;
+  std::string label;
+  json j;
+  std::string junit;
+};
+
+Verdict judge(const CheckOptions& o, SuppressionList supp, std::size_t& junit_tests, std::size_t& junit_failures) {
+  Verdict v;
+  v.label = o.file;
+  SymbolPreload preload;
+  auto model = load_model(o.file, ReplayOptions{}, false, &preload);
+  if (!model) return v.status = kExitError, v;
+  if (model->have_process) v.label = program_name(model->process) + " (pid " + std::to_string(model->process.pid) + ")";
+  if (model->corrupt) {
+    print_error(o.file, "the trace is corrupt: leaks cannot be trusted");
+    return v.status = kExitError, v;
+  }
+  if (const std::string why = incomplete_reason(*model); !why.empty()) {
+    if (!o.allow_incomplete) {
+      print_error(o.file, "cannot judge the trace: " + why +
+                              "; a block not freed in it may have been freed later (--allow-incomplete judges what "
+                              "was recorded)");
+      return v.status = kExitError, v;
+    }
+    print_warning(o.file, why + ": judged on what was recorded (--allow-incomplete)");
+  }
+  if (model->have_process && !model->process.program_malloc.empty()) {
+    print_error(o.file, "the program's allocations were not recorded (it has a malloc of its own, in " +
+                            model->process.program_malloc + "): leaks cannot be checked");
+    return v.status = kExitError, v;
+  }
+  Symbolizer sym(*model, {}, &preload);
+  const Evaluation e = evaluate(*model, sym, supp, o);
+  if (o.json)
+    v.j = check_json(*model, sym, supp, e, o);
+  else
+    print_text(*model, sym, supp, e, o);
+  std::cout.flush();
+  print_symbol_problems(o.file, sym);
+  if (!o.junit.empty()) v.junit = junit_suite(*model, sym, e, o, junit_tests, junit_failures);
+  v.status = e.failed() ? 1 : kExitOk;
+  return v;
+}
 
 int run_check(const CheckOptions& o) {
   SuppressionList supp;
@@ -307,7 +424,7 @@ int run_check(const CheckOptions& o) {
   for (const std::string& n : notes) std::cerr << "memtide: note: " << printable(n) << '\n';
   if (!o.junit.empty()) {
     std::vector<std::string> inputs = o.suppressions;
-    inputs.push_back(o.file);
+    inputs.insert(inputs.end(), o.files.begin(), o.files.end());
     if (const std::string err = check_output_path(o.junit, inputs); !err.empty()) {
       print_error(o.junit, "cannot write the JUnit report: " + err);
       return kExitError;
@@ -315,33 +432,44 @@ int run_check(const CheckOptions& o) {
   }
   if (o.options_only) return kExitOk;
 
-  SymbolPreload preload;
-  auto model = load_model(o.file, ReplayOptions{}, false, &preload);
-  if (!model) return kExitError;
-  if (model->corrupt) {
-    print_error(o.file, "the trace is corrupt: leaks cannot be trusted");
-    return kExitError;
+  std::vector<Verdict> verdicts;
+  std::vector<std::string> suites;
+  std::size_t junit_tests = 0, junit_failures = 0;
+  int status = kExitOk;
+  for (const std::string& f : o.files) {
+    CheckOptions one = o;
+    one.file = f;
+    if (!verdicts.empty() && !o.json) std::printf("\n");
+    verdicts.push_back(judge(one, supp, junit_tests, junit_failures));
+    const int st = verdicts.back().status;
+    if (st == kExitError || (st == 1 && status == kExitOk)) status = st;
+    if (!verdicts.back().junit.empty()) suites.push_back(verdicts.back().junit);
   }
-  if (model->have_process && !model->process.program_malloc.empty()) {
-    print_error(o.file, "the program's allocations were not recorded (it has a malloc of its own, in " +
-                            model->process.program_malloc + "): leaks cannot be checked");
-    return kExitError;
+  if (o.json) {
+    if (verdicts.size() == 1) {
+      if (!verdicts[0].j.is_null()) std::cout << verdicts[0].j.dump(2, ' ', false, json::error_handler_t::replace) << '\n';
+    } else {
+      json all = json::array();
+      for (const Verdict& v : verdicts) all.push_back(v.j);
+      const json j = {{"result", status == kExitOk ? "pass" : status == 1 ? "fail" : "error"}, {"traces", all}};
+      std::cout << j.dump(2, ' ', false, json::error_handler_t::replace) << '\n';
+    }
+  } else if (verdicts.size() > 1) {
+    // Each trace's verdict was printed above; the processes judged, in one place.
+    std::printf("\nmemtide check: %s judged:\n", count_of(verdicts.size(), "process", "processes").c_str());
+    for (std::size_t i = 0; i < verdicts.size(); ++i)
+      std::printf("  %s %s: %s\n", verdicts[i].status == kExitOk ? "passed" : verdicts[i].status == 1 ? "FAILED" : "ERROR ",
+                  printable(verdicts[i].label).c_str(), printable(o.files[i]).c_str());
+    std::printf("memtide check: %s\n", status == kExitOk ? "passed" : status == 1 ? "FAILED" : "could not judge every process");
   }
-  Symbolizer sym(*model, {}, &preload);
-  const Evaluation e = evaluate(*model, sym, supp, o);
-  if (o.json)
-    std::cout << check_json(*model, sym, supp, e, o).dump(2, ' ', false, json::error_handler_t::replace) << '\n';
-  else
-    print_text(*model, sym, supp, e, o);
   std::cout.flush();
-  print_symbol_problems(o.file, sym);
-  if (!o.junit.empty()) {
-    if (const std::string err = write_junit(o.junit, *model, sym, e, o); !err.empty()) {
+  if (!o.junit.empty() && !suites.empty()) {
+    if (const std::string err = write_junit(o.junit, suites, junit_tests, junit_failures, o); !err.empty()) {
       print_error(o.junit, "cannot write the JUnit report: " + err);
       return kExitError;
     }
   }
-  return e.failed() ? 1 : kExitOk;
+  return status;
 }
 
 }  // namespace
@@ -357,7 +485,8 @@ Command check_command() {
                   return problem ? "not a size: '" + v + "': " + problem : std::string();
                 },
                 "SIZE");
-            sub.add_option("file", o->file, "Trace file (.mtide)")->required();
+            sub.add_option("file", o->files, "Trace files (.mtide): each is judged; the check fails when one fails")
+                ->required();
             sub.add_option("--max-leaked-bytes", o->max_leaked_bytes, "Most leaked bytes allowed (default 0 when no leak limit is given)")
                 ->check(size_check);
             sub.add_option("--max-leaked-blocks", o->max_leaked_blocks, "Most leaked blocks allowed (default: no limit)")
@@ -371,6 +500,9 @@ Command check_command() {
                          "Do not hide the known one-time allocations of glibc and libstdc++");
             sub.add_flag("--include-reachable", o->include_reachable,
                          "With a leak scan in the trace, count still-reachable blocks as leaks too");
+            sub.add_flag("--allow-incomplete", o->allow_incomplete,
+                         "Judge a trace cut short (truncated, no End record, recording stopped early) on what it "
+                         "holds, instead of exit 2");
             sub.add_option("--junit", o->junit, "Also write a JUnit XML report to this file");
             sub.add_flag("--json", o->json, "Print the result as JSON instead of text");
             sub.add_flag("--options-only", o->options_only,

@@ -4,9 +4,10 @@
 // the rest: `memtide run` asks it to tell a signal's status from an exit status.
 //
 // Reads every block (no merge needed: counts and extremes do not depend on order), then
-// prints the summary on stdout. A truncated or corrupt file still gets the summary of what
-// could be read, followed by one error line on stderr and exit status 2. A file whose
-// recorder still holds its lock is "growing", not truncated.
+// prints the summary on stdout. A truncated file gets the summary of what could be read and a
+// warning (exit 0, as every reader treats it); a corrupt one the summary, one error line on
+// stderr and exit status 2. A file whose recorder still holds its lock is "growing", not
+// truncated.
 //
 // Sections: [1] collecting  [2] state of the file  [3] text output  [4] JSON output  [5] command
 #include <CLI/CLI.hpp>
@@ -122,18 +123,6 @@ std::string_view state_name(State s) {
   return "?";
 }
 
-std::string_view end_reason_name(EndReason r) {
-  switch (r) {
-    case EndReason::Exit: return "exit";
-    case EndReason::QuickExit: return "quick_exit";
-    case EndReason::Signal: return "signal";
-    case EndReason::Exec: return "exec";
-    case EndReason::Error: return "error";
-    case EndReason::Detached: return "detached";
-    case EndReason::Count: break;
-  }
-  return "unknown";
-}
 
 std::string mode_name(RecordingMode m) {
   switch (m) {
@@ -166,7 +155,7 @@ std::string state_line(const Summary& s) {
       std::string line = "complete (end: " + std::string(end_reason_name(c.end->reason));
       if (c.end->reason == EndReason::Signal)
         line += ", signal " + std::to_string(c.end->status);
-      else if (c.end->reason == EndReason::Exit || c.end->reason == EndReason::QuickExit)
+      else if (end_has_exit_status(c.end->reason))
         line += ", status " + std::to_string(c.end->status);
       return line + ")";
     }
@@ -385,7 +374,13 @@ int run_info(const InfoOptions& o) {
     print_warning(o.file, "skipped " + std::to_string(n) + " record(s) with unknown tag " + tag_hex(tag) +
                               " (written by a newer memtide?)");
   if (s.state == State::Incomplete) print_warning(o.file, "no end record: the trace stops without a proper end");
-  if (s.state == State::Truncated || s.state == State::Corrupt || s.state == State::Unreadable) {
+  // A trace cut short is described up to the cut, as every reader reads it (README, "A trace
+  // cut short"); only `check`, which must give a verdict, refuses it.
+  if (s.state == State::Truncated) {
+    print_warning(o.file, s.stop.message);
+    return kExitOk;
+  }
+  if (s.state == State::Corrupt || s.state == State::Unreadable) {
     print_error(o.file, s.stop.message);
     return kExitError;
   }

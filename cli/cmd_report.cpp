@@ -28,17 +28,6 @@ struct ReportOptions {
   WindowOptions window;
 };
 
-const char* end_reason(fmt::EndReason r) {
-  switch (r) {
-    case fmt::EndReason::Exit: return "exit";
-    case fmt::EndReason::QuickExit: return "quick_exit";
-    case fmt::EndReason::Signal: return "signal";
-    case fmt::EndReason::Exec: return "exec";
-    case fmt::EndReason::Error: return "error";
-    case fmt::EndReason::Detached: return "detached";
-    default: return "unknown";
-  }
-}
 
 // ---------------------------------------------------------------------------------------
 // [1] JSON
@@ -109,7 +98,7 @@ json report_json(const Model& m, Symbolizer& sym, const ReportOptions& o) {
   j["file"] = o.file;
   j["complete"] = m.complete;
   j["truncated"] = m.truncated;
-  j["end"] = m.end ? json{{"reason", end_reason(m.end->reason)},
+  j["end"] = m.end ? json{{"reason", fmt::end_reason_name(m.end->reason)},
                           {"status", m.end->status},
                           {"lost_events", m.end->lost_events}}
                    : json(nullptr);
@@ -245,8 +234,8 @@ void print_section(const Model& m, Symbolizer& sym, const char* title, Domain d,
         line = human_bytes(s->m.at_bytes) + " in " + count_of(s->m.at_blocks, "block", "blocks");
         break;
       case Metric::Temporary:
-        line = std::to_string(s->m.temp_count) + " temporary of " + std::to_string(s->m.alloc_count) +
-               " allocations (" + human_bytes(s->m.temp_bytes) + ")";
+        line = thousands(s->m.temp_count) + " temporary of " + count_of(s->m.alloc_count, "allocation", "allocations") +
+               " (" + human_bytes(s->m.temp_bytes) + ")";
         break;
       default:
         line = human_bytes(s->m.alloc_bytes) + " in " + count_of(s->m.alloc_count, "allocation", "allocations");
@@ -266,7 +255,7 @@ void report_text(const Model& m, Symbolizer& sym, const ReportOptions& o) {
   if (m.end && m.end->reason == fmt::EndReason::Signal)
     state += ", killed by signal " + std::to_string(m.end->status);
   else if (m.end)
-    state += std::string(", ") + end_reason(m.end->reason) + " status " + std::to_string(m.end->status);
+    state += std::string(", ") + std::string(fmt::end_reason_name(m.end->reason)) + " status " + std::to_string(m.end->status);
   row("trace", printable(o.file) + " (" + state + ")");
   if (m.have_process)
     row("program", printable(program_label(m.process)) + ", pid " + std::to_string(m.process.pid) + ", " +
@@ -276,8 +265,8 @@ void report_text(const Model& m, Symbolizer& sym, const ReportOptions& o) {
   if (m.has_window())
     row("window", "allocations made in [" + rel_time(m, m.window_from) + ", " +
                       (m.window_to == UINT64_MAX ? std::string("end") : rel_time(m, m.window_to)) + "]");
-  row("heap", std::to_string(h.allocations) + " allocations (" + human_bytes(h.allocated_bytes) + "), " +
-                  std::to_string(h.frees) + " frees, " + std::to_string(h.temporaries) + " temporary" +
+  row("heap", count_of(h.allocations, "allocation", "allocations") + " (" + human_bytes(h.allocated_bytes) + "), " +
+                  count_of(h.frees, "free", "frees") + ", " + thousands(h.temporaries) + " temporary" +
                   percent(h.temporaries, h.allocations));
   row("peak", human_bytes(h.peak_bytes) + " in " + count_of(h.peak_blocks, "block", "blocks") + " at " +
                   rel_time(m, h.peak_time));
@@ -289,7 +278,7 @@ void report_text(const Model& m, Symbolizer& sym, const ReportOptions& o) {
   for (Domain d : {Domain::Mmap, Domain::Custom}) {
     const Totals& t = m.totals[static_cast<unsigned>(d)];
     if (!t.allocations && !t.frees) continue;
-    row(domain_name(d), std::to_string(t.allocations) + " allocations (" + human_bytes(t.allocated_bytes) + "), peak " +
+    row(domain_name(d), count_of(t.allocations, "allocation", "allocations") + " (" + human_bytes(t.allocated_bytes) + "), peak " +
                             human_bytes(t.peak_bytes) + ", not freed " + human_bytes(t.leaked_bytes) + " in " +
                             count_of(t.leaked_blocks, "block", "blocks"));
   }
@@ -298,7 +287,8 @@ void report_text(const Model& m, Symbolizer& sym, const ReportOptions& o) {
   if (m.anomalies.mismatch_count) anomalies += count_of(m.anomalies.mismatch_count, "mismatched free", "mismatched frees");
   uint64_t unknown = 0;
   for (uint64_t n : m.anomalies.unknown_free_count) unknown += n;
-  if (unknown) anomalies += (anomalies.empty() ? "" : ", ") + std::to_string(unknown) + " frees of unknown addresses";
+  if (unknown)
+    anomalies += (anomalies.empty() ? "" : ", ") + count_of(unknown, "free of an unknown address", "frees of unknown addresses");
   if (!anomalies.empty()) row("anomalies", anomalies);
 
   std::printf("\n%-18s %12s %12s %12s\n", "by API", "allocations", "bytes", "releases");
@@ -307,8 +297,8 @@ void report_text(const Model& m, Symbolizer& sym, const ReportOptions& o) {
     const ApiCount& fr = m.free_api[a];
     if (!al.calls && !fr.calls) continue;
     std::printf("  %-16s %12s %12s %12s\n", std::string(fmt::api_name(static_cast<fmt::Api>(a))).c_str(),
-                al.calls ? std::to_string(al.calls).c_str() : "-", al.calls ? human_bytes(al.bytes).c_str() : "-",
-                fr.calls ? std::to_string(fr.calls).c_str() : "-");
+                al.calls ? thousands(al.calls).c_str() : "-", al.calls ? human_bytes(al.bytes).c_str() : "-",
+                fr.calls ? thousands(fr.calls).c_str() : "-");
   }
 
   print_section(m, sym, "LEAKS (not freed at the end, by stack)", Domain::Heap, Metric::Leaked, o);
@@ -328,8 +318,8 @@ void report_text(const Model& m, Symbolizer& sym, const ReportOptions& o) {
     std::size_t i = 0;
     for (const Mismatch& x : m.anomalies.mismatches) {
       if (i == o.top) break;
-      std::printf("  %2zu. %s block freed with %s: %llu times (%s)\n", ++i, std::string(fmt::api_name(x.alloc_api)).c_str(),
-                  std::string(fmt::api_name(x.free_api)).c_str(), static_cast<unsigned long long>(x.count),
+      std::printf("  %2zu. %s block freed with %s: %s (%s)\n", ++i, std::string(fmt::api_name(x.alloc_api)).c_str(),
+                  std::string(fmt::api_name(x.free_api)).c_str(), count_of(x.count, "time", "times").c_str(),
                   human_bytes(x.bytes).c_str());
       print_stack(sym, x.stack, o.frames);
     }
@@ -339,8 +329,8 @@ void report_text(const Model& m, Symbolizer& sym, const ReportOptions& o) {
     std::size_t i = 0;
     for (const UnknownFree& u : m.anomalies.unknown_frees) {
       if (i++ == o.top) break;
-      std::printf("  %s on thread %u: %llu times (first 0x%llx at %s)\n", std::string(fmt::api_name(u.api)).c_str(),
-                  u.thread.value, static_cast<unsigned long long>(u.count), static_cast<unsigned long long>(u.first_addr),
+      std::printf("  %s on thread %u: %s (first 0x%llx at %s)\n", std::string(fmt::api_name(u.api)).c_str(),
+                  u.thread.value, count_of(u.count, "time", "times").c_str(), static_cast<unsigned long long>(u.first_addr),
                   rel_time(m, u.first_time).c_str());
     }
   }

@@ -13,12 +13,6 @@ using namespace memtide::analysis;
 
 namespace {
 
-std::string with_commas(uint64_t v) {
-  std::string s = std::to_string(v);
-  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<std::size_t>(i), ",");
-  return s;
-}
-
 // A run of a shell script or of a launcher (pyenv's shims are bash scripts) can start dozens of
 // short processes, each with its trace; the summary names at most kShown of them: the last
 // trace of the root process (the program the user named, after its execs), every trace that
@@ -62,9 +56,9 @@ void describe(SummaryEntry& e, const AnalyzeResult& r) {
   const Totals& h = m.heap();
   e.allocations = h.allocations;
   e.exe = program_name(m.process);
-  out << "  " << with_commas(h.allocations) << " allocations, peak heap " << human_bytes(h.peak_bytes) << " at "
-      << rel_time(m, h.peak_time) << ", " << human_bytes(h.leaked_bytes) << " in " << with_commas(h.leaked_blocks)
-      << " blocks not freed";
+  out << "  " << thousands(h.allocations) << " allocations, peak heap " << human_bytes(h.peak_bytes) << " at "
+      << rel_time(m, h.peak_time) << ", " << human_bytes(h.leaked_bytes) << " in " << count_of(h.leaked_blocks, "block", "blocks")
+      << " not freed";
   if (m.leak_scan.complete)
     out << " (" << human_bytes(h.leaked_bytes - h.reachable_bytes) << " unreachable, " << human_bytes(h.reachable_bytes)
         << " still reachable)";
@@ -113,7 +107,7 @@ void print_summary(std::vector<SummaryEntry>& entries, std::ostream& out) {
     const auto slash = entries.front().path.rfind('/');
     const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : entries.front().path.substr(0, slash);
     out << "and " << hidden << " more traces in " << printable(dir) << " (" << programs_of(entries) << "), "
-        << with_commas(hidden_allocations) << " allocations in all\n";
+        << thousands(hidden_allocations) << " allocations in all\n";
   }
 }
 

@@ -282,14 +282,28 @@ enum class RecordingMode : uint8_t { Exact = 0, Sampled = 1, Count };
 
 // Why the trace ended (End record).
 enum class EndReason : uint8_t {
-  Exit = 0,         // normal exit / return from main / exit() from any thread
-  QuickExit = 1,    // _exit / _Exit
+  Exit = 0,         // return from main / exit() from any thread; `status` is exit's
+  ImmediateExit = 1,  // _exit / _Exit (no exit handlers ran)
   Signal = 2,       // fatal signal: flushed, then re-raised; `status` is the signal number
   Exec = 3,         // the process exec'd another program (which records into its own file)
   Error = 4,        // recording stopped after an error (see the message on stderr)
   Detached = 5,     // recording stopped on request
+  QuickExit = 6,    // quick_exit (after the at_quick_exit handlers)
   Count
 };
+
+// How readers name each reason (`memtide info --end`, JSON "reason").
+constexpr std::string_view end_reason_name(EndReason r) {
+  constexpr std::string_view names[] = {"exit", "_exit", "signal", "exec", "error", "detached", "quick_exit"};
+  static_assert(sizeof(names) / sizeof(names[0]) == static_cast<unsigned>(EndReason::Count),
+                "end_reason_name out of step with EndReason");
+  const auto i = static_cast<unsigned>(r);
+  return i < static_cast<unsigned>(EndReason::Count) ? names[i] : std::string_view("unknown");
+}
+// Whether `status` of an End with this reason is an exit status.
+constexpr bool end_has_exit_status(EndReason r) {
+  return r == EndReason::Exit || r == EndReason::ImmediateExit || r == EndReason::QuickExit;
+}
 
 // Segment flags of a module (ModuleLoad).
 inline constexpr uint8_t kSegRead = 4, kSegWrite = 2, kSegExec = 1;

@@ -297,14 +297,20 @@ MT_EXPORT int pthread_setname_np(pthread_t t, const char* name) {
 
 MT_EXPORT void _exit(int status) {
   ready();
-  rec::finish_quick_exit(status);
+  rec::finish_immediate_exit(status);
   rec::real.exit_(status);
 }
 
 MT_EXPORT void _Exit(int status) {
   ready();
-  rec::finish_quick_exit(status);
+  rec::finish_immediate_exit(status);
   rec::real.Exit_(status);
+}
+
+MT_EXPORT void quick_exit(int status) {
+  ready();
+  rec::on_quick_exit(status);
+  rec::real.quick_exit(status);
 }
 
 MT_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
@@ -526,5 +532,26 @@ MT_EXPORT void memtide_impl_free(const void* p) { rec::on_free(Api::Custom, cons
 // ---------------------------------------------------------------------------------------
 // [6] Start-up and exit
 // ---------------------------------------------------------------------------------------
-__attribute__((constructor(101))) static void memtide_constructor() { rec::start(); }
+__attribute__((constructor(101))) static void memtide_constructor() {
+  rec::start();
+  rec::install_quick_exit_handler();
+}
+
+// The program's main, called through main_with_exit_status: the status exit() gets (a return
+// from main included) is known only to exit handlers, and one registered from a constructor
+// would run after the destructors that end the trace.
+namespace {
+int (*g_program_main)(int, char**, char**);
+int main_with_exit_status(int argc, char** argv, char** envp) {
+  rec::install_exit_status_handler();
+  return g_program_main(argc, argv, envp);
+}
+}  // namespace
+
+MT_EXPORT int __libc_start_main(int (*main)(int, char**, char**), int argc, char** argv, void (*init)(),
+                                void (*fini)(), void (*rtld_fini)(), void* stack_end) {
+  ready();
+  g_program_main = main;
+  return rec::real.libc_start_main(main ? main_with_exit_status : main, argc, argv, init, fini, rtld_fini, stack_end);
+}
 __attribute__((destructor(101))) static void memtide_destructor() { rec::finish_at_exit(); }

@@ -79,6 +79,8 @@ void resolve_backing() {
   resolve(real.pthread_getattr_np, "pthread_getattr_np");
   resolve(real.exit_, "_exit");
   resolve(real.Exit_, "_Exit");
+  resolve(real.quick_exit, "quick_exit");
+  resolve(real.libc_start_main, "__libc_start_main");
   resolve(real.execve, "execve");
   resolve(real.execveat, "execveat");
   resolve(real.fexecve, "fexecve");

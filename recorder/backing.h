@@ -40,6 +40,8 @@ struct RealFns {
   int (*pthread_getattr_np)(unsigned long, void*);  // (pthread_attr_t*)
   void (*exit_)(int) __attribute__((noreturn));   // _exit
   void (*Exit_)(int) __attribute__((noreturn));   // _Exit
+  void (*quick_exit)(int) __attribute__((noreturn));
+  int (*libc_start_main)(int (*)(int, char**, char**), int, char**, void (*)(), void (*)(), void (*)(), void*);
   int (*execve)(const char*, char* const[], char* const[]);
   int (*execveat)(int, const char*, char* const[], char* const[], int);
   int (*fexecve)(int, char* const[], char* const[]);

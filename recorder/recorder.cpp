@@ -916,8 +916,10 @@ void finish(fmt::EndReason reason, uint64_t status, int timeout_ms) {
   }
   tls_busy++;
   // After the program's destructors (this runs from libmemtide's own destructor, or exit's
-  // last handlers): what is live now and reachable from nowhere is a leak.
-  if (reason == fmt::EndReason::Exit && g.opts.leak_scan)
+  // last handlers), or at _exit and quick_exit (a shell ends by _exit; the blocks its globals
+  // still hold are not leaks): what is live now and reachable from nowhere is a leak.
+  if ((reason == fmt::EndReason::Exit || reason == fmt::EndReason::ImmediateExit || reason == fmt::EndReason::QuickExit) &&
+      g.opts.leak_scan)
     leak_scan(reinterpret_cast<uintptr_t>(__builtin_frame_address(0)));
   writer_finish(reason, status, timeout_ms);
   tls_busy--;
@@ -925,8 +927,29 @@ void finish(fmt::EndReason reason, uint64_t status, int timeout_ms) {
 
 }  // namespace
 
-void finish_at_exit() { finish(fmt::EndReason::Exit, 0, 10000); }
-void finish_quick_exit(int status) { finish(fmt::EndReason::QuickExit, static_cast<uint64_t>(status), 10000); }
+namespace {
+// exit()'s status and quick_exit()'s, as their handlers and hook saw them.
+std::atomic<int> g_exit_status{0};
+std::atomic<int> g_quick_exit_status{0};
+
+void keep_exit_status(int status, void*) { g_exit_status.store(status); }
+void end_at_quick_exit() { finish(fmt::EndReason::QuickExit, static_cast<uint64_t>(g_quick_exit_status.load()), 10000); }
+}  // namespace
+
+// Handlers run in reverse order of registration: registered before the program's own, these
+// run after them (what the program's handlers allocate is recorded).
+void install_quick_exit_handler() { at_quick_exit(end_at_quick_exit); }
+void install_exit_status_handler() { on_exit(keep_exit_status, nullptr); }
+
+void finish_at_exit() {
+  finish(fmt::EndReason::Exit, static_cast<uint64_t>(static_cast<unsigned>(g_exit_status.load()) & 0xff), 10000);
+}
+void finish_immediate_exit(int status) {
+  // A vfork child shares the parent's memory: its _exit is not the end of the parent's trace.
+  if (getpid() != g.pid) return;
+  finish(fmt::EndReason::ImmediateExit, static_cast<uint64_t>(static_cast<unsigned>(status) & 0xff), 10000);
+}
+void on_quick_exit(int status) { g_quick_exit_status.store(status); }
 
 namespace {
 char* g_exec_env[4096];

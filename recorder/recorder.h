@@ -18,10 +18,20 @@ namespace memtide::rec {
 
 // Start-up from the preload's constructor (also triggered lazily by the first event).
 void start();
-// Final flush at normal process exit (the preload's destructor).
+// Final flush at normal process exit (the preload's destructor), with the status exit() was
+// given (return from main included), as the handler install_exit_handlers registers saw it.
 void finish_at_exit();
 // Final flush before _exit / _Exit.
-void finish_quick_exit(int status);
+void finish_immediate_exit(int status);
+// quick_exit(status) is about to run the at_quick_exit handlers: the last of them, registered by
+// install_exit_handlers, writes the End record with this status.
+void on_quick_exit(int status);
+// From the preload's constructor: an at_quick_exit handler that ends the trace on quick_exit.
+void install_quick_exit_handler();
+// Just before the program's main: an on_exit handler that keeps exit()'s status (return from
+// main included; exit handlers get no other way to it). Registered then, after libc registered
+// the loader's destructor call, so that it runs before the destructors, where the trace ends.
+void install_exit_status_handler();
 
 // Heap events. `p` null (a failed allocation) is ignored. `frame`: the calling shim's frame
 // pointer (__builtin_frame_address(0) in a function compiled with frame pointers), from which

@@ -596,6 +596,24 @@ void* writer_main(void*) {
   return nullptr;
 }
 
+// `name` with ".<n>" before its extension (`t.mtide` -> `t.<n>.mtide`), or at its end when its
+// last component has none: a numbered trace still ends in .mtide. `out` may be `name`; a
+// name that would not fit leaves `out` as it was.
+void with_suffix(const char* name, char* out, size_t cap, long n) {
+  char tail[256] = "";
+  const char* slash = std::strrchr(name, '/');
+  const char* last = slash ? slash + 1 : name;
+  const char* dot = std::strrchr(last, '.');
+  size_t stem = std::strlen(name);
+  if (dot && dot != last && std::strlen(dot) < sizeof tail) {  // (".hidden" has no extension)
+    std::snprintf(tail, sizeof tail, "%s", dot);
+    stem = static_cast<size_t>(dot - name);
+  }
+  char buf[4096 + 64];
+  const int w = std::snprintf(buf, sizeof buf, "%.*s.%ld%s", static_cast<int>(stem), name, n, tail);
+  if (w > 0 && static_cast<size_t>(w) < cap) std::memcpy(out, buf, static_cast<size_t>(w) + 1);
+}
+
 // Builds the file name from the pattern: %p pid, %e program name, %% a percent sign.
 // %e is the program as it was started (argv[0]'s file name: redis-server, not the file its
 // symlink names), else the executable's file name.
@@ -628,10 +646,7 @@ void expand_pattern(const char* pattern, bool child, char* out, size_t cap) {
     out[n++] = *p;
   }
   out[n < cap ? n : cap - 1] = 0;
-  if (child && !had_pid) {
-    const size_t len = std::strlen(out);
-    std::snprintf(out + len, cap - len, ".%d", static_cast<int>(getpid()));
-  }
+  if (child && !had_pid) with_suffix(out, out, cap, getpid());
 }
 
 }  // namespace
@@ -669,7 +684,7 @@ bool open_trace_file(bool child) {
   int fd = -1;
   for (int i = 0; i < 1000 && fd < 0; ++i) {
     if (i == 0) std::snprintf(g.path, sizeof g.path, "%s", base);
-    else std::snprintf(g.path, sizeof g.path, "%s.%d", base, i);
+    else with_suffix(base, g.path, sizeof g.path, i);
     fd = open(g.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0 && errno != EEXIST) break;
   }

@@ -28,7 +28,8 @@ std::string end_description(const Model& m, bool recording) {
   const auto& e = *m.end;
   switch (e.reason) {
     case fmt::EndReason::Exit: return "exit status " + std::to_string(e.status);
-    case fmt::EndReason::QuickExit: return "_exit status " + std::to_string(e.status);
+    case fmt::EndReason::ImmediateExit: return "_exit status " + std::to_string(e.status);
+    case fmt::EndReason::QuickExit: return "quick_exit status " + std::to_string(e.status);
     case fmt::EndReason::Signal: return "killed by " + signal_name(e.status);
     case fmt::EndReason::Exec: return "exec'd another program";
     case fmt::EndReason::Error: return "recording stopped after an error";
@@ -75,9 +76,9 @@ SummaryData make_summary(const Model& m, const std::string& path, bool recording
   heap.rows.push_back({"temporary", format_count(h.temporaries) + " (" + format_share(h.temporaries, h.allocations) +
                                         " of allocations)"});
   heap.rows.push_back({"peak heap", format_bytes(h.peak_bytes) + " in " + format_count(h.peak_blocks) +
-                                        " blocks at " + rel(m, h.peak_time)});
+                                        (h.peak_blocks == 1 ? " block at " : " blocks at ") + rel(m, h.peak_time)});
   heap.rows.push_back({"peak RSS", m.peak_rss ? format_bytes(m.peak_rss) : "not recorded"});
-  heap.rows.push_back({"not freed", format_bytes(h.leaked_bytes) + " in " + format_count(h.leaked_blocks) + " blocks",
+  heap.rows.push_back({"not freed", format_bytes(h.leaked_bytes) + " in " + format_count(h.leaked_blocks) + (h.leaked_blocks == 1 ? " block" : " blocks"),
                        h.leaked_bytes > 0});
   d.sections.push_back(std::move(heap));
 
@@ -87,7 +88,7 @@ SummaryData make_summary(const Model& m, const std::string& path, bool recording
     SummarySection s{dom == Domain::Mmap ? "Anonymous mappings (mmap)" : "Custom pools", {}};
     s.rows.push_back({"allocations", format_count(t.allocations) + " (" + format_bytes(t.allocated_bytes) + ")"});
     s.rows.push_back({"peak", format_bytes(t.peak_bytes) + " at " + rel(m, t.peak_time)});
-    s.rows.push_back({"not freed", format_bytes(t.leaked_bytes) + " in " + format_count(t.leaked_blocks) + " blocks"});
+    s.rows.push_back({"not freed", format_bytes(t.leaked_bytes) + " in " + format_count(t.leaked_blocks) + (t.leaked_blocks == 1 ? " block" : " blocks")});
     d.sections.push_back(std::move(s));
   }
 
@@ -112,7 +113,7 @@ SummaryData make_summary(const Model& m, const std::string& path, bool recording
   if (unknown) d.warnings.push_back(format_count(unknown) + " frees of addresses that were not live (allocated before "
                                                             "recording, or freed twice)");
   if (an.mismatch_count)
-    d.warnings.push_back(format_count(an.mismatch_count) + " blocks released by the wrong API (e.g. new[] with free)");
+    d.warnings.push_back(format_count(an.mismatch_count) + (an.mismatch_count == 1 ? " block" : " blocks") + " released by the wrong API (e.g. new[] with free)");
   if (an.bad_records) d.warnings.push_back(format_count(an.bad_records) + " records that could not be right were skipped");
   if (m.end && m.end->lost_events)
     d.warnings.push_back(format_count(m.end->lost_events) + " events were lost by the recorder");

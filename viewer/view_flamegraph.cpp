@@ -168,7 +168,7 @@ void FlameWidget::draw(Frame& f, const FlameTree* tree, bool bytes, const char* 
         ImGui::SameLine(0, 0);
         ImGui::TextUnformatted(")");
         if (n.self) ImGui::Text("self %s", value_text(n.self, bytes).c_str());
-        if (bytes) ImGui::Text("%s blocks", format_count(n.blocks).c_str());
+        if (bytes) ImGui::Text("%s %s", format_count(n.blocks).c_str(), n.blocks == 1 ? "block" : "blocks");
       }
       ImGui::TextDisabled("click: zoom in   right-click: zoom out");
     }

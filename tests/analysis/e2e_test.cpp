@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -159,6 +160,67 @@ TEST(Check, LimitsAreHonoured) {
   EXPECT_EQ(cli("check --max-leaked-blocks 9 " + leaky_trace()).status, 0);
   EXPECT_EQ(cli("check --max-leaked-blocks 8 " + leaky_trace()).status, 1);
   EXPECT_EQ(cli("check --max-peak-bytes 1 " + clean_trace()).status, 1);
+}
+
+// A broken peak limit shows what was live at the peak, by stack, largest first (as the report's
+// peak section does), in the text, the JSON and the JUnit report.
+TEST(Check, PeakBreachPrintsTheStacksLiveAtThePeak) {
+  const json rep = report(leaky_trace());
+  ASSERT_FALSE(rep["peak_stacks"].empty());
+  const std::string junit = temp_dir() + "/peak.xml";
+  const Proc r = cli("check --json --top 1000 --max-peak-bytes 1KiB --max-leaked-bytes 1TB --junit " + junit + " " +
+                     leaky_trace());
+  EXPECT_EQ(r.status, 1) << r.err;
+  const json j = json::parse(r.out);
+  ASSERT_TRUE(j.contains("peak_stacks")) << r.out;
+  ASSERT_FALSE(j["peak_stacks"].empty());
+  uint64_t sum = 0, last = UINT64_MAX;
+  for (std::size_t i = 0; i < j["peak_stacks"].size(); ++i) {
+    const json& s = j["peak_stacks"][i];
+    EXPECT_LE(s["bytes"].get<uint64_t>(), last) << "largest first";
+    last = s["bytes"].get<uint64_t>();
+    sum += last;
+    if (i < rep["peak_stacks"].size()) EXPECT_EQ(s["stack_id"], rep["peak_stacks"][i]["stack_id"]);
+  }
+  EXPECT_EQ(sum, j["peak_bytes"].get<uint64_t>());
+  std::ifstream in(junit);
+  const std::string xml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(xml.find("live at the peak"), std::string::npos) << xml;
+  const Proc text = cli("check --max-peak-bytes 1KiB --max-leaked-bytes 1TB " + leaky_trace());
+  EXPECT_EQ(text.status, 1);
+  const std::size_t at = text.out.find("live at the peak");
+  ASSERT_NE(at, std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("  1. ", at), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("#0 ", at), std::string::npos) << text.out;
+  // Within the limit: no peak stacks.
+  const json ok = json::parse(cli("check --json --max-peak-bytes 1TB --max-leaked-bytes 1TB " + leaky_trace()).out);
+  ASSERT_TRUE(ok.contains("peak_stacks"));
+  EXPECT_TRUE(ok["peak_stacks"].empty());
+}
+
+// A trace cut short (truncated, no End record) cannot be judged: a block not freed in it may
+// have been freed after the cut. check says so and exits 2, unless --allow-incomplete; the
+// readers that show what a trace holds read it up to the cut with a warning and exit 0.
+TEST(Check, ATraceCutShortIsNotJudged) {
+  const std::string corpus = std::string(MT_SOURCE_DIR) + "/tests/corpus/";
+  const std::string cut = temp_dir() + "/leaky-cut.mtide";
+  {
+    const std::string whole = read_file(leaky_trace());
+    std::ofstream(cut, std::ios::binary) << whole.substr(0, whole.size() * 2 / 3);
+  }
+  for (const std::string& t : {corpus + "header-only", corpus + "truncated-payload", cut}) {
+    SCOPED_TRACE(t);
+    const Proc c = cli("check " + t);
+    EXPECT_EQ(c.status, 2) << c.out << c.err;
+    EXPECT_NE(c.err.find("cannot judge the trace"), std::string::npos) << c.err;
+    EXPECT_EQ(c.out.find("passed"), std::string::npos) << c.out;
+    EXPECT_NE(cli("check --allow-incomplete --max-leaked-bytes 1TB " + t).status, 2);
+    for (const char* reader : {"info", "report", "flamegraph -o - --metric count"}) {
+      const Proc r = cli(std::string(reader) + " " + t);
+      EXPECT_EQ(r.status, 0) << reader << "\n" << r.err;
+      EXPECT_NE(r.err.find("warning"), std::string::npos) << reader << "\n" << r.err;
+    }
+  }
 }
 
 TEST(Check, SuppressionsHideWhatTheyMatchAndNothingElse) {
@@ -607,7 +669,7 @@ TEST(Symbolize, RunNamesAChildsTraceWhileItsParentRuns) {
   ASSERT_EQ(sh("rm -rf " + dir + " && mkdir -p " + dir + " && cp " MT_LEAKY " " + dir + "/leaky_copy").status, 0);
   std::ofstream(dir + "/wait_named.py") << "import glob, json, subprocess, sys, time\n"
                                            "for _ in range(400):\n"
-                                           "    for f in glob.glob(sys.argv[1] + '/p.mtide.*'):\n"
+                                           "    for f in glob.glob(sys.argv[1] + '/p.*.mtide'):\n"
                                            "        p = subprocess.run(['" MT_CLI "', 'info', '--json', f], capture_output=True)\n"
                                            "        if p.returncode != 0: continue\n"
                                            "        j = json.loads(p.stdout)\n"
@@ -623,7 +685,7 @@ TEST(Symbolize, RunNamesAChildsTraceWhileItsParentRuns) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(read_file(dir + "/flag"), "named\n") << r.err;
   // Every trace of the run has its names once it is over.
-  const Proc n = sh("for f in " + dir + "/p.mtide*; do " MT_CLI " info --json $f | grep -c '\"symbols\": [1-9]'; done");
+  const Proc n = sh("for f in " + dir + "/p*.mtide; do " MT_CLI " info --json $f | grep -c '\"symbols\": [1-9]'; done");
   EXPECT_EQ(n.status, 0) << n.out;
   std::istringstream counts(n.out);
   int traces = 0;

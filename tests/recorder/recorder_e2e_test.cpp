@@ -523,7 +523,7 @@ TEST(Lifecycle, QuickExitIsFlushed) {
   const Replay t = replay_trace(traces[0]);
   ASSERT_TRUE(t.read_ok) << t.error;
   EXPECT_TRUE(t.ended);
-  EXPECT_EQ(t.end_reason, memtide::fmt::EndReason::QuickExit);
+  EXPECT_EQ(t.end_reason, memtide::fmt::EndReason::ImmediateExit);
   EXPECT_EQ(t.end_status, 3u);
   EXPECT_EQ(live(t, 9999), 3u);
 }
@@ -552,6 +552,61 @@ TEST(Lifecycle, ExitFromAnotherThread) {
   ASSERT_TRUE(t.read_ok) << t.error;
   EXPECT_TRUE(t.ended);
   EXPECT_EQ(live(t, 4444), 1u);
+}
+
+// The End record says how the process ended and with what status, for every way out, from the
+// main thread and from another one; what the exit handlers allocate is recorded.
+TEST(Lifecycle, EndRecordHasTheRealWayOutAndStatus) {
+  using memtide::fmt::EndReason;
+  const struct {
+    const char* way;
+    const char* where;
+    int status;  // what the shell sees
+    EndReason reason;
+    uint64_t end_status;
+    uint64_t handler_block;  // the block the exit handlers that run allocate (0: none run)
+  } ways[] = {
+      {"return", "main", 7, EndReason::Exit, 7, 2020},
+      {"exit", "main", 7, EndReason::Exit, 7, 2020},
+      {"exit", "thread", 7, EndReason::Exit, 7, 2020},
+      {"_exit", "main", 7, EndReason::ImmediateExit, 7, 0},
+      {"_exit", "thread", 7, EndReason::ImmediateExit, 7, 0},
+      {"_Exit", "main", 7, EndReason::ImmediateExit, 7, 0},
+      {"quick_exit", "main", 7, EndReason::QuickExit, 7, 2121},
+      {"quick_exit", "thread", 7, EndReason::QuickExit, 7, 2121},
+      {"signal", "main", 128 + SIGTERM, EndReason::Signal, SIGTERM, 0},
+      {"signal", "thread", 128 + SIGTERM, EndReason::Signal, SIGTERM, 0},
+  };
+  for (const auto& w : ways) {
+    SCOPED_TRACE(std::string(w.way) + " from " + w.where);
+    TempDir dir;
+    RunResult r;
+    const int arg = w.reason == EndReason::Signal ? SIGTERM : w.status;
+    auto traces = traced({MT_EXIT_WAYS, w.way, w.where, std::to_string(arg)}, dir.path(), &r);
+    EXPECT_EQ(r.status, w.status) << r.err;
+    ASSERT_EQ(traces.size(), 1u);
+    const Replay t = replay_trace(traces[0]);
+    ASSERT_TRUE(t.read_ok) << t.error;
+    EXPECT_TRUE(t.ended);
+    EXPECT_EQ(t.end_reason, w.reason);
+    EXPECT_EQ(t.end_status, w.end_status);
+    EXPECT_EQ(live(t, 3000 + static_cast<uint64_t>(arg)), 1u);
+    if (w.handler_block) {
+      EXPECT_EQ(live(t, w.handler_block), 1u) << "the exit handlers' allocations are recorded";
+    }
+  }
+  for (const char* where : {"main", "thread"}) {
+    SCOPED_TRACE(std::string("exec from ") + where);
+    TempDir dir;
+    RunResult r;
+    auto traces = traced({MT_EXIT_WAYS, "exec", where, "7"}, dir.path(), &r);
+    EXPECT_EQ(r.status, 7) << r.err;
+    ASSERT_EQ(traces.size(), 2u);
+    const Replay before = replay_trace(traces[0]), after = replay_trace(traces[1]);
+    EXPECT_EQ(before.end_reason, EndReason::Exec);
+    EXPECT_EQ(after.end_reason, EndReason::Exit);
+    EXPECT_EQ(after.end_status, 7u);
+  }
 }
 
 // Chunks of a few records each (MEMTIDE_TEST_CHUNK_BYTES), so that the records of every
@@ -589,7 +644,7 @@ TEST(Lifecycle, TracesStayWholeAcrossChunkBoundaries) {
       int status;
       memtide::fmt::EndReason reason;
       uint64_t live_size, live_blocks;
-    } ways[] = {{"quick-exit", 3, memtide::fmt::EndReason::QuickExit, 9999, 3},
+    } ways[] = {{"quick-exit", 3, memtide::fmt::EndReason::ImmediateExit, 9999, 3},
                 {"abort", 128 + SIGABRT, memtide::fmt::EndReason::Signal, 6666, 1},
                 {"exit-thread", 5, memtide::fmt::EndReason::Exit, 4444, 1}};
     for (const auto& w : ways) {
@@ -942,8 +997,9 @@ TEST(Api, MallocUsableSizeIsAnsweredByTheRightAllocator) {
   }
 }
 
-// Without %p in the name, a forked child's file gets .<pid> added, and the exec'd image (same
-// pid, same name) never overwrites the trace of the image before it.
+// Without %p in the name, a forked child's file gets .<pid> before the extension, and the
+// exec'd image (same pid, same name) never overwrites the trace of the image before it: it
+// gets .1 there (fixed.1.mtide).
 TEST(Lifecycle, NamesWithoutPidNeverCollide) {
   TempDir dir;
   RunResult r;
@@ -955,8 +1011,10 @@ TEST(Lifecycle, NamesWithoutPidNeverCollide) {
   int child = 0, exec_image = 0;
   for (size_t i = 1; i < traces.size(); ++i) {
     const Replay t = replay_trace(traces[i]);
-    if (traces[i] == base.string() + "." + std::to_string(t.pid) && t.pid != replay_trace(traces[0]).pid) ++child;
-    if (traces[i] == base.string() + ".1") ++exec_image;
+    if (traces[i] == (dir.path() / ("fixed." + std::to_string(t.pid) + ".mtide")).string() &&
+        t.pid != replay_trace(traces[0]).pid)
+      ++child;
+    if (traces[i] == (dir.path() / "fixed.1.mtide").string()) ++exec_image;
   }
   EXPECT_EQ(child, 1);
   EXPECT_EQ(exec_image, 1);

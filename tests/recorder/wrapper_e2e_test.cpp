@@ -7,6 +7,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -37,6 +39,143 @@ TEST(Wrapper, RunPassesExitStatusAndWritesPrivateFile) {
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   const Replay t = replay_trace(out.string());
   EXPECT_EQ(live(t, 9999), 3u);
+}
+
+// A program that exits with a status above 128 (python's sys.exit(130), _exit, quick_exit) is
+// not said to have been killed by a signal; one that is killed is. The trace's End agrees.
+TEST(Wrapper, ExitStatusAbove128IsNotASignal) {
+  for (const char* way : {"exit", "return", "_exit", "quick_exit"}) {
+    for (const char* where : {"main", "thread"}) {
+      if (!std::strcmp(way, "return") && !std::strcmp(where, "thread")) continue;
+      SCOPED_TRACE(std::string(way) + " from " + where);
+      TempDir dir;
+      const fs::path out = dir.path() / "t.mtide";
+      RunResult r = run({MT_WRAPPER, "run", "--quiet", "-o", out.string(), "--", MT_EXIT_WAYS, way, where, "130"}, {},
+                        dir.path());
+      EXPECT_EQ(r.status, 130) << r.err;
+      EXPECT_EQ(r.err.find("signal"), std::string::npos) << r.err;
+      RunResult end = run({MT_WRAPPER, "info", "--end", out.string()}, {}, dir.path());
+      const std::string expected = std::string(!std::strcmp(way, "return") ? "exit" : way) + " 130\n";
+      EXPECT_EQ(end.out, expected);
+    }
+  }
+  TempDir dir;
+  RunResult k = run({MT_WRAPPER, "run", "--quiet", "-o", (dir.path() / "t.mtide").string(), "--", MT_EXIT_WAYS, "signal",
+                     "main", std::to_string(SIGINT)},
+                    {}, dir.path());
+  EXPECT_EQ(k.status, 128 + SIGINT);
+  EXPECT_NE(k.err.find("(signal 2, INT)"), std::string::npos) << k.err;
+}
+
+// Every flag of memtide run takes no value, or =1/=0/=true/=false, with one meaning.
+TEST(Wrapper, FlagsTakeOneOrZero) {
+  TempDir dir;
+  const std::string out = (dir.path() / "t.mtide").string();
+  auto summary = [&](std::vector<std::string> flags) {
+    std::vector<std::string> argv{MT_WRAPPER, "run", "-o", out};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    for (const char* a : {"--", MT_EXIT_WAYS, "return", "main", "0"}) argv.push_back(a);
+    RunResult r = run(argv, {}, dir.path());
+    EXPECT_EQ(r.status, 0) << r.err;
+    return r.err.find("allocations, peak heap") != std::string::npos;
+  };
+  EXPECT_TRUE(summary({}));
+  EXPECT_FALSE(summary({"--quiet"}));
+  EXPECT_FALSE(summary({"--quiet=1"}));
+  EXPECT_FALSE(summary({"--quiet=true"}));
+  EXPECT_TRUE(summary({"--quiet=0"}));
+  EXPECT_TRUE(summary({"--quiet", "--quiet=false"}));
+  EXPECT_FALSE(summary({"--no-follow=1", "--quiet"}));
+  EXPECT_FALSE(summary({"--no-follow=0", "--leak-scan=1", "--no-symbolize=true", "--check=0", "--quiet"}));
+  RunResult bad = run({MT_WRAPPER, "run", "--quiet=maybe", "--", MT_EXIT_WAYS, "return", "main", "0"}, {}, dir.path());
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("--quiet takes no value, or =1, =0, =true or =false"), std::string::npos) << bad.err;
+}
+
+// The trace of an image exec'd by a process that has one keeps the extension: t.1.mtide.
+TEST(Wrapper, ExecdImageTraceKeepsTheExtension) {
+  TempDir dir;
+  RunResult r = run({MT_WRAPPER, "run", "--quiet", "-o", (dir.path() / "t.mtide").string(), "--", MT_EXIT_WAYS, "exec",
+                     "main", "0"},
+                    {}, dir.path());
+  EXPECT_EQ(r.status, 0) << r.err;
+  std::vector<std::string> traces;
+  for (const auto& e : fs::directory_iterator(dir.path()))
+    if (e.path().filename().string().find(".mtide") != std::string::npos) traces.push_back(e.path().filename().string());
+  std::sort(traces.begin(), traces.end());
+  EXPECT_EQ(traces, (std::vector<std::string>{"t.1.mtide", "t.mtide"}));
+}
+
+// -o naming a directory (the traces would go to DIR.1, DIR.2, ...) or a device is refused
+// before the program runs, and nothing there is touched.
+TEST(Wrapper, OutputThatIsNotAFileIsRefusedBeforeTheRun) {
+  TempDir dir;
+  const fs::path marker = dir.path() / "ran", sub = dir.path() / "traces";
+  fs::create_directory(sub);
+  for (const std::string& out : {sub.string(), std::string("/dev/null")}) {
+    SCOPED_TRACE(out);
+    RunResult r = run({MT_WRAPPER, "run", "-o", out, "--", "sh", "-c", "touch " + marker.string()}, {}, dir.path());
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find(out.find("/dev/") == 0 ? "is not a regular file" : "it is a directory"), std::string::npos)
+        << r.err;
+    EXPECT_FALSE(fs::exists(marker)) << "the program must not run";
+  }
+  EXPECT_TRUE(fs::is_directory(sub));
+  EXPECT_TRUE(fs::is_empty(sub));
+  EXPECT_TRUE(fs::is_character_file("/dev/null"));
+  EXPECT_FALSE(fs::exists(sub.string() + ".1"));
+}
+
+// A file that is there but cannot be run: what a shell says (Permission denied, 126).
+TEST(Wrapper, ProgramThatCannotBeRunIsPermissionDenied) {
+  TempDir dir;
+  const fs::path script = dir.path() / "not-executable";
+  std::ofstream(script) << "#!/bin/sh\necho ran\n";
+  fs::permissions(script, fs::perms::owner_read | fs::perms::owner_write);
+  RunResult r = run({MT_WRAPPER, "run", "--", script.string()}, {}, dir.path());
+  EXPECT_EQ(r.status, 126);
+  EXPECT_NE(r.err.find("not-executable: Permission denied"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
+  RunResult d = run({MT_WRAPPER, "run", "--", dir.path().string()}, {}, dir.path());
+  EXPECT_EQ(d.status, 126);
+  EXPECT_NE(d.err.find("Is a directory"), std::string::npos) << d.err;
+}
+
+// Counts in the report's text have thousands separators, as in the run's summary; the JSON
+// keeps plain numbers.
+TEST(Wrapper, ReportCountsHaveThousandsSeparators) {
+  TempDir dir;
+  const std::string out = (dir.path() / "t.mtide").string();
+  RunResult r = run({MT_WRAPPER, "run", "-o", out, "--", MT_LIFECYCLE, "callers", "3000"}, {}, dir.path());
+  ASSERT_EQ(r.status, 0) << r.err;
+  RunResult rep = run({MT_WRAPPER, "report", out}, {}, dir.path());
+  ASSERT_EQ(rep.status, 0) << rep.err;
+  const std::size_t heap = rep.out.find("\nheap ");
+  ASSERT_NE(heap, std::string::npos) << rep.out;
+  const std::string line = rep.out.substr(heap + 1, rep.out.find('\n', heap + 1) - heap - 1);
+  EXPECT_NE(line.find(",0"), std::string::npos) << line;  // "3,0xx allocations"
+  EXPECT_EQ(line.find(" 1 frees"), std::string::npos) << line;
+  EXPECT_NE(r.err.find(line.substr(line.find_first_not_of(' ', 4), line.find(" allocations") - line.find_first_not_of(' ', 4))),
+            std::string::npos)
+      << "the summary and the report print the same count\n" << r.err << line;
+}
+
+// memtide run --check judges every process of the run, each on its trace: a script that runs
+// (or execs) a leaking program fails the gate on the program's leak, and the summary names the
+// processes judged. The shell's own blocks (reachable at its exit, or gone with an exec) pass.
+TEST(Wrapper, CheckJudgesEveryProcessOfTheRun) {
+  for (const std::string& how : {std::string(MT_LIFECYCLE " exec-image; true"), std::string("exec " MT_LIFECYCLE " exec-image")}) {
+    SCOPED_TRACE(how);
+    TempDir dir;
+    RunResult r = run({MT_WRAPPER, "run", "--check", "-o", (dir.path() / "t.mtide").string(), "--", "sh", "-c", how}, {},
+                      dir.path());
+    EXPECT_EQ(r.status, 1) << r.out << r.err;
+    const std::size_t summary = r.out.find("processes judged:");
+    ASSERT_NE(summary, std::string::npos) << r.out << r.err;
+    EXPECT_NE(r.out.find("FAILED lifecycle", summary), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("passed sh", summary), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("FAILED sh", summary), std::string::npos) << r.out;
+  }
 }
 
 // A memtide run inside a program recorded with --no-follow is a run of its own: nothing of
