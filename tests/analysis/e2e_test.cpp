@@ -180,7 +180,9 @@ TEST(Check, PeakBreachPrintsTheStacksLiveAtThePeak) {
     EXPECT_LE(s["bytes"].get<uint64_t>(), last) << "largest first";
     last = s["bytes"].get<uint64_t>();
     sum += last;
-    if (i < rep["peak_stacks"].size()) EXPECT_EQ(s["stack_id"], rep["peak_stacks"][i]["stack_id"]);
+    if (i < rep["peak_stacks"].size()) {
+      EXPECT_EQ(s["stack_id"], rep["peak_stacks"][i]["stack_id"]);
+    }
   }
   EXPECT_EQ(sum, j["peak_bytes"].get<uint64_t>());
   std::ifstream in(junit);
