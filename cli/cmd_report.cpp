@@ -35,7 +35,8 @@ struct ReportOptions {
 
 json rel(const Model& m, uint64_t t) { return t >= m.time_base ? t - m.time_base : 0; }
 
-// The heap's FunctionSpread, made once per report (for the leaks' suggested suppressions).
+// The heap's FunctionSpread, made once per report (for the leaks' suggested suppressions; a
+// process makes one report, of one model).
 const FunctionSpread& spread_of(const Model& m, Symbolizer& sym) {
   static const Model* made_for = nullptr;
   static FunctionSpread spread;

@@ -180,6 +180,10 @@ TEST(RealPrograms, RedisServerUnderLoad) {
     EXPECT_NE(fn, "zmalloc");
   }
   EXPECT_GT(suggestions, 3);
+  // The JSON says the same: the program as started, a suggestion per heap leak.
+  EXPECT_NE(json.out.find("\"program\": \"redis-server\""), std::string::npos);
+  EXPECT_NE(json.out.find("\"suppression\": \"leak:"), std::string::npos);
+  EXPECT_EQ(json.out.find("\"suppression\": \"leak:zmalloc"), std::string::npos);
 
   // The viewer opens it and draws its leaks.
   if (!have("xvfb-run")) {
