@@ -1048,10 +1048,18 @@ void install_fork_handlers() { pthread_atfork(fork_prepare, fork_parent, fork_ch
 constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT, SIGQUIT, SIGHUP};
 
 void on_fatal_signal(int sig) {
-  // Flush what was recorded, then let the signal do what it would have done.
+  // Flush what was recorded, then let the signal do what it would have done. Every signal is
+  // blocked while this runs (sa_mask), so that no handler of the program's can take it out of
+  // here (a SIGALRM handler that siglongjmps would have let the program survive an abort()),
+  // and the signal, raised again with its default action, is unblocked alone: it ends the
+  // process before any other pending signal is delivered.
   if (g.writer_running && !pthread_equal(pthread_self(), g.writer)) finish(fmt::EndReason::Signal, static_cast<uint64_t>(sig), 3000);
   signal(sig, SIG_DFL);
   raise(sig);
+  sigset_t only;
+  sigemptyset(&only);
+  sigaddset(&only, sig);
+  pthread_sigmask(SIG_UNBLOCK, &only, nullptr);
 }
 
 void install_signal_handlers() {
@@ -1062,7 +1070,7 @@ void install_signal_handlers() {
     std::memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_fatal_signal;
     sa.sa_flags = SA_RESETHAND | SA_ONSTACK;
-    sigemptyset(&sa.sa_mask);
+    sigfillset(&sa.sa_mask);  // (on_fatal_signal)
     sigaction(sig, &sa, nullptr);
   }
 }

@@ -542,6 +542,26 @@ TEST(Lifecycle, FatalSignalIsFlushedThenReraised) {
   EXPECT_EQ(live(t, 6666), 1u);
 }
 
+// A fatal signal ends the program as it would untraced, whatever its other signal handlers do:
+// while the recorder flushes, a SIGALRM handler that siglongjmps (a 100 us timer) could take
+// the program out of the fatal-signal handler, and abort() returned into the program, which
+// printed its next line and exited 0.
+TEST(Lifecycle, AFatalSignalCannotBeSurvivedThroughAnotherHandler) {
+  for (int i = 0; i < 5; ++i) {
+    TempDir dir;
+    RunResult r;
+    auto traces = traced({MT_LIFECYCLE, "abort-timer"}, dir.path(), &r);
+    EXPECT_EQ(r.status, 128 + SIGABRT) << r.out << r.err;
+    EXPECT_EQ(r.out.find("survived abort"), std::string::npos);
+    ASSERT_EQ(traces.size(), 1u);
+    const Replay t = replay_trace(traces[0]);
+    ASSERT_TRUE(t.read_ok) << t.error;
+    EXPECT_TRUE(t.ended);
+    EXPECT_EQ(t.end_reason, memtide::fmt::EndReason::Signal);
+    EXPECT_EQ(live(t, 6666), 1u);
+  }
+}
+
 TEST(Lifecycle, ExitFromAnotherThread) {
   TempDir dir;
   RunResult r;

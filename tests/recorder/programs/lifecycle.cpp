@@ -4,6 +4,10 @@
 //   lifecycle exec-image    leaks 8888 x2 and exits 0
 //   lifecycle quick-exit    leaks 9999 x3, then _exit(3)
 //   lifecycle abort         leaks 6666 x1, then abort()
+//   lifecycle abort-timer   a 100 us interval timer whose SIGALRM handler siglongjmps out of
+//                           whatever runs once three ticks passed since abort() was called;
+//                           leaks 6666 x1 and aborts: dies of SIGABRT untraced (abort ends the
+//                           program within a tick); prints "survived abort" if it does not
 //   lifecycle exit-thread   a second thread leaks 4444 x1 and calls exit(5) while main waits
 //   lifecycle threads N     N short-lived threads, each leaking one 4321-byte block
 //   lifecycle resident N    N threads at once, each making 2000 allocations (freed at once)
@@ -62,6 +66,8 @@
 #include <malloc.h>
 #include <signal.h>
 #include <pthread.h>
+#include <setjmp.h>
+#include <sys/time.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
@@ -291,6 +297,25 @@ int main(int argc, char** argv) {
   if (!std::strcmp(mode, "abort")) {
     leak(6666, 1);
     abort();
+  }
+  if (!std::strcmp(mode, "abort-timer")) {
+    static sigjmp_buf env;
+    static volatile sig_atomic_t armed = 0, ticks = 0;
+    signal(SIGALRM, [](int) {
+      if (!armed) return;
+      ticks = ticks + 1;
+      if (ticks >= 3) siglongjmp(env, 1);
+    });
+    itimerval every{{0, 100}, {0, 100}};
+    setitimer(ITIMER_REAL, &every, nullptr);
+    leak(6666, 1);
+    if (sigsetjmp(env, 1) == 0) {
+      armed = 1;
+      abort();
+    }
+    armed = 0;
+    std::puts("survived abort");
+    return 0;
   }
   if (!std::strcmp(mode, "exit-thread")) {
     std::thread t([] {
