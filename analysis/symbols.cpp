@@ -234,7 +234,8 @@ void dwarf_frames(Dwfl_Module* mod, const FunctionIndex& functions, ScopeIndex* 
   out.clear();
   const char* file = nullptr;
   int line = 0;
-  if (Dwfl_Line* l = dwfl_module_getsrc(mod, addr)) file = dwfl_lineinfo(l, nullptr, &line, nullptr, nullptr, nullptr);
+  Dwarf_Addr line_addr = 0;
+  if (Dwfl_Line* l = dwfl_module_getsrc(mod, addr)) file = dwfl_lineinfo(l, &line_addr, &line, nullptr, nullptr, nullptr);
   const char* symname = functions.find(addr);
   if (!symname && functions.label_may_name(addr)) {
     GElf_Off symoff = 0;
@@ -297,6 +298,18 @@ void dwarf_frames(Dwfl_Module* mod, const FunctionIndex& functions, ScopeIndex* 
       if (dwarf_attr(s, DW_AT_call_line, &attr) && dwarf_formudata(&attr, &v) == 0) cur_line = static_cast<uint32_t>(v);
     }
     std::free(scopes);
+  }
+  if (out.empty() && file) {
+    // No function of the debug information covers the address (start-up code from crt1.o,
+    // say): the line found is the nearest one before it, which may belong to other code. It is
+    // kept only when it lies within the address's own symbol; no file:line is better than
+    // another function's (`_start (stl_vector.h:733)`).
+    GElf_Off symoff = 0;
+    GElf_Sym sym;
+    if (!dwfl_module_addrinfo(mod, addr, &symoff, &sym, nullptr, nullptr, nullptr) || line_addr < addr - symoff) {
+      file = nullptr;
+      line = 0;
+    }
   }
   if (out.empty() && (symname || file))
     out.push_back({symname ? demangle(symname) : std::string(), file ? file : "", line > 0 ? static_cast<uint32_t>(line) : 0});

@@ -94,6 +94,19 @@ TEST(Report, FramesHaveFunctionFileLineModuleAndInlinedFrames) {
   EXPECT_TRUE(found);
 }
 
+// An address that no function of the debug information covers (the start-up code, `_start`
+// from crt1.o) gets no file:line rather than the nearest line before it, which belongs to other
+// code: the churn benchmark's `_start` read `_start (stl_vector.h:733)`.
+TEST(Report, StartUpCodeHasNoBorrowedLine) {
+  const std::string t = temp_dir() + "/churn.mtide";
+  const Proc r = record(t, std::string(MT_CHURN) + " --iterations 1000");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const Proc rep = sh("MEMTIDE_CACHE_DIR= " + std::string(MT_CLI) + " report " + t);
+  ASSERT_EQ(rep.status, 0) << rep.err;
+  ASSERT_NE(rep.out.find(" _start "), std::string::npos) << "the stacks reach _start\n" << rep.out;
+  EXPECT_EQ(rep.out.find("_start ("), std::string::npos) << rep.out;
+}
+
 TEST(Report, TemporariesAndMismatchedFree) {
   const json j = report(leaky_trace());
   EXPECT_EQ(by_function(j["top_temporary"], "churn").second, 1000u);
