@@ -41,6 +41,7 @@
 #include <future>
 #include <memory>
 #include <new>
+#include <system_error>
 #include <type_traits>
 #include <utility>
 
@@ -300,7 +301,11 @@ class LiveMap {
   void make_next_ahead() {
     if (next_.valid() || capacity() < incremental_slots_) return;
     next_cap_ = capacity() * 2;
-    next_ = std::async(std::launch::async, [cap = next_cap_] { return Table::make(cap, /*touch=*/true); });
+    try {
+      next_ = std::async(std::launch::async, [cap = next_cap_] { return Table::make(cap, /*touch=*/true); });
+    } catch (const std::system_error&) {
+      // No thread to be had: grow() makes the table itself when it is needed.
+    }
   }
 
   void set_capacity(std::size_t cap) {
