@@ -227,11 +227,7 @@ std::size_t suggested_frame(const std::vector<SuggestionFrame>& frames) {
 }
 
 std::string suppression_line(std::string_view function, std::string_view module) {
-  std::string target(function);
-  if (target.empty()) {
-    const auto slash = module.rfind('/');
-    target = std::string(slash == std::string_view::npos ? module : module.substr(slash + 1));
-  }
+  std::string target(function.empty() ? basename_of(module) : function);
   for (char& c : target)
     if (c == '*' || c == '^' || c == '$' || c == '\n' || c == '\r') c = '*';
   return "leak:" + target;
@@ -241,8 +237,7 @@ std::string suggest_suppression(const std::vector<Frame>& leaf_first, const Func
   std::vector<SuggestionFrame> v;
   v.reserve(leaf_first.size());
   for (const Frame& f : leaf_first)
-    v.push_back({f.function, f.module,
-                 f.function.empty() ? spread.share(f) > FunctionSpread::kWidespread : spread.widespread(f.function)});
+    v.push_back({f.function, f.module, spread.widespread(f)});
   if (v.empty()) return {};
   const Frame& f = leaf_first[suggested_frame(v)];
   return suppression_line(f.function, f.module);

@@ -84,6 +84,10 @@ class FunctionSpread {
   bool widespread(std::string_view function) const {
     return share(function) > kWidespread || callers(function) >= kManyCallers;
   }
+  // The same for a frame; one without a name by its module's share.
+  bool widespread(const Frame& f) const {
+    return f.function.empty() ? share(f) > kWidespread : widespread(f.function);
+  }
 
  private:
   struct Hash {

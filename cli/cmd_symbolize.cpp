@@ -455,33 +455,16 @@ int symbolize_trace(const SymbolizeOptions& o) {
   return job.finish();
 }
 
-// Writes the run's summary to `path` (0600, by a temporary name renamed into place, so that
-// `memtide run` finds the whole text or none).
+// Writes the run's summary to `path` (0600, whole or not at all: write_whole_file), where
+// `memtide run` prints it from.
 bool write_summary(const std::string& path, std::vector<SummaryEntry>& entries) {
   std::ostringstream text;
   print_summary(entries, text);
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    print_error(tmp, std::strerror(errno));
+  if (std::string e = write_whole_file(path, text.str()); !e.empty()) {
+    print_error(path, "cannot write the summary: " + e);
     return false;
   }
-  const std::string s = text.str();
-  std::size_t done = 0;
-  while (done < s.size()) {
-    const ssize_t n = ::write(fd, s.data() + done, s.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    done += static_cast<std::size_t>(n);
-  }
-  const bool written = done == s.size();
-  const bool closed = ::close(fd) == 0;
-  const bool ok = written && closed && ::rename(tmp.c_str(), path.c_str()) == 0;
-  if (!ok) {
-    print_error(path, "cannot write the summary");
-    ::unlink(tmp.c_str());
-  }
-  return ok;
+  return true;
 }
 
 // The lines of a manifest, read as they are appended: its descriptor stays open and each poll

@@ -78,8 +78,7 @@ LeaksData make_leaks(const analysis::Model& m, analysis::Symbolizer& sym, analys
         f.module = std::string(it->module);
         f.inlined = it->inlined;
         f.share = spread.share(*it);
-        f.widespread = it->function.empty() ? f.share > analysis::FunctionSpread::kWidespread
-                                            : spread.widespread(it->function);
+        f.widespread = spread.widespread(*it);
         r.frames.push_back(std::move(f));
       }
       if (!r.frames.empty()) {

@@ -1,0 +1,198 @@
+// LiveMap (analysis/live_map.h): the replay's set of live blocks, against std::unordered_map,
+// and the length of its probe runs on allocators' address patterns.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <unordered_map>
+
+#include "analysis/live_map.h"
+
+namespace memtide::test {
+namespace {
+
+// `lm` holds exactly `ref`: the same size, every key found with its value, and listed once.
+void expect_same_as(analysis::LiveMap<uint64_t>& lm, const std::unordered_map<uint64_t, uint64_t>& ref) {
+  ASSERT_EQ(lm.size(), ref.size());
+  for (const auto& [k, v] : ref) {
+    const uint64_t* p = lm.find(k);
+    ASSERT_TRUE(p) << k;
+    EXPECT_EQ(*p, v);
+  }
+  std::size_t listed = 0;
+  lm.for_each([&](uint64_t k, uint64_t v) {
+    ++listed;
+    auto it = ref.find(k);
+    ASSERT_NE(it, ref.end());
+    EXPECT_EQ(it->second, v);
+  });
+  EXPECT_EQ(listed, ref.size());
+}
+
+// Inserts, erases and finds `keys()` in a LiveMap and an unordered_map alike.
+template <class Keys>
+void churn_against_unordered_map(Keys keys, int rounds, std::size_t incremental_slots = std::size_t{1} << 20) {
+  analysis::LiveMap<uint64_t> lm(incremental_slots);
+  std::unordered_map<uint64_t, uint64_t> ref;
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < rounds; ++i) {
+    const uint64_t key = keys(rng);
+    if (rng() % 3) {
+      auto [v, fresh] = lm.insert(key);
+      ASSERT_EQ(fresh, ref.count(key) == 0);
+      *v = static_cast<uint64_t>(i);
+      ref[key] = static_cast<uint64_t>(i);
+    } else {
+      uint64_t out = 0;
+      const bool had = lm.erase(key, out);
+      ASSERT_EQ(had, ref.count(key) == 1);
+      if (had) {
+        ASSERT_EQ(out, ref[key]);
+        ref.erase(key);
+      }
+    }
+  }
+  expect_same_as(lm, ref);
+}
+
+TEST(LiveMap, AgreesWithUnorderedMapUnderRandomChurn) {
+  // Collisions and reuse; includes key 0.
+  churn_against_unordered_map([](std::mt19937_64& rng) { return (rng() % 5000) * 16; }, 200000);
+}
+
+// Addresses as allocators hand them out: dense runs in a few regions (slots follow addresses
+// within a MiB), regions 64 MiB apart (thread arenas), and blocks spaced exactly a table's
+// span apart, whose home slots coincide.
+TEST(LiveMap, AgreesWithUnorderedMapOnAllocatorLikeAddresses) {
+  churn_against_unordered_map(
+      [](std::mt19937_64& rng) -> uint64_t {
+        const uint64_t arena = 0x7f0000000000ull + (rng() % 4) * (64ull << 20);
+        switch (rng() % 3) {
+          case 0: return arena + (rng() % 20000) * 32;         // small chunks, packed
+          case 1: return arena + (8ull << 20) + (rng() % 64) * (1024 * 16);  // 16 KiB apart
+          default: return arena + (16ull << 20) + (rng() % 300) * (1ull << 20);  // a MiB apart
+        }
+      },
+      300000);
+}
+
+// Growing incrementally from small tables on, the next table made ahead on another thread:
+// inserts, erases and finds while the old table drains (keys in both tables, keys moved by an
+// insert, keys erased from the old one) agree with a map, and so does the listing; the
+// markers' addresses 0 and 1 are keys too.
+TEST(LiveMap, IncrementalGrowthAgreesWithUnorderedMap) {
+  churn_against_unordered_map([](std::mt19937_64& rng) { return (rng() % 60000) * 16 + (rng() % 50 == 0 ? 1 : 0); },
+                              400000, /*incremental_slots=*/1024);
+  analysis::LiveMap<uint64_t> lm(1024);
+  std::unordered_map<uint64_t, uint64_t> ref;
+  bool drained_seen = false;
+  for (uint64_t i = 0; i < 200000; ++i) {
+    const uint64_t key = 0x7f0000000000ull + i * 16;
+    *lm.insert(key).first = i;
+    ref[key] = i;
+    if (i % 3 == 0) {  // erase an older key: often one the old table still holds
+      const uint64_t old_key = 0x7f0000000000ull + (i / 2) * 16;
+      uint64_t out = 0;
+      const bool had = lm.erase(old_key, out);
+      ASSERT_EQ(had, ref.count(old_key) == 1) << i;
+      if (had) {
+        ASSERT_EQ(out, ref[old_key]);
+        ref.erase(old_key);
+      }
+    }
+    drained_seen |= lm.draining();
+  }
+  EXPECT_TRUE(drained_seen) << "the test never saw a table drain";
+  expect_same_as(lm, ref);
+}
+
+// A live set of 700K blocks: the table outgrows the sparse regime and is mapped on its own
+// (zero pages, huge pages where allowed); every block is found, erased and listed as in a map.
+TEST(LiveMap, MillionsOfSlotsInAMappedTable) {
+  analysis::LiveMap<uint64_t> lm;
+  std::unordered_map<uint64_t, uint64_t> ref;
+  std::mt19937_64 rng(11);
+  for (uint64_t i = 0; i < 700000; ++i) {
+    const uint64_t key = 0x7f0000000000ull + (i % 7) * (64ull << 20) + (i / 7) * 48 + (rng() % 2) * 16;
+    auto [v, fresh] = lm.insert(key);
+    ASSERT_EQ(fresh, ref.count(key) == 0);
+    *v = i;
+    ref[key] = i;
+  }
+  EXPECT_GT(lm.capacity(), std::size_t{1} << 22);
+  EXPECT_GE(lm.memory_bytes(), std::size_t{2} << 20);
+  ASSERT_EQ(lm.size(), ref.size());
+  std::size_t erased = 0;
+  for (auto it = ref.begin(); it != ref.end();) {
+    uint64_t out = 0;
+    if (it->first % 3 == 0) {
+      ASSERT_TRUE(lm.erase(it->first, out));
+      ASSERT_EQ(out, it->second);
+      it = ref.erase(it);
+      ++erased;
+    } else {
+      ++it;
+    }
+  }
+  EXPECT_GT(erased, 100000u);
+  expect_same_as(lm, ref);
+  lm.clear();
+  EXPECT_EQ(lm.size(), 0u);
+  EXPECT_EQ(lm.find(0x7f0000000000ull), nullptr);
+}
+
+// Probe runs stay short on the address patterns of real allocators, whatever the live set: a
+// hash that kept neighbouring addresses in neighbouring slots let dense runs of small blocks
+// merge into clusters as long as the live set, and every insert walked one (a quadratic
+// replay). Counted from the table, not timed.
+template <class Address>
+void expect_short_probes(const char* allocator, Address address) {
+  SCOPED_TRACE(allocator);
+  analysis::LiveMap<uint64_t> lm;
+  for (const uint64_t n : {uint64_t{10000}, uint64_t{300000}, uint64_t{2400000}, uint64_t{6000000}}) {
+    lm.clear();
+    for (uint64_t i = 0; i < n; ++i) *lm.insert(address(i)).first = i;
+    ASSERT_EQ(lm.size(), n);
+    const auto st = lm.probe_stats();
+    SCOPED_TRACE(testing::Message() << n << " blocks: " << st.mean_probes << " probes per lookup, longest run "
+                                    << st.longest_run << " of " << lm.capacity() << " slots");
+    EXPECT_LT(st.mean_probes, 4.0);  // a uniform hash: 2.5 at the table's highest load (3/4)
+    EXPECT_LT(st.longest_run, 1000u);
+  }
+}
+
+TEST(LiveMap, ShortProbesForGlibcsPackedChunks) {
+  // 16-byte requests: 32-byte chunks one after another from the top of the heap.
+  expect_short_probes("glibc", [](uint64_t i) { return 0x555555560000ull + i * 32; });
+}
+
+TEST(LiveMap, ShortProbesForJemallocsSlabs) {
+  // 16-byte class: 16-byte regions filling 4 KiB slabs, slabs mostly adjacent in 2 MiB extents
+  // of a 64 MiB-aligned arena.
+  expect_short_probes("jemalloc", [](uint64_t i) {
+    const uint64_t slab = i / 256, extent = slab / 512;
+    return 0x7f0000000000ull + extent * (4ull << 20) + (slab % 512) * 4096 + (i % 256) * 16;
+  });
+}
+
+TEST(LiveMap, ShortProbesForTcmallocSpans) {
+  // 16-byte class: objects packed in 8 KiB spans, spans taken from the page heap in order.
+  expect_short_probes("tcmalloc", [](uint64_t i) { return 0x560000000000ull + (i / 512) * 8192 + (i % 512) * 16; });
+}
+
+TEST(LiveMap, ShortProbesForMimallocPages) {
+  // 16-byte blocks in 64 KiB pages, 64 pages to a 4 MiB-aligned segment (the first page holds the
+  // segment's header and starts later).
+  expect_short_probes("mimalloc", [](uint64_t i) {
+    const uint64_t page = i / 4096, segment = page / 63;
+    return 0x7e0000000000ull + segment * (4ull << 20) + (1 + page % 63) * 65536 + (i % 4096) * 16;
+  });
+}
+
+TEST(LiveMap, ShortProbesForPageSizedBlocks) {
+  // Large blocks a page or a MiB apart: the addresses' low bits are all zero.
+  expect_short_probes("pages", [](uint64_t i) { return 0x7f1000000000ull + i * 4096; });
+  expect_short_probes("MiBs", [](uint64_t i) { return 0x100000000000ull + i * (1ull << 20); });
+}
+
+}  // namespace
+}  // namespace memtide::test
