@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
+#include <climits>
 #include <cstring>
 
 #include "formats/size.h"
@@ -43,6 +44,8 @@ struct Options {
   uint32_t flush_interval_ms = 20;
   int compression = 0;
   uint64_t max_size = 0;  // bytes; 0: no limit
+  uint64_t sample = 0;    // mean sampling interval in bytes; 0: exact
+  uint64_t sample_seed = 0;
   bool leak_scan = false;
   bool quiet = false;
 };
@@ -106,6 +109,14 @@ inline const char* apply_option(Options& o, const char* env, const char* value) 
       if (v != 0 && v < 64 * 1024) err = "too small (at least 64KiB, or 0 for no limit)";
       else o.max_size = v;
     }
+  } else if (!std::strcmp(env, "MEMTIDE_SAMPLE")) {
+    uint64_t v = 0;
+    if (!(err = parse_size(value, v))) {
+      if (v > (uint64_t{1} << 30)) err = "too large (at most 1GiB, or 0 for exact recording)";
+      else o.sample = v;
+    }
+  } else if (!std::strcmp(env, "MEMTIDE_SAMPLE_SEED")) {
+    if (!(err = parse_int(value, 0, LONG_MAX, n))) o.sample_seed = static_cast<uint64_t>(n);
   } else if (!std::strcmp(env, "MEMTIDE_LEAK_SCAN")) {
     err = parse_bool(value, o.leak_scan);
   } else if (!std::strcmp(env, "MEMTIDE_QUIET")) {

@@ -9,6 +9,7 @@
 
 #include "formats/encoder.h"
 #include "recorder/internal.h"
+#include "recorder/sampling.h"
 
 namespace memtide::rec {
 
@@ -73,7 +74,9 @@ void append_process_info(Stream* s) {
   fmt::RecordBuilder b(buf, sizeof buf, fmt::RecordType::ProcessInfo);
   b.varint(static_cast<uint64_t>(getpid())).varint(static_cast<uint64_t>(getppid()));
   b.varint(realtime).varint(g.start_time).varint(static_cast<uint64_t>(g_page_size));
-  b.u8(static_cast<uint8_t>(fmt::RecordingMode::Exact)).varint(0).varint(g.opts.max_depth);
+  const uint64_t interval = sampling::g_interval.load();
+  b.u8(static_cast<uint8_t>(interval ? fmt::RecordingMode::Sampled : fmt::RecordingMode::Exact)).varint(interval);
+  b.varint(g.opts.max_depth);
   b.varint(static_cast<uint64_t>(g.opts.counter_interval_ms) * 1000000ull);
   b.bytes(exe, std::strlen(exe)).bytes(cwd, std::strlen(cwd));
   b.varint(argc);

@@ -9,6 +9,7 @@
 //   [5] Modules, thread names, markers, pause
 //   [6] Exit, exec, fork, fatal signals
 #include "recorder/recorder.h"
+#include "recorder/sampling.h"
 
 #define UNW_LOCAL_ONLY
 #include <dlfcn.h>
@@ -144,6 +145,7 @@ void early_init() {
     message("ignoring %s=%s: %s", env, value, problem);
   });
   if (g.opts.allocator == AllocatorKind::Mimalloc) use_mimalloc_backing();
+  sampling::configure(g.opts.sample, g.opts.sample_seed);
   if (const char* v = std::getenv(kTestChunkEnv)) {
     const unsigned long n = std::strtoul(v, nullptr, 10);
     if (n >= 16 && n <= kMaxChunkSize) g.chunk_first = g.chunk_max = static_cast<uint32_t>(n);
@@ -581,6 +583,26 @@ MT_ALWAYS_INLINE void write_alloc(Stream* s, fmt::Api api, uint64_t time, uint64
   ++s->allocs;
 }
 
+// A sampled Alloc: its SampleWeight record, then the Alloc, as one record for the writer.
+void write_weighted_alloc(Stream* s, fmt::Api api, uint64_t addr, uint64_t size, uint32_t stack, uint64_t weight) {
+  uint8_t* w = reserve(s, fmt::kMaxAllocRecord + 2 + 2 * wire::kMaxVarint);
+  if (MT_UNLIKELY(!w)) return;
+  begin_record(s);
+  const uint64_t t = stream_time(s, event_time(s));
+  uint8_t body[wire::kMaxVarint];
+  const auto len = static_cast<uint64_t>(wire::put_varint(body, weight) - body);
+  *w++ = fmt::tag_of(fmt::RecordType::SampleWeight);
+  w = wire::put_varint(w, len);
+  std::memcpy(w, body, len);
+  w += len;
+  w = fmt::encode_alloc(w, s->recent, api, t - s->last_time, addr, s->last_addr, size, stack);
+  s->last_time = t;
+  s->last_addr = addr;
+  commit(s, w);
+  end_record(s);
+  ++s->allocs;
+}
+
 MT_ALWAYS_INLINE void write_free(Stream* s, fmt::Api api, uint64_t time, uint64_t addr, uint64_t length) {
   uint8_t* w = reserve(s, fmt::kMaxFreeRecord);
   if (MT_UNLIKELY(!w)) return;
@@ -634,17 +656,45 @@ MT_ALWAYS_INLINE bool write_alloc_fast(Stream* s, fmt::Api api, uint64_t addr, u
 MT_NOINLINE void on_alloc_slow(fmt::Api api, void* p, size_t size, const void* frame) {
   Target t;
   if (!acquire_slow(t)) return;
+  // (The recording may have started, sampled, inside acquire_slow.)
+  const uint64_t weight = sampling::active() ? sampling::take(size) : 0;
+  if (sampling::active() && !weight) return release(t);
   tls_busy++;
   const uint32_t stack = capture_stack(t, frame);
-  write_alloc(t.s, api, kNow, reinterpret_cast<uint64_t>(p), size, stack);
+  const auto addr = reinterpret_cast<uint64_t>(p);
+  if (weight) {
+    write_weighted_alloc(t.s, api, addr, size, stack, weight);
+    sampling::insert(addr);
+  } else {
+    write_alloc(t.s, api, kNow, addr, size, stack);
+  }
   tls_busy--;
   release(t);
 }
 
 }  // namespace
 
+namespace {
+// Sampled mode: records the allocation when it holds a sample point.
+MT_NOINLINE void on_alloc_sampled(fmt::Api api, void* p, size_t size, const void* frame, uint64_t weight) {
+  Target t;
+  if (!acquire(t)) return;
+  tls_busy++;
+  const uint32_t stack = capture_stack(t, frame);
+  const auto addr = reinterpret_cast<uint64_t>(p);
+  write_weighted_alloc(t.s, api, addr, size, stack, weight);
+  sampling::insert(addr);
+  tls_busy--;
+  release(t);
+}
+}  // namespace
+
 void on_alloc(fmt::Api api, void* p, size_t size, const void* frame) {
   if (!p) return;
+  if (MT_UNLIKELY(sampling::active())) {
+    if (const uint64_t weight = sampling::take(size)) on_alloc_sampled(api, p, size, frame, weight);
+    return;
+  }
   ThreadState* ts = own_stream_thread(false);
   if (MT_UNLIKELY(!ts)) {
     on_alloc_slow(api, p, size, frame);
@@ -684,6 +734,9 @@ MT_NOINLINE void on_free_slow(fmt::Api api, void* p) {
 
 void on_free(fmt::Api api, void* p) {
   if (!p || in_pool(p)) return;
+  if (MT_UNLIKELY(sampling::g_check_frees.load(std::memory_order_relaxed)) &&
+      !sampling::record_free(reinterpret_cast<uintptr_t>(p)))
+    return;
   if (ThreadState* ts = own_stream_thread(/*even_paused=*/true)) {
     tls_busy++;
     const bool written = write_free_fast(&ts->stream, api, reinterpret_cast<uint64_t>(p));
@@ -696,6 +749,12 @@ void on_free(fmt::Api api, void* p) {
 ReallocTicket on_realloc_begin(void* old_ptr) {
   ReallocTicket r;
   if (old_ptr && !in_pool(old_ptr)) {
+    if (MT_UNLIKELY(sampling::g_check_frees.load(std::memory_order_relaxed))) {
+      const bool sampled_mode = sampling::active();
+      const bool record = sampling::record_free(reinterpret_cast<uintptr_t>(old_ptr));
+      r.old_sampled = sampled_mode && record;
+      if (!record) return r;
+    }
     if (ThreadState* ts = tls_thread; ts && !tls_busy) {
       // While only this thread records, the free takes the time of the stream's last record
       // as a short Free would (begin_reused): the record stays begun until on_realloc_end
@@ -735,7 +794,18 @@ inline void clear_pending(const ReallocTicket& r) {
 void on_realloc_end(const ReallocTicket& r, fmt::Api api, void* old_ptr, void* new_ptr, size_t size,
                     const void* frame) {
   // realloc(p, n) failing leaves p untouched; realloc(p, 0) releasing p returns null.
-  if (!new_ptr && size != 0) return clear_pending(r);
+  if (!new_ptr && size != 0) {
+    if (r.old_sampled) sampling::insert(reinterpret_cast<uintptr_t>(old_ptr));
+    return clear_pending(r);
+  }
+  uint64_t weight = 0;
+  if (MT_UNLIKELY(sampling::active()) && new_ptr) {
+    weight = sampling::take(size);
+    if (!weight) {
+      if (!r.armed) return;
+      new_ptr = nullptr;  // only the old block's release is recorded
+    }
+  }
   Target t;
   // As for free: the release of the old block is recorded even while paused.
   if (!acquire(t) && !acquire_slow(t, /*even_paused=*/true)) return clear_pending(r);
@@ -745,7 +815,12 @@ void on_realloc_end(const ReallocTicket& r, fmt::Api api, void* old_ptr, void* n
   if (new_ptr && !g.paused.load(std::memory_order_relaxed)) {
     const uint32_t stack = capture_stack(t, frame);
     const auto addr = reinterpret_cast<uint64_t>(new_ptr);
-    if (t.shared || !write_alloc_fast(t.s, api, addr, size, stack)) write_alloc(t.s, api, kNow, addr, size, stack);
+    if (weight) {
+      write_weighted_alloc(t.s, api, addr, size, stack, weight);
+      sampling::insert(addr);
+    } else if (t.shared || !write_alloc_fast(t.s, api, addr, size, stack)) {
+      write_alloc(t.s, api, kNow, addr, size, stack);
+    }
   }
   clear_pending(r);  // after the records are committed
   tls_busy--;
@@ -896,6 +971,29 @@ void mark(const char* label) {
   release(t);
 }
 
+uint64_t set_sampling(uint64_t bytes) {
+  Target t;
+  if (!acquire_slow(t, /*even_paused=*/true)) return 0;
+  tls_busy++;
+  uint8_t buf[32];
+  if (!reserve(t.s, sizeof buf)) {
+    tls_busy--;
+    release(t);
+    return 0;
+  }
+  const uint64_t interval = sampling::set_interval(bytes);
+  begin_record(t.s);
+  const uint64_t now = stream_time(t.s, now_ns());
+  fmt::RecordBuilder b(buf, sizeof buf, fmt::RecordType::Sampling);
+  b.varint(now - t.s->last_time).varint(interval);
+  const size_t n = b.finish();
+  if (n && append_record(t.s, buf, n)) t.s->last_time = now;
+  end_record(t.s);
+  tls_busy--;
+  release(t);
+  return interval;
+}
+
 void pause() { g.paused.store(true); }
 void resume() { g.paused.store(false); }
 
@@ -995,9 +1093,11 @@ void fork_prepare() {
   pthread_mutex_lock(&unwind_mutex);
   pthread_mutex_lock(&g.registry_mutex);
   pthread_mutex_lock(&g.queue_mutex);
+  sampling::fork_prepare();
 }
 
 void fork_parent() {
+  sampling::fork_parent();
   pthread_mutex_unlock(&g.queue_mutex);
   pthread_mutex_unlock(&g.registry_mutex);
   pthread_mutex_unlock(&unwind_mutex);
@@ -1014,6 +1114,7 @@ void fork_child() {
                              &unwind_mutex, &modules_mutex, &g_start_mutex})
     pthread_mutex_init(m, nullptr);
   pthread_cond_init(&g.queue_cond, nullptr);
+  sampling::fork_child();
   if (g.state.load() != kActive || !g.started) {
     tls_busy--;
     return;
