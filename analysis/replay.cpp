@@ -246,6 +246,7 @@ class Replayer : public NullVisitor {
   }
   void on_marker(uint32_t s, const Marker& x) {
     note_time(x.time);
+    if (x.switches_sampling()) switch_sampling(x.time, x.sampling_interval());
     if (m_.markers.size() >= 100000) {
       ++m_.markers_dropped;
       return;
@@ -253,11 +254,11 @@ class Replayer : public NullVisitor {
     m_.markers.push_back({x.time, ThreadId(s), std::string(x.label)});
   }
   void on_watermark(uint32_t, const Watermark& x) { note_time(x.time); }
-  void on_sampling(uint32_t, const Sampling& x) {
-    note_time(x.time);
-    if (interval_ == 0 && x.interval != 0 && (live_[0].size() || live_[1].size())) convert_exact_blocks(x.time);
-    interval_ = x.interval;
-    m_.sampling.note(x.time, x.interval);
+  // memtide_sample(): the recording switched between exact and sampled (a Marker's field).
+  void switch_sampling(uint64_t time, uint64_t interval) {
+    if (interval_ == 0 && interval != 0 && (live_[0].size() || live_[1].size())) convert_exact_blocks(time);
+    interval_ = interval;
+    m_.sampling.note(time, interval);
   }
   void on_end(uint32_t, const End& x) {
     note_time(x.time);

@@ -271,9 +271,10 @@ void TraceWriter::append(uint32_t s, const Counters& x) {
 
 void TraceWriter::append(uint32_t s, const Marker& x) {
   Pending& p = pending(s);
-  const std::size_t max = record_bound(1, x.label.size(), 1);
+  const std::size_t max = record_bound(2, x.label.size(), 1);
   RecordBuilder b(reserve(s, p, max), max, RecordType::Marker);
   b.varint(delta_time(s, p, x.time)).bytes(x.label);
+  if (x.switches_sampling()) b.varint(x.sampling);
   build(s, p, b, max);
 }
 

@@ -975,17 +975,23 @@ uint64_t set_sampling(uint64_t bytes) {
   Target t;
   if (!acquire_slow(t, /*even_paused=*/true)) return 0;
   tls_busy++;
-  uint8_t buf[32];
+  uint8_t buf[96];
   if (!reserve(t.s, sizeof buf)) {
     tls_busy--;
     release(t);
     return 0;
   }
   const uint64_t interval = sampling::set_interval(bytes);
+  // A Marker that readers before 2.1 show as its label, with the switch in its last field.
+  char label[64];
+  if (interval)
+    std::snprintf(label, sizeof label, "memtide: sampling 1 in %llu bytes", static_cast<unsigned long long>(interval));
+  else
+    std::snprintf(label, sizeof label, "memtide: exact recording");
   begin_record(t.s);
   const uint64_t now = stream_time(t.s, now_ns());
-  fmt::RecordBuilder b(buf, sizeof buf, fmt::RecordType::Sampling);
-  b.varint(now - t.s->last_time).varint(interval);
+  fmt::RecordBuilder b(buf, sizeof buf, fmt::RecordType::Marker);
+  b.varint(now - t.s->last_time).bytes(label, std::strlen(label)).varint(interval + 1);
   const size_t n = b.finish();
   if (n && append_record(t.s, buf, n)) t.s->last_time = now;
   end_record(t.s);

@@ -28,7 +28,7 @@ void LeaksView::draw(Frame& f) {
   ImGui::Text(f.domain == analysis::Domain::Mmap ? "%s still mapped at the end in %s mappings from %s stacks"
               : f.domain == analysis::Domain::Custom ? "%s of custom-pool blocks never released in %s blocks from %s stacks"
                                                      : "%s not freed in %s blocks from %s stacks",
-              format_bytes(data->total_bytes).c_str(), format_count(data->total_blocks).c_str(),
+              ((data->sampled ? "~" : "") + format_bytes(data->total_bytes)).c_str(), format_count(data->total_blocks).c_str(),
               format_count(data->rows.size()).c_str());
   if (data->scanned) {
     ImGui::SameLine(0, 20 * sc);
@@ -83,8 +83,11 @@ void LeaksView::draw(Frame& f) {
         ImGui::TableNextRow();
         ImGui::TableNextColumn();
         ImGui::PushID(static_cast<int>(ri));
-        if (ImGui::Selectable(format_bytes(r.bytes).c_str(), selected_ == static_cast<int>(ri),
-                              ImGuiSelectableFlags_SpanAllColumns)) {
+        // A sampled trace's estimate, with the samples behind it.
+        const std::string bytes = data->sampled && r.samples
+                                      ? "~" + format_bytes(r.bytes) + " (" + format_count(r.samples) + (r.samples == 1 ? " sample)" : " samples)")
+                                      : format_bytes(r.bytes);
+        if (ImGui::Selectable(bytes.c_str(), selected_ == static_cast<int>(ri), ImGuiSelectableFlags_SpanAllColumns)) {
           selected_ = static_cast<int>(ri);
           frame_ = r.suggested;
           copied_.clear();
