@@ -114,10 +114,10 @@ SummaryData make_summary(const Model& m, const std::string& path, bool recording
     const auto& f = m.free_api[i];
     if (a.calls)
       apis.rows.push_back({std::string(fmt::api_name(static_cast<fmt::Api>(i))),
-                           format_count(a.calls) + " calls, " + format_bytes(a.bytes)});
+                           est + format_count(a.calls) + " calls, " + est + format_bytes(a.bytes)});
     else if (f.calls)
       apis.rows.push_back({std::string(fmt::api_name(static_cast<fmt::Api>(i))),
-                           format_count(f.calls) + " calls, " + format_bytes(f.bytes) + " released"});
+                           est + format_count(f.calls) + " calls, " + est + format_bytes(f.bytes) + " released"});
   }
   if (!apis.rows.empty()) d.sections.push_back(std::move(apis));
 
