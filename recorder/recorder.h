@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "formats/check.h"
 #include "formats/records.h"
 
 namespace memtide::rec {
@@ -94,12 +95,26 @@ bool busy();
 // entered meanwhile (mimalloc's mmap, calloc inside pthread_setspecific) only forwards.
 extern __attribute__((tls_model("initial-exec"))) __thread int tls_busy;
 
+// Marks the calling thread busy for its lifetime (heaptrack's RecursionGuard): a way out of
+// the scope that forgets to lower the flag cannot be written. Costs what the two stores did.
+class BusyScope {
+ public:
+  BusyScope() {
+    MEMTIDE_CHECK(tls_busy >= 0);
+    ++tls_busy;
+  }
+  ~BusyScope() {
+    MEMTIDE_CHECK(tls_busy > 0);
+    --tls_busy;
+  }
+  BusyScope(const BusyScope&) = delete;
+  BusyScope& operator=(const BusyScope&) = delete;
+};
+
 template <typename R, typename... P, typename... A>
 inline R call_backing(R (*fn)(P...), A... args) {
-  ++tls_busy;
-  R r = fn(args...);
-  --tls_busy;
-  return r;
+  BusyScope busy;
+  return fn(args...);
 }
 
 }  // namespace memtide::rec

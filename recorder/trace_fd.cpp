@@ -10,7 +10,8 @@
 
 #include <cerrno>
 
-#include "recorder/internal.h"
+#include "recorder/state.h"
+#include "recorder/trace_file.h"
 
 namespace memtide::rec {
 
