@@ -10,6 +10,9 @@
 #define MT_TLS __attribute__((tls_model("initial-exec"))) __thread
 #define MT_NOINLINE __attribute__((noinline))
 #define MT_ALWAYS_INLINE inline __attribute__((always_inline))
+// On a declaration: the definition is in this library, so the hot path reaches it directly
+// rather than through the GOT (-fvisibility=hidden covers definitions only).
+#define MT_HIDDEN __attribute__((visibility("hidden")))
 
 namespace memtide::rec {
 

@@ -85,7 +85,7 @@ struct Recording {
   // Where it is defined (a module's path, as the loader has it), for ProcessInfo's options.
   const char* foreign_malloc_in = nullptr;
 };
-extern Recording recording;
+extern Recording recording MT_HIDDEN;
 
 extern MT_TLS ThreadState* tls_thread;
 extern MT_TLS int tls_busy;
