@@ -200,6 +200,7 @@ MT_ALWAYS_INLINE void write_alloc(Stream* s, fmt::Api api, uint64_t time, uint64
   if (MT_UNLIKELY(!w)) return;
   begin_record(s);
   const uint64_t t = stream_time(s, time == kNow ? event_time(s) : time);
+  MEMTIDE_CHECK(t >= s->last_time && tls_busy > 0);
   w = fmt::encode_alloc(w, s->recent, api, t - s->last_time, addr, s->last_addr, size, stack);
   s->last_time = t;
   s->last_addr = addr;
@@ -213,6 +214,7 @@ MT_ALWAYS_INLINE void write_free(Stream* s, fmt::Api api, uint64_t time, uint64_
   if (MT_UNLIKELY(!w)) return;
   begin_record(s);
   const uint64_t t = stream_time(s, time == kNow ? event_time(s) : time);
+  MEMTIDE_CHECK(t >= s->last_time && tls_busy > 0);
   w = fmt::encode_free(w, s->recent, api, t - s->last_time, addr, s->last_addr, length);
   s->last_time = t;
   s->last_addr = addr;

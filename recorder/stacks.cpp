@@ -262,6 +262,7 @@ uint32_t stack_id(ThreadState* ts, Stream* s, void* const* ips, int n) {
     UnwindMemo& m = ts->memo;
     if (ips >= m.kept_for_id_ips && ips <= m.kept_for_id_ips + m.kept_for_id_n) {
       kept = m.kept_for_id;
+      MEMTIDE_CHECK(kept->n > 0 && kept->n <= kKeptFrames && m.kept_for_id_n == kept->n);
       const int skip = static_cast<int>(ips - m.kept_for_id_ips);
       if (m.kept_for_id_known && kept->id_skip == skip && kept->id_n == n) {
         m.kept_for_id = nullptr;

@@ -206,6 +206,7 @@ uint8_t* reserve_slow(Stream* s, size_t need) {
     // The process stream is written under shared_mutex, which the writer also takes.
     enqueue_chunk(old, s != &recording.shared);
   }
+  MEMTIDE_CHECK(next->cap >= need);
   return next->data;
 }
 

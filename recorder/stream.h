@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "formats/check.h"
 #include "formats/encoder.h"
 #include "formats/records.h"
 #include "recorder/base.h"
@@ -92,6 +93,7 @@ inline uint8_t* reserve(Stream* s, size_t need) {
   return reserve_slow(s, need);
 }
 inline void commit(Stream* s, uint8_t* end) {
+  MEMTIDE_CHECK(end >= s->chunk->data + s->pos && end <= s->chunk->data + s->chunk->cap);
   s->pos = static_cast<uint32_t>(end - s->chunk->data);
   s->chunk->committed.store(s->pos, std::memory_order_release);
 }

@@ -357,6 +357,7 @@ std::atomic<uint32_t> g_kept_tables{0};
 void kept_table_free(KeptStack* t) {
   if (!t) return;
   syscall(SYS_munmap, t, sizeof(KeptStack) * kKeptStacks);
+  MEMTIDE_CHECK(g_kept_tables.load(std::memory_order_relaxed) > 0);
   g_kept_tables.fetch_sub(1, std::memory_order_relaxed);
 }
 
@@ -405,6 +406,7 @@ inline void kept_store(UnwindMemo* m, KeptStack* e, void** out, int n, uint64_t 
     }
     bp_used = (rule & kCfaRbp) || (!(rule & kRbpSaved) && bp_used);  // the rbp of frame k - 1
   }
+  MEMTIDE_CHECK(nbp <= kKeptFrames);
   e->nbp = nbp;
   e->ip[0] = leaf->ip;
   e->bp_used = bp_used;

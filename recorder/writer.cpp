@@ -123,6 +123,7 @@ void emit(Stream* s, const uint8_t* p, size_t n, uint16_t flags, bool at_start, 
   ++g_emitted;
   if (at_start) s->w_run.rings.clear();
   const uint64_t base_time = s->w_run.time, base_addr = s->w_run.addr;
+  MEMTIDE_CHECK(!end || end->time >= base_time);  // a stream's times never go back
   if (at_start && end && !(flags & fmt::kBlockFlagStacks)) {  // a whole chunk: one block as it is
     s->w_run.time = end->time;
     s->w_run.addr = end->addr;
@@ -371,6 +372,7 @@ void flush_pass() {
   if (exact && unwritten < w) w = unwritten;
   // (Without the barrier an exact file gets no watermark in this pass: readers wait longer.)
   const bool marked = (exact || !g_exact_watermarks) && append_watermark(w);
+  MEMTIDE_CHECK(!marked || w >= g_last_watermark);
   if (marked) g_last_watermark = w;
   const bool quiet = marked && w == vouched && !shared_news && g_emitted == emitted;
   g_quiet_passes = quiet ? g_quiet_passes + 1 : 0;
