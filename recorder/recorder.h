@@ -61,7 +61,7 @@ void on_mremap(void* old_p, size_t old_len, void* new_p, size_t new_len, const v
 void on_modules_changed();
 void on_thread_name(unsigned long pthread, const char* name);
 // Around the program's calls of pthread_getattr_np, which holds the thread's own lock while it
-// allocates: the recorder must not call it then (recorder.cpp, thread_stack_bounds).
+// allocates: the recorder must not call it then (threads.cpp, thread_stack_bounds).
 void getattr_enter();
 void getattr_leave();
 

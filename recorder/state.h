@@ -20,7 +20,6 @@ struct StackCacheEntry {
 };
 inline constexpr unsigned kStackCacheSize = 512;  // per thread, direct-mapped
 
-
 // The trie path (node id and path key per depth, root first) of the last stack this thread
 // added to the stack table: the next new stack starts its walk below the part they share
 // (stacks.cpp).

@@ -13,7 +13,7 @@
 
 namespace memtide::rec {
 
-// [2] Streams
+// Streams
 //
 // A stream is the record sequence of one thread (or the process stream, index 0). Its owner
 // appends encoded records into the current chunk and publishes them with one release store

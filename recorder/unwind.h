@@ -97,7 +97,7 @@ struct UnwindMemo {
   int kept_for_id_n = 0;
 };
 // Sets the calling thread's stack bounds in `m`; false when they cannot be asked for now
-// (stack_pending then: asked again at the thread's next walk). recorder.cpp.
+// (stack_pending then: asked again at the thread's next walk). threads.cpp.
 bool thread_stack_bounds(UnwindMemo* m);
 
 // unwind.cpp: return addresses of the calling thread, leaf first, by cached CFI rules; -1 when
@@ -119,8 +119,8 @@ struct KeptLookup {
   KeptStack* victim = nullptr;
 };
 
-// The lookup of kept stacks, inline so that an allocation whose stack is found again with its
-// id makes no call but kept_holds (unwind.cpp).
+// What the inline lookup of kept stacks (events.h) uses of the unwinder, so that an allocation
+// whose stack is found again with its id makes no call but kept_holds.
 extern std::atomic<uint32_t> g_rule_gen;  // the unwinder's rule generation (unwind_modules_unloaded)
 extern std::atomic<bool> g_rules_full;    // no memory for rules: every stack goes to libunwind
 // Whether the stack kept in `e` is the one on the stack again (its start state is the

@@ -178,7 +178,7 @@ TEST(Clock, EventTimesFollowClockMonotonicAcrossTheCalibration) {
 }
 
 // While one thread records, most of its events take the time of the record before them
-// (event_time in recorder/internal.h), never older than the writer's last clock tick (every
+// (event_time in recorder/stream.h), never older than the writer's last clock tick (every
 // 10 ms). 40 bursts of 20 allocations, 40 ms apart, with the writer's flushes and counters
 // turned down so that only that tick can tell the thread that time passed: no allocation may
 // carry the time of the burst before it (40 ms older), none is later than its burst's end,
