@@ -14,6 +14,7 @@
 #pragma once
 
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -76,6 +77,19 @@ struct StackMetrics {
   uint64_t indirect_blocks = 0, indirect_bytes = 0;
   uint64_t definite_bytes() const { return leaked_bytes - reachable_bytes - indirect_bytes; }
   uint64_t definite_blocks() const { return leaked_blocks - reachable_blocks - indirect_blocks; }
+  // Sampled traces: the recorded blocks behind alloc_* and leaked_*, and the variance of their
+  // byte estimates (for a sampled block of s bytes with weight w: w * (w - s), the
+  // Horvitz-Thompson variance estimate). Exact blocks add nothing: their figures are exact.
+  uint64_t alloc_samples = 0, leaked_samples = 0;
+  double alloc_var = 0, leaked_var = 0;
+  void note_alloc_sample(uint64_t w, uint64_t s) {
+    ++alloc_samples;
+    alloc_var += static_cast<double>(w) * static_cast<double>(w - s);
+  }
+  void note_leak_sample(uint64_t w, uint64_t s) {
+    ++leaked_samples;
+    leaked_var += static_cast<double>(w) * static_cast<double>(w - s);
+  }
 
   uint64_t value(Metric m) const {
     switch (m) {
@@ -107,6 +121,35 @@ struct StackStats {
   StackId stack;
   StackMetrics m;
 };
+
+// Sampled recording (formats/sampling.h): whether any part of the trace was sampled, the
+// intervals in effect and when they began, and the samples recorded.
+struct SamplingInfo {
+  struct Change {
+    uint64_t time = 0;      // absolute; 0: from the start
+    uint64_t interval = 0;  // bytes; 0: exact
+  };
+  std::vector<Change> changes;
+  uint64_t samples = 0;        // sampled allocations
+  double allocated_var = 0;    // variance of the allocated-bytes estimate
+  bool sampled() const { return interval() != 0 || changes.size() > 1; }
+  // The sampling interval (the last one that was not 0), or 0 for an exact trace.
+  uint64_t interval() const {
+    for (auto it = changes.rbegin(); it != changes.rend(); ++it)
+      if (it->interval) return it->interval;
+    return 0;
+  }
+  void note(uint64_t time, uint64_t interval) {
+    if (changes.empty() && interval == 0) return;  // exact from the start: nothing to say
+    changes.push_back({time, interval});
+  }
+  void add_sample(uint64_t w, uint64_t s) {
+    ++samples;
+    allocated_var += static_cast<double>(w) * static_cast<double>(w - s);
+  }
+};
+// The 95% confidence half-width of an estimate with variance `var` (normal approximation).
+inline double ci95(double var) { return var > 0 ? 1.959964 * std::sqrt(var) : 0; }
 
 // Whole-domain totals. Every allocation statistic counts the allocations made in the window
 // [ReplayOptions::from, to] only ("counted" blocks); with no window, all of them.
@@ -283,6 +326,7 @@ struct Model {
   std::vector<std::string> warnings;
   uint64_t file_size = 0;
   uint64_t events = 0;            // Alloc + Free records
+  SamplingInfo sampling;          // figures of a sampled trace are estimates
 
   ProcessSummary process;
   bool have_process = false;

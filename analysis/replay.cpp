@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -34,6 +35,7 @@
 #include "formats/decoder.h"
 #include "formats/merge.h"
 #include "formats/reader.h"
+#include "formats/sampling.h"
 
 namespace memtide::analysis {
 namespace {
@@ -56,8 +58,9 @@ struct StackWork {
 // 24 bytes (32 with its key in the LiveMap): the one structure that grows with the live set.
 constexpr uint64_t kMaxBlockBytes = (uint64_t{1} << 56) - 1;  // larger sizes (hostile) are clamped
 struct LiveBlock {
-  uint64_t bytes : 56 = 0;
-  uint64_t api_ : 7 = 0;
+  uint64_t bytes : 56 = 0;  // the block's size
+  uint64_t api_ : 6 = 0;
+  uint64_t sampled : 1 = 0;  // stands for more than itself: its weight is in Replayer::weights_
   uint64_t counted : 1 = 0;
   uint64_t time = 0;
   uint32_t stack = kNoStack;  // index into DomainState::work
@@ -65,6 +68,22 @@ struct LiveBlock {
   Api api() const { return static_cast<Api>(api_); }
 };
 static_assert(sizeof(LiveBlock) == 24);
+
+// What a live block stands for: itself (exact), or, sampled, an estimate of bytes and blocks.
+struct Weighted {
+  uint64_t bytes = 0, blocks = 1;
+};
+
+// The blocks a sampled block of `size` bytes with weight `weight` bytes stands for: weight / size,
+// rounded down or up at random (by a hash of the block's address and time, so the same block
+// always gives the same count) with the odds that keep the count unbiased.
+inline uint64_t sampled_blocks(uint64_t weight, uint64_t size, uint64_t addr, uint64_t time) {
+  if (size == 0 || weight <= size) return 1;
+  const double c = static_cast<double>(weight) / static_cast<double>(size);
+  const double whole = std::floor(c);
+  const double u = static_cast<double>(fmt::mix_address(addr ^ (time * 0x9E3779B97F4A7C15ULL)) >> 11) * 0x1.0p-53;
+  return static_cast<uint64_t>(whole) + (u < c - whole ? 1 : 0);
+}
 
 struct DomainState {
   bool per_stack = true;
@@ -185,6 +204,8 @@ class Replayer : public NullVisitor {
     p.page_size = x.page_size;
     p.mode = x.mode;
     p.sample_interval = x.sample_interval;
+    interval_ = x.mode == RecordingMode::Sampled ? x.sample_interval : 0;
+    if (interval_) m_.sampling.note(0, interval_);
     p.exe = x.exe;
     p.cwd = x.cwd;
     OptionIterator opts(x);
@@ -232,6 +253,12 @@ class Replayer : public NullVisitor {
     m_.markers.push_back({x.time, ThreadId(s), std::string(x.label)});
   }
   void on_watermark(uint32_t, const Watermark& x) { note_time(x.time); }
+  void on_sampling(uint32_t, const Sampling& x) {
+    note_time(x.time);
+    if (interval_ == 0 && x.interval != 0 && (live_[0].size() || live_[1].size())) convert_exact_blocks(x.time);
+    interval_ = x.interval;
+    m_.sampling.note(x.time, x.interval);
+  }
   void on_end(uint32_t, const End& x) {
     note_time(x.time);
     m_.complete = true;
@@ -259,10 +286,10 @@ class Replayer : public NullVisitor {
   [[gnu::always_inline]] void alloc(uint32_t stream, const Alloc& a) {
     note_time(a.time);
     ++m_.events;
-    const uint64_t bytes = std::min<uint64_t>(a.weight ? a.weight : a.size, kMaxBlockBytes);
+    const uint64_t bytes = std::min<uint64_t>(a.size, kMaxBlockBytes);
     switch (api_class(a.api)) {
       case ApiClass::Heap: [[likely]] heap_alloc<Domain::Heap, W>(stream, a, bytes); return;
-      case ApiClass::Mmap: mmap_alloc(stream, a, bytes); return;
+      case ApiClass::Mmap: mmap_alloc(stream, a, std::min<uint64_t>(a.weight ? a.weight : a.size, kMaxBlockBytes)); return;
       case ApiClass::Custom: heap_alloc<Domain::Custom, W>(stream, a, bytes); return;
       case ApiClass::Bad: ++m_.anomalies.bad_records; return;
     }
@@ -354,7 +381,15 @@ class Replayer : public NullVisitor {
   template <Domain D, bool W>
   void heap_free(uint32_t stream, const Free& f);
   template <Domain D, bool W>
-  void release(const LiveBlock& b, uint64_t time);
+  void release(uint64_t addr, const LiveBlock& b, uint64_t time);
+  // What the live block at `addr` stands for; a sampled one's weight is forgotten if `forget`.
+  Weighted weighted(unsigned map, uint64_t addr, const LiveBlock& b, bool forget) {
+    if (!b.sampled) [[likely]]
+      return {b.bytes, 1};
+    return weighted_slow(map, addr, b, forget);
+  }
+  [[gnu::noinline]] Weighted weighted_slow(unsigned map, uint64_t addr, const LiveBlock& b, bool forget);
+  void convert_exact_blocks(uint64_t time);
   void unknown_free(Domain d, uint32_t stream, const Free& f);
   void mmap_alloc(uint32_t stream, const Alloc& a, uint64_t bytes);
   void mmap_free(uint32_t stream, const Free& f);
@@ -379,6 +414,11 @@ class Replayer : public NullVisitor {
   std::map<std::tuple<uint64_t, uint8_t, uint8_t>, size_t> mismatch_index_;
   std::map<std::tuple<uint8_t, uint32_t, uint8_t>, size_t> unknown_index_;
   ScanData scan_;  // the leak scan at exit
+  // Sampled recording: the interval in effect (0: exact), whether blocks of an exact period
+  // may be live, and the weights of the live sampled blocks (heap, custom) by address.
+  uint64_t interval_ = 0;
+  bool exact_blocks_ = false;
+  std::unordered_map<uint64_t, uint64_t> weights_[2];
 };
 
 // ---------------------------------------------------------------------------------------
@@ -394,11 +434,18 @@ template <Domain D, bool W>
   if (!fresh) [[unlikely]] {
     ++m_.anomalies.double_allocs;
     const LiveBlock old = *blk;
-    release<D, W>(old, a.time);
+    release<D, W>(a.addr, old, a.time);
   }
   const bool c = !W || counted(a.time);
   const uint32_t s = c ? ds.index(a.stack) : kNoStack;
+  Weighted wt{bytes, 1};
   LiveBlock nb;
+  if (a.weight) [[unlikely]] {
+    wt = {std::min<uint64_t>(std::max(a.weight, bytes), kMaxBlockBytes), sampled_blocks(a.weight, bytes, a.addr, a.time)};
+    nb.sampled = 1;
+    weights_[d == Domain::Heap ? 0 : 1][a.addr] = wt.bytes;
+    m_.sampling.add_sample(wt.bytes, bytes);
+  }
   nb.bytes = bytes;
   nb.api_ = static_cast<uint8_t>(a.api);
   nb.counted = c;
@@ -407,10 +454,10 @@ template <Domain D, bool W>
   nb.thread = stream;
   *blk = nb;  // the whole block at once (the slot of a fresh insert holds no value yet)
   if (d == Domain::Heap) {
-    heap_all_live_ += bytes;
+    heap_all_live_ += wt.bytes;
     m_.heap_series.add(a.time, heap_all_live_);
   } else {
-    custom_all_live_ += bytes;
+    custom_all_live_ += wt.bytes;
     m_.custom_series.add(a.time, custom_all_live_);
   }
   if (ThreadWork* tw = thread_work(stream)) {
@@ -418,30 +465,79 @@ template <Domain D, bool W>
     ++tw->allocs;
   }
   if (!c) return;
-  ++ds.t.allocations;
-  ds.t.allocated_bytes += bytes;
+  ds.t.allocations += wt.blocks;
+  ds.t.allocated_bytes += wt.bytes;
   ApiCount& ac = m_.alloc_api[static_cast<unsigned>(a.api)];
-  ++ac.calls;
-  ac.bytes += bytes;
+  ac.calls += wt.blocks;
+  ac.bytes += wt.bytes;
   if (s != kNoStack) {
     StackMetrics& sm = ds.w(s).m;
-    ++sm.alloc_count;
-    sm.alloc_bytes += bytes;
+    sm.alloc_count += wt.blocks;
+    sm.alloc_bytes += wt.bytes;
+    if (nb.sampled) [[unlikely]]
+      sm.note_alloc_sample(wt.bytes, bytes);
   }
-  ds.change(s, static_cast<int64_t>(bytes), 1, a.time);
+  ds.change(s, static_cast<int64_t>(wt.bytes), static_cast<int64_t>(wt.blocks), a.time);
 }
 
 template <Domain D, bool W>
-[[gnu::always_inline]] inline void Replayer::release(const LiveBlock& b, uint64_t time) {
+[[gnu::always_inline]] inline void Replayer::release(uint64_t addr, const LiveBlock& b, uint64_t time) {
   constexpr Domain d = D;
+  const Weighted wt = weighted(d == Domain::Heap ? 0 : 1, addr, b, /*forget=*/true);
   if (d == Domain::Heap) {
-    heap_all_live_ -= b.bytes;
+    heap_all_live_ -= wt.bytes;
     m_.heap_series.add(time, heap_all_live_);
   } else {
-    custom_all_live_ -= b.bytes;
+    custom_all_live_ -= wt.bytes;
     m_.custom_series.add(time, custom_all_live_);
   }
-  if (!W || b.counted) dom_[static_cast<unsigned>(d)].change(b.stack, -static_cast<int64_t>(b.bytes), -1, time);
+  if (!W || b.counted)
+    dom_[static_cast<unsigned>(d)].change(b.stack, -static_cast<int64_t>(wt.bytes), -static_cast<int64_t>(wt.blocks), time);
+}
+
+Weighted Replayer::weighted_slow(unsigned map, uint64_t addr, const LiveBlock& b, bool forget) {
+  auto& weights = weights_[map];
+  const auto it = weights.find(addr);
+  if (it == weights.end()) return {b.bytes, 1};
+  const Weighted wt{it->second, sampled_blocks(it->second, b.bytes, addr, b.time)};
+  if (forget) weights.erase(it);
+  return wt;
+}
+
+// A switch from exact to sampled recording: the recorder records the free of a block of the
+// exact period only when its address is kept (formats/sampling.h), so the blocks live now are
+// sampled the same way. A kept block stands for kExactKeepFactor blocks from here on; the
+// others leave the estimate (not as frees: their fate is not recorded).
+void Replayer::convert_exact_blocks(uint64_t time) {
+  exact_blocks_ = true;
+  for (unsigned map = 0; map < 2; ++map) {
+    const Domain d = map == 0 ? Domain::Heap : Domain::Custom;
+    DomainState& ds = dom_[static_cast<unsigned>(d)];
+    std::vector<uint64_t> dropped, kept;
+    uint64_t& all_live = map == 0 ? heap_all_live_ : custom_all_live_;
+    live_[map].for_each([&](uint64_t addr, const LiveBlock& b) {
+      if (b.sampled) return;
+      if (!fmt::kept_at_switch(addr)) {
+        dropped.push_back(addr);
+        all_live -= b.bytes;
+        if (b.counted) ds.change(b.stack, -static_cast<int64_t>(b.bytes), -1, time);
+        return;
+      }
+      kept.push_back(addr);
+      const uint64_t extra = b.bytes * (fmt::kExactKeepFactor - 1);
+      weights_[map][addr] = b.bytes * fmt::kExactKeepFactor;
+      all_live += extra;
+      if (b.counted) ds.change(b.stack, static_cast<int64_t>(extra), static_cast<int64_t>(fmt::kExactKeepFactor - 1), time);
+    });
+    for (uint64_t addr : dropped) {
+      LiveBlock b;
+      live_[map].erase(addr, b);
+    }
+    for (uint64_t addr : kept)
+      if (LiveBlock* b = live_[map].find(addr)) b->sampled = 1;
+  }
+  m_.heap_series.add(time, heap_all_live_);
+  m_.custom_series.add(time, custom_all_live_);
 }
 
 template <Domain D, bool W>
@@ -456,11 +552,12 @@ template <Domain D, bool W>
     unknown_free(d, stream, f);
     return;
   }
+  const Weighted wt = weighted(d == Domain::Heap ? 0 : 1, f.addr, b, /*forget=*/false);
   const ApiCount before = m_.free_api[static_cast<unsigned>(f.api)];
   if (!W || b.counted) {
-    ++ds.t.frees;
-    ds.t.freed_bytes += b.bytes;
-    m_.free_api[static_cast<unsigned>(f.api)] = {before.calls + 1, before.bytes + b.bytes};
+    ds.t.frees += wt.blocks;
+    ds.t.freed_bytes += wt.bytes;
+    m_.free_api[static_cast<unsigned>(f.api)] = {before.calls + wt.blocks, before.bytes + wt.bytes};
   }
   if (family_of(b.api()) != family_of(f.api)) [[unlikely]] {
     ++m_.anomalies.mismatch_count;
@@ -469,26 +566,31 @@ template <Domain D, bool W>
                                                    m_.anomalies.mismatches.size());
     if (fresh) m_.anomalies.mismatches.push_back({StackId(raw), b.api(), f.api, 0, 0, f.time});
     Mismatch& mm = m_.anomalies.mismatches[it->second];
-    ++mm.count;
-    mm.bytes += b.bytes;
+    mm.count += wt.blocks;
+    mm.bytes += wt.bytes;
   }
   if (d == Domain::Heap) {
-    if (tw && tw->last_alloc == f.addr && b.thread == stream) {
+    // (Not for a sampled block: the allocations between its own and its free were not all
+    // recorded, so whether it was temporary is not known.)
+    if (tw && tw->last_alloc == f.addr && b.thread == stream && !b.sampled) {
       tw->last_alloc = 0;
       if (!W || b.counted) {
-        ++ds.t.temporaries;
-        ds.t.temporary_bytes += b.bytes;
+        ds.t.temporaries += wt.blocks;
+        ds.t.temporary_bytes += wt.bytes;
         if (b.stack != kNoStack) {
-          ++ds.w(b.stack).m.temp_count;
-          ds.w(b.stack).m.temp_bytes += b.bytes;
+          ds.w(b.stack).m.temp_count += wt.blocks;
+          ds.w(b.stack).m.temp_bytes += wt.bytes;
         }
       }
     }
   }
-  release<D, W>(b, f.time);
+  release<D, W>(f.addr, b, f.time);
 }
 
 void Replayer::unknown_free(Domain d, uint32_t stream, const Free& f) {
+  // A sampled trace records the frees of sampled blocks, and after a switch from exact
+  // recording those of kept addresses, which may have been freed and reused unsampled since.
+  if (m_.sampling.sampled() && d != Domain::Mmap) return;
   const unsigned di = static_cast<unsigned>(d);
   ++m_.anomalies.unknown_free_count[di];
   if (!m_.has_window()) {
@@ -607,10 +709,10 @@ void Replayer::mmap_free(uint32_t stream, const Free& f) {
 void Replayer::finish_into(Model& out) const {
   if (!based_) apply_base(out, out.have_process ? out.process.monotonic_start_ns : 0);
   const bool at_now = opt_.at && !at_done_;  // the chosen time is after the last event
-  auto leak = [](StackMetrics& m, uint64_t bytes, uint64_t time) {
+  auto leak = [](StackMetrics& m, uint64_t bytes, uint64_t time, uint64_t blocks = 1) {
     if (m.leaked_blocks == 0 || time < m.first_leak_time) m.first_leak_time = time;
     if (time > m.last_leak_time) m.last_leak_time = time;
-    ++m.leaked_blocks;
+    m.leaked_blocks += blocks;
     m.leaked_bytes += bytes;
   };
   // Per domain, the statistics of each stack as they stand (work index order).
@@ -633,8 +735,15 @@ void Replayer::finish_into(Model& out) const {
   }
   for (int i = 0; i < 2; ++i) {
     std::vector<StackMetrics>& v = ms[i == 0 ? 0 : static_cast<unsigned>(Domain::Custom)];
-    live_[i].for_each([&](uint64_t, const LiveBlock& b) {
-      if (b.counted && b.stack != kNoStack) leak(v[b.stack], b.bytes, b.time);
+    live_[i].for_each([&](uint64_t addr, const LiveBlock& b) {
+      if (!b.counted || b.stack == kNoStack) return;
+      if (!b.sampled) [[likely]] {
+        leak(v[b.stack], b.bytes, b.time);
+        return;
+      }
+      const Weighted wt = const_cast<Replayer*>(this)->weighted(static_cast<unsigned>(i), addr, b, false);
+      leak(v[b.stack], wt.bytes, b.time, wt.blocks);
+      v[b.stack].note_leak_sample(wt.bytes, b.bytes);
     });
   }
   // With a complete leak scan: which of the heap's leaked blocks are still reachable, and
@@ -655,17 +764,18 @@ void Replayer::finish_into(Model& out) const {
     for (std::size_t i = 0; i < live.size(); ++i) {
       const LiveBlock& b = *live[i].second;
       if (!b.counted || cls[i] == Reach::Definite) continue;
+      const Weighted wt = const_cast<Replayer*>(this)->weighted(0, live[i].first, b, false);
       const auto k = static_cast<unsigned>(cls[i]);
-      reach_bytes[k] += b.bytes;
-      ++reach_blocks[k];
+      reach_bytes[k] += wt.bytes;
+      reach_blocks[k] += wt.blocks;
       if (b.stack == kNoStack) continue;
       StackMetrics& m = ms[0][b.stack];
       if (cls[i] == Reach::Reachable) {
-        ++m.reachable_blocks;
-        m.reachable_bytes += b.bytes;
+        m.reachable_blocks += wt.blocks;
+        m.reachable_bytes += wt.bytes;
       } else {
-        ++m.indirect_blocks;
-        m.indirect_bytes += b.bytes;
+        m.indirect_blocks += wt.blocks;
+        m.indirect_bytes += wt.bytes;
       }
     }
   }

@@ -159,6 +159,9 @@ std::string stack_text(Symbolizer& sym, StackId id, std::size_t max_frames, cons
 
 void print_text(const Model& m, Symbolizer& sym, const SuppressionList& supp, const Evaluation& e, const CheckOptions& o) {
   std::printf("memtide check: %s\n", printable(o.file).c_str());
+  if (m.sampling.sampled())
+    std::printf("  sampled trace (1 in ~%s allocated, %s): the figures below are estimates\n",
+                human_bytes(m.sampling.interval()).c_str(), count_of(m.sampling.samples, "sample", "samples").c_str());
   for (const Limit& l : e.limits) {
     if (!l.set) continue;
     std::printf("  %s %s: %s (limit %s)\n", l.broken() ? "FAIL" : "ok  ", l.what.c_str(), l.value(l.actual).c_str(),
@@ -234,6 +237,8 @@ json check_json(const Model& m, Symbolizer& sym, const SuppressionList& supp, co
   j["file"] = o.file;
   j["result"] = e.failed() ? "fail" : "pass";
   j["complete"] = m.complete;
+  j["sampling"] = m.sampling.sampled() ? json{{"interval_bytes", m.sampling.interval()}, {"samples", m.sampling.samples}}
+                                       : json(nullptr);
   json limits = json::array();
   for (const Limit& l : e.limits)
     if (l.set) limits.push_back({{"name", l.name}, {"limit", l.limit}, {"actual", l.actual}, {"broken", l.broken()}});
@@ -395,6 +400,19 @@ Verdict judge(const CheckOptions& o, SuppressionList supp, std::size_t& junit_te
     print_error(o.file, "the program's allocations were not recorded (it has a malloc of its own, in " +
                             model->process.program_malloc + "): leaks cannot be checked");
     return v.status = kExitError, v;
+  }
+  if (model->sampling.sampled()) {
+    // A leak smaller than the interval is usually not sampled at all: "no leak" cannot be
+    // checked on an estimate, only a threshold well above the interval.
+    const bool no_leak_limit = o.max_leaked_bytes.empty() && o.max_leaked_blocks.empty();
+    const auto bytes = o.max_leaked_bytes.empty() ? std::optional<uint64_t>() : parse_size(o.max_leaked_bytes);
+    if (no_leak_limit || (bytes && *bytes == 0) || (!o.max_leaked_blocks.empty() && parse_size(o.max_leaked_blocks) == 0)) {
+      print_error(o.file, "the trace is sampled (1 in ~" + human_bytes(model->sampling.interval()) +
+                              " allocated): its leak figures are estimates, and a leak smaller than the interval is "
+                              "usually not sampled at all, so a limit of 0 cannot be checked; give --max-leaked-bytes "
+                              "a threshold well above the interval, or record exactly (without --sample)");
+      return v.status = kExitError, v;
+    }
   }
   Symbolizer sym(*model, {}, &preload);
   const Evaluation e = evaluate(*model, sym, supp, o);

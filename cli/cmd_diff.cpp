@@ -114,6 +114,8 @@ int run_diff(const DiffOptions& o) {
   if (o.json) {
     json j;
     j["a"] = o.a;
+    j["a_sampling_interval_bytes"] = ma->sampling.sampled() ? json(ma->sampling.interval()) : json(nullptr);
+    j["b_sampling_interval_bytes"] = mb->sampling.sampled() ? json(mb->sampling.interval()) : json(nullptr);
     j["b"] = o.b;
     json totals = json::object();
     for (const Row& r : rows)
@@ -140,7 +142,11 @@ int run_diff(const DiffOptions& o) {
     return kExitOk;
   }
 
-  std::printf("memtide diff\n  A  %s\n  B  %s\n\n", printable(o.a).c_str(), printable(o.b).c_str());
+  auto sampled_note = [](const Model& m) {
+    return m.sampling.sampled() ? "  (sampled, 1 in ~" + human_bytes(m.sampling.interval()) + ": estimates)" : std::string();
+  };
+  std::printf("memtide diff\n  A  %s%s\n  B  %s%s\n\n", printable(o.a).c_str(), sampled_note(*ma).c_str(),
+              printable(o.b).c_str(), sampled_note(*mb).c_str());
   std::printf("  %-12s %14s %14s %16s\n", "", "A", "B", "change");
   for (const Row& r : rows) {
     const uint64_t x = total(*ma, r.metric), y = total(*mb, r.metric);

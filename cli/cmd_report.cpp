@@ -71,6 +71,11 @@ json stack_items(const Model& m, Symbolizer& sym, Domain d, Metric metric, const
       j["temporary_count"] = s->m.temp_count;
       j["leaked_bytes"] = s->m.leaked_bytes;
     }
+    if (m.sampling.sampled() && (metric == Metric::Allocated || metric == Metric::Leaked)) {
+      const bool leaked = metric == Metric::Leaked;
+      j["samples"] = leaked ? s->m.leaked_samples : s->m.alloc_samples;
+      j["bytes_ci95"] = std::llround(ci95(leaked ? s->m.leaked_var : s->m.alloc_var));
+    }
     j["stack_id"] = s->stack.value;
     j["stack"] = stack_json(sym, s->stack, o.frames);
     arr.push_back(std::move(j));
@@ -110,6 +115,17 @@ json report_json(const Model& m, Symbolizer& sym, const ReportOptions& o) {
                   {"argv", m.process.argv},
                   {"program_malloc", m.process.program_malloc.empty() ? json(nullptr) : json(m.process.program_malloc)}};
   j["duration_ns"] = m.duration();
+  if (m.sampling.sampled()) {
+    json changes = json::array();
+    for (const SamplingInfo::Change& c : m.sampling.changes)
+      changes.push_back({{"time_ns", c.time ? rel(m, c.time) : json(0)}, {"interval_bytes", c.interval}});
+    j["sampling"] = {{"interval_bytes", m.sampling.interval()},
+                     {"samples", m.sampling.samples},
+                     {"allocated_bytes_ci95", std::llround(ci95(m.sampling.allocated_var))},
+                     {"changes", changes}};
+  } else {
+    j["sampling"] = nullptr;
+  }
   j["window"] = m.has_window() ? json{{"from_ns", rel(m, m.window_from)},
                                       {"to_ns", m.window_to == UINT64_MAX ? json(nullptr) : rel(m, m.window_to)}}
                                : json(nullptr);
@@ -143,8 +159,10 @@ json report_json(const Model& m, Symbolizer& sym, const ReportOptions& o) {
                               {"pointers", m.leak_scan.refs},
                               {"duration_ns", m.leak_scan.duration_ns}}
                        : json(nullptr);
-  j["temporary_allocations"] = h.temporaries;
-  j["temporary_bytes"] = h.temporary_bytes;
+  // (A sampled trace cannot tell temporaries: the allocations between a block's own and its
+  // free were not all recorded.)
+  j["temporary_allocations"] = m.sampling.sampled() ? json(nullptr) : json(h.temporaries);
+  j["temporary_bytes"] = m.sampling.sampled() ? json(nullptr) : json(h.temporary_bytes);
   j["peak_rss_bytes"] = m.peak_rss;
   json apis = json::object();
   for (unsigned a = 0; a < fmt::kApiCount; ++a) {
@@ -215,16 +233,25 @@ std::string leak_kinds(const Leaks& x) {
 
 void row(const char* label, const std::string& v) { std::printf("%-11s %s\n", label, v.c_str()); }
 
+// " ± 1.2 MiB, 14 samples": what stands behind an estimate of a sampled trace.
+std::string behind(uint64_t samples, double var) {
+  std::string out = " (";
+  if (const double ci = ci95(var); ci >= 1) out += "± " + human_bytes(static_cast<uint64_t>(std::llround(ci))) + ", ";
+  return out + count_of(samples, "sample", "samples") + ")";
+}
+
 void print_section(const Model& m, Symbolizer& sym, const char* title, Domain d, Metric metric, const ReportOptions& o) {
   const auto top = top_stacks(m, d, metric, o.top);
   if (top.empty()) return;
+  const bool sampled = m.sampling.sampled();
   std::printf("\n%s\n", title);
   std::size_t i = 0;
   for (const StackStats* s : top) {
     std::string line;
     switch (metric) {
       case Metric::Leaked:
-        line = human_bytes(s->m.leaked_bytes) + " in " + count_of(s->m.leaked_blocks, "block", "blocks") + ", allocated " +
+        line = human_bytes(s->m.leaked_bytes) + " in " + count_of(s->m.leaked_blocks, "block", "blocks") +
+               (sampled && s->m.leaked_samples ? behind(s->m.leaked_samples, s->m.leaked_var) : "") + ", allocated " +
                rel_time(m, s->m.first_leak_time) + " .. " + rel_time(m, s->m.last_leak_time);
         if (m.leak_scan.complete && d == Domain::Heap) line += " (" + leak_kinds(s->m) + ")";
         break;
@@ -239,7 +266,8 @@ void print_section(const Model& m, Symbolizer& sym, const char* title, Domain d,
                " (" + human_bytes(s->m.temp_bytes) + ")";
         break;
       default:
-        line = human_bytes(s->m.alloc_bytes) + " in " + count_of(s->m.alloc_count, "allocation", "allocations");
+        line = human_bytes(s->m.alloc_bytes) + " in " + count_of(s->m.alloc_count, "allocation", "allocations") +
+               (sampled && s->m.alloc_samples ? behind(s->m.alloc_samples, s->m.alloc_var) : "");
         break;
     }
     std::printf("  %2zu. %s\n", ++i, line.c_str());
@@ -263,12 +291,29 @@ void report_text(const Model& m, Symbolizer& sym, const ReportOptions& o) {
                        count_of(m.threads.size(), "thread", "threads") + ", ran " + format_duration(m.duration()));
   if (const std::string note = unrecorded_allocations_note(m.process); m.have_process && !note.empty())
     row("note", printable(note));
+  if (m.sampling.sampled()) {
+    std::string what = "1 in ~" + human_bytes(m.sampling.interval()) + " allocated, " +
+                       count_of(m.sampling.samples, "sample", "samples") +
+                       ": the heap's figures are estimates (± a 95% interval where given)";
+    if (m.sampling.changes.size() > 1 || m.sampling.changes.front().time != 0) {
+      what += "; switched";
+      for (const SamplingInfo::Change& c : m.sampling.changes)
+        what += (c.interval ? " to 1 in ~" + human_bytes(c.interval) : std::string(" to exact")) + " at " + rel_time(m, c.time) + ",";
+      what.pop_back();
+    }
+    row("sampling", what);
+  }
   if (m.has_window())
     row("window", "allocations made in [" + rel_time(m, m.window_from) + ", " +
                       (m.window_to == UINT64_MAX ? std::string("end") : rel_time(m, m.window_to)) + "]");
-  row("heap", count_of(h.allocations, "allocation", "allocations") + " (" + human_bytes(h.allocated_bytes) + "), " +
-                  count_of(h.frees, "free", "frees") + ", " + thousands(h.temporaries) + " temporary" +
-                  percent(h.temporaries, h.allocations));
+  if (m.sampling.sampled())
+    row("heap", count_of(h.allocations, "allocation", "allocations") + " (" + human_bytes(h.allocated_bytes) + " " +
+                    behind(m.sampling.samples, m.sampling.allocated_var).substr(2) + ", " +
+                    count_of(h.frees, "free", "frees") + ", temporaries not known when sampled");
+  else
+    row("heap", count_of(h.allocations, "allocation", "allocations") + " (" + human_bytes(h.allocated_bytes) + "), " +
+                    count_of(h.frees, "free", "frees") + ", " + thousands(h.temporaries) + " temporary" +
+                    percent(h.temporaries, h.allocations));
   row("peak", human_bytes(h.peak_bytes) + " in " + count_of(h.peak_blocks, "block", "blocks") + " at " +
                   rel_time(m, h.peak_time));
   {
@@ -311,7 +356,8 @@ void report_text(const Model& m, Symbolizer& sym, const ReportOptions& o) {
     print_section(m, sym, title.c_str(), Domain::Heap, Metric::LiveAt, o);
   }
   print_section(m, sym, "ALLOCATIONS (bytes allocated, by stack)", Domain::Heap, Metric::Allocated, o);
-  print_section(m, sym, "TEMPORARIES (freed right after allocation, by stack)", Domain::Heap, Metric::Temporary, o);
+  if (!m.sampling.sampled())
+    print_section(m, sym, "TEMPORARIES (freed right after allocation, by stack)", Domain::Heap, Metric::Temporary, o);
   print_section(m, sym, "MMAP NOT UNMAPPED (by stack)", Domain::Mmap, Metric::Leaked, o);
   print_section(m, sym, "CUSTOM POOL BLOCKS NOT FREED (by stack)", Domain::Custom, Metric::Leaked, o);
   if (!m.anomalies.mismatches.empty()) {

@@ -6,7 +6,8 @@
 // only at exit), and one in 1000 writes an audit line into a buffer that nobody frees (a leak).
 // Every second it marks the timeline (memtide_mark) with the number of requests handled.
 //
-//   memtide-example-worker [--seconds N] [--threads N]
+//   memtide-example-worker [--seconds N] [--threads N] [--requests N]
+//   (--requests: exactly N requests, the same work every run, however long it takes)
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -70,11 +71,13 @@ unsigned long handle_request(unsigned long id) {
 int main(int argc, char** argv) {
   double seconds = 5;
   int threads = 2;
+  unsigned long requests = 0;  // 0: as many as fit in the time
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--seconds") && i + 1 < argc) seconds = std::atof(argv[++i]);
     else if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) threads = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--requests") && i + 1 < argc) requests = std::strtoul(argv[++i], nullptr, 10);
     else {
-      std::fprintf(stderr, "usage: memtide-example-worker [--seconds N] [--threads N]\n");
+      std::fprintf(stderr, "usage: memtide-example-worker [--seconds N] [--threads N] [--requests N]\n");
       return 2;
     }
   }
@@ -89,7 +92,9 @@ int main(int argc, char** argv) {
     pool.emplace_back([&, t] {
       unsigned long id = static_cast<unsigned long>(t);
       unsigned long bytes = 0;
-      while (!stop.load(std::memory_order_relaxed)) {
+      // With --requests: exactly that many, request ids 0..N-1 shared out among the threads
+      // (the same work every run), and the time limit does not apply.
+      while (requests ? id < requests : !stop.load(std::memory_order_relaxed)) {
         bytes += handle_request(id);
         id += static_cast<unsigned long>(threads);
         handled.fetch_add(1, std::memory_order_relaxed);
@@ -98,7 +103,7 @@ int main(int argc, char** argv) {
     });
   }
   const auto start = std::chrono::steady_clock::now();
-  for (int tick = 1;; ++tick) {
+  for (int tick = 1; !requests; ++tick) {
     std::this_thread::sleep_until(start + std::chrono::milliseconds(static_cast<long>(std::min<double>(tick, seconds) * 1000)));
     char label[64];
     std::snprintf(label, sizeof label, "tick %d: %lu requests", tick, handled.load());

@@ -106,4 +106,10 @@ inline std::size_t encode_end(uint8_t* out, std::size_t cap, uint64_t prev_time,
   return b.finish();
 }
 
+inline std::size_t encode_sampling(uint8_t* out, std::size_t cap, uint64_t prev_time, const Sampling& x) {
+  RecordBuilder b(out, cap, RecordType::Sampling);
+  b.varint(x.time - prev_time).varint(x.interval);
+  return b.finish();
+}
+
 }  // namespace memtide::fmt

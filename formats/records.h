@@ -194,6 +194,7 @@ enum class RecordType : uint8_t {
   End,
   Symbols,
   Scan,
+  Sampling,
   Alloc,
   Free,
   Count
@@ -219,6 +220,7 @@ inline constexpr uint8_t kRecordTag[kRecordTypeCount] = {
     0x0C,  // End
     0x0D,  // Symbols
     0x0E,  // Scan
+    0x0F,  // Sampling
     kTagAllocBase,
     kTagFreeBase,
 };
@@ -263,7 +265,7 @@ constexpr std::string_view record_type_name(RecordType t) {
   constexpr std::string_view names[] = {"process",    "module_load", "module_unload", "thread_start",
                                         "thread_name", "thread_exit", "stack",         "counters",
                                         "marker",     "sample_weight", "watermark",    "end",
-                                        "symbols",    "scan",        "alloc",        "free"};
+                                        "symbols",    "scan",        "sampling",     "alloc",        "free"};
   static_assert(sizeof(names) / sizeof(names[0]) == kRecordTypeCount);
   const auto i = static_cast<unsigned>(t);
   return i < kRecordTypeCount ? names[i] : std::string_view("?");
@@ -453,6 +455,14 @@ struct Scan {
   const uint8_t* data = nullptr;
   const uint8_t* data_end = nullptr;
   uint64_t regions = 0, words = 0, refs = 0, duration_ns = 0;  // Done
+};
+
+// Sampling (0x0F), process stream: varint dt, varint interval. From this time on, heap
+// allocations are recorded sampled at this mean interval in bytes (0: exact, every one); see
+// formats/sampling.h. Written when the program switches with memtide_sample().
+struct Sampling {
+  uint64_t time = 0;
+  uint64_t interval = 0;
 };
 
 // Alloc (0x40 + api): varint dt, svarint daddr, varint size, varint stack

@@ -10,6 +10,9 @@
  *                                        allocations made in between are not recorded
  *                                        (frees still are, so nothing looks leaked)
  *   memtide_alloc(p, n); memtide_free(p); report blocks of a custom pool allocator
+ *   memtide_sample(512 * 1024);          from now on record a sample, about one allocation per
+ *                                        512 KiB allocated; memtide_sample(0): every one again
+ *                                        (returns the interval in effect, 0 when not recording)
  */
 #ifndef MEMTIDE_H
 #define MEMTIDE_H
@@ -25,6 +28,7 @@ void memtide_impl_pause(void) __attribute__((weak));
 void memtide_impl_resume(void) __attribute__((weak));
 void memtide_impl_alloc(const void* ptr, size_t size) __attribute__((weak));
 void memtide_impl_free(const void* ptr) __attribute__((weak));
+size_t memtide_impl_sample(size_t bytes) __attribute__((weak));
 
 static inline void memtide_mark(const char* label) {
   if (memtide_impl_mark) memtide_impl_mark(label);
@@ -40,6 +44,9 @@ static inline void memtide_alloc(const void* ptr, size_t size) {
 }
 static inline void memtide_free(const void* ptr) {
   if (memtide_impl_free) memtide_impl_free(ptr);
+}
+static inline size_t memtide_sample(size_t bytes) {
+  return memtide_impl_sample ? memtide_impl_sample(bytes) : 0;
 }
 
 #ifdef __cplusplus

@@ -528,6 +528,7 @@ MT_EXPORT void memtide_impl_pause(void) { rec::pause(); }
 MT_EXPORT void memtide_impl_resume(void) { rec::resume(); }
 MT_EXPORT void memtide_impl_alloc(const void* p, size_t n) { rec::on_alloc(Api::Custom, const_cast<void*>(p), n, MT_FRAME); }
 MT_EXPORT void memtide_impl_free(const void* p) { rec::on_free(Api::Custom, const_cast<void*>(p)); }
+MT_EXPORT size_t memtide_impl_sample(size_t bytes) { return rec::set_sampling(bytes); }
 
 // ---------------------------------------------------------------------------------------
 // [6] Start-up and exit

@@ -13,7 +13,9 @@
 #include <cstring>
 
 #include "recorder/backing.h"
+#include "formats/record_builders.h"
 #include "recorder/recorder.h"
+#include "recorder/sampling.h"
 #include "recorder/stacks.h"
 
 namespace memtide::rec {
@@ -120,13 +122,53 @@ MT_NOINLINE uint32_t walk_stack(ThreadState* ts, Stream* stream, const void* fra
 // ---------------------------------------------------------------------------------------
 namespace {
 
+// A sampled Alloc: its SampleWeight record, then the Alloc, as one record for the writer.
+void write_weighted_alloc(Stream* s, fmt::Api api, uint64_t addr, uint64_t size, uint32_t stack, uint64_t weight) {
+  constexpr size_t kWeightRoom = 1 + fmt::kLengthSlot + wire::kMaxVarint;
+  uint8_t* w = reserve(s, kWeightRoom + fmt::kMaxAllocRecord);
+  if (MT_UNLIKELY(!w)) return;
+  begin_record(s);
+  const uint64_t t = stream_time(s, event_time(s));
+  MEMTIDE_CHECK(t >= s->last_time && tls_busy > 0);
+  w += fmt::encode_sample_weight(w, kWeightRoom, fmt::SampleWeight{weight});
+  w = fmt::encode_alloc(w, s->recent, api, t - s->last_time, addr, s->last_addr, size, stack);
+  s->last_time = t;
+  s->last_addr = addr;
+  commit(s, w);
+  end_record(s);
+  ++s->allocs;
+}
+
 MT_NOINLINE void on_alloc_slow(fmt::Api api, void* p, size_t size, const void* frame) {
   Target t;
   if (!acquire_slow(t)) return;
+  // (The recording may have started, sampled, inside acquire_slow.)
+  const uint64_t weight = sampling::active() ? sampling::take(size) : 0;
+  if (sampling::active() && !weight) return release(t);
   {
     BusyScope busy;
     const uint32_t stack = capture_stack(t, frame);
-    write_alloc(t.s, api, kNow, reinterpret_cast<uint64_t>(p), size, stack);
+    const auto addr = reinterpret_cast<uint64_t>(p);
+    if (weight) {
+      write_weighted_alloc(t.s, api, addr, size, stack, weight);
+      sampling::insert(addr);
+    } else {
+      write_alloc(t.s, api, kNow, addr, size, stack);
+    }
+  }
+  release(t);
+}
+
+// Sampled mode: records the allocation when it holds a sample point.
+MT_NOINLINE void on_alloc_sampled(fmt::Api api, void* p, size_t size, const void* frame, uint64_t weight) {
+  Target t;
+  if (!acquire(t)) return;
+  {
+    BusyScope busy;
+    const uint32_t stack = capture_stack(t, frame);
+    const auto addr = reinterpret_cast<uint64_t>(p);
+    write_weighted_alloc(t.s, api, addr, size, stack, weight);
+    sampling::insert(addr);
   }
   release(t);
 }
@@ -145,6 +187,10 @@ MT_NOINLINE void on_free_slow(fmt::Api api, void* p) {
 
 void on_alloc(fmt::Api api, void* p, size_t size, const void* frame) {
   if (!p) return;
+  if (MT_UNLIKELY(sampling::active())) {
+    if (const uint64_t weight = sampling::take(size)) on_alloc_sampled(api, p, size, frame, weight);
+    return;
+  }
   ThreadState* ts = own_stream_thread(false);
   if (MT_UNLIKELY(!ts)) {
     on_alloc_slow(api, p, size, frame);
@@ -159,6 +205,9 @@ void on_alloc(fmt::Api api, void* p, size_t size, const void* frame) {
 
 void on_free(fmt::Api api, void* p) {
   if (!p || in_pool(p)) return;
+  if (MT_UNLIKELY(sampling::g_check_frees.load(std::memory_order_relaxed)) &&
+      !sampling::record_free(reinterpret_cast<uintptr_t>(p)))
+    return;
   if (ThreadState* ts = own_stream_thread(/*even_paused=*/true)) {
     bool written;
     {
@@ -176,6 +225,12 @@ void on_free(fmt::Api api, void* p) {
 ReallocTicket on_realloc_begin(void* old_ptr) {
   ReallocTicket r;
   if (old_ptr && !in_pool(old_ptr)) {
+    if (MT_UNLIKELY(sampling::g_check_frees.load(std::memory_order_relaxed))) {
+      const bool sampled_mode = sampling::active();
+      const bool record = sampling::record_free(reinterpret_cast<uintptr_t>(old_ptr));
+      r.old_sampled = sampled_mode && record;
+      if (!record) return r;
+    }
     if (ThreadState* ts = tls_thread; ts && !tls_busy) {
       // While only this thread records, the free takes the time of the stream's last record
       // as a short Free would (begin_reused): the record stays begun until on_realloc_end
@@ -215,7 +270,18 @@ inline void clear_pending(const ReallocTicket& r) {
 void on_realloc_end(const ReallocTicket& r, fmt::Api api, void* old_ptr, void* new_ptr, size_t size,
                     const void* frame) {
   // realloc(p, n) failing leaves p untouched; realloc(p, 0) releasing p returns null.
-  if (!new_ptr && size != 0) return clear_pending(r);
+  if (!new_ptr && size != 0) {
+    if (r.old_sampled) sampling::insert(reinterpret_cast<uintptr_t>(old_ptr));
+    return clear_pending(r);
+  }
+  uint64_t weight = 0;
+  if (MT_UNLIKELY(sampling::active()) && new_ptr) {
+    weight = sampling::take(size);
+    if (!weight) {
+      if (!r.armed) return;
+      new_ptr = nullptr;  // only the old block's release is recorded
+    }
+  }
   Target t;
   // As for free: the release of the old block is recorded even while paused.
   if (!acquire(t) && !acquire_slow(t, /*even_paused=*/true)) return clear_pending(r);
@@ -227,7 +293,12 @@ void on_realloc_end(const ReallocTicket& r, fmt::Api api, void* old_ptr, void* n
     if (new_ptr && !recording.paused.load(std::memory_order_relaxed)) {
       const uint32_t stack = capture_stack(t, frame);
       const auto addr = reinterpret_cast<uint64_t>(new_ptr);
-      if (t.shared || !write_alloc_fast(t.s, api, addr, size, stack)) write_alloc(t.s, api, kNow, addr, size, stack);
+      if (weight) {
+        write_weighted_alloc(t.s, api, addr, size, stack, weight);
+        sampling::insert(addr);
+      } else if (t.shared || !write_alloc_fast(t.s, api, addr, size, stack)) {
+        write_alloc(t.s, api, kNow, addr, size, stack);
+      }
     }
     clear_pending(r);  // after the records are committed
   }

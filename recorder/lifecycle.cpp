@@ -26,6 +26,7 @@
 #include "recorder/modules.h"
 #include "recorder/process.h"
 #include "recorder/recorder.h"
+#include "recorder/sampling.h"
 #include "recorder/stacks.h"
 #include "recorder/state.h"
 #include "recorder/threads.h"
@@ -141,6 +142,7 @@ void early_init() {
     message("ignoring %s=%s: %s", env, value, problem);
   });
   if (recording.opts.allocator == AllocatorKind::Mimalloc) use_mimalloc_backing();
+  sampling::configure(recording.opts.sample, recording.opts.sample_seed);
   if (const char* v = std::getenv(kTestChunkEnv)) {
     const unsigned long n = std::strtoul(v, nullptr, 10);
     if (n >= 16 && n <= kMaxChunkSize) recording.chunk_first = recording.chunk_max = static_cast<uint32_t>(n);
@@ -249,6 +251,26 @@ void mark(const char* label) {
   release(t);
 }
 
+uint64_t set_sampling(uint64_t bytes) {
+  Target t;
+  if (!acquire_slow(t, /*even_paused=*/true)) return 0;
+  uint64_t interval = 0;
+  {
+    BusyScope busy;
+    uint8_t buf[32];
+    if (reserve(t.s, sizeof buf)) {  // room first, then the clock (see write_alloc)
+      interval = sampling::set_interval(bytes);
+      begin_record(t.s);
+      const uint64_t now = stream_time(t.s, now_ns());
+      const size_t n = fmt::encode_sampling(buf, sizeof buf, t.s->last_time, fmt::Sampling{now, interval});
+      if (n && append_record(t.s, buf, n)) t.s->last_time = now;
+      end_record(t.s);
+    }
+  }
+  release(t);
+  return interval;
+}
+
 void pause() { recording.paused.store(true); }
 void resume() { recording.paused.store(false); }
 
@@ -339,9 +361,11 @@ void fork_prepare() {
   pthread_mutex_lock(&unwind_mutex);
   pthread_mutex_lock(&recording.registry_mutex);
   pthread_mutex_lock(&recording.queue_mutex);
+  sampling::fork_prepare();
 }
 
 void fork_parent() {
+  sampling::fork_parent();
   pthread_mutex_unlock(&recording.queue_mutex);
   pthread_mutex_unlock(&recording.registry_mutex);
   pthread_mutex_unlock(&unwind_mutex);
@@ -384,6 +408,7 @@ void fork_child() {
                              &stacks_mutex, &unwind_mutex, &modules_mutex, &g_start_mutex})
     pthread_mutex_init(m, nullptr);
   pthread_cond_init(&recording.queue_cond, nullptr);
+  sampling::fork_child();
   if (recording.state.load() == kActive && recording.started) restart_in_child();
   MEMTIDE_CHECK(tls_busy > 0);
   --tls_busy;

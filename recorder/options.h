@@ -6,9 +6,11 @@
 #pragma once
 
 #include <cerrno>
+#include <climits>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <climits>
 #include <cstring>
 
 #include "formats/size.h"
@@ -50,7 +52,9 @@ struct ChoiceSpec {
 };
 struct SizeSpec {
   static constexpr OptKind kind = OptKind::Size;
-  const char* min;  // as a SIZE (0 is always allowed: no limit)
+  const char* min;   // as a SIZE; "": no lower bound
+  const char* max;   // "": no upper bound
+  const char* zero;  // what 0, always allowed, means
 };
 
 constexpr TextSpec Text() { return {}; }
@@ -60,7 +64,7 @@ template <class E, size_t N>
 constexpr ChoiceSpec<E, N> Choice(const EnumName<E> (&names)[N]) {
   return {names};
 }
-constexpr SizeSpec Size(const char* min) { return {min}; }
+constexpr SizeSpec Size(const char* min, const char* max, const char* zero) { return {min, max, zero}; }
 
 // ---------------------------------------------------------------------------------------
 // Parsing. Each returns nullptr on success, else a description of the problem (static, or
@@ -133,12 +137,14 @@ inline const char* parse_value(const char* s, ChoiceSpec<E, N> spec, E& out) {
 }
 
 inline const char* parse_value(const char* s, SizeSpec spec, uint64_t& out) {
-  uint64_t v = 0, min = 0;
+  uint64_t v = 0, min = 0, max = UINT64_MAX;
   if (const char* err = parse_size(s, v)) return err;
-  parse_size(spec.min, min);
-  if (v != 0 && v < min) {
-    std::snprintf(options_detail::g_problem, sizeof options_detail::g_problem,
-                  "too small (at least %s, or 0 for no limit)", spec.min);
+  if (*spec.min) parse_size(spec.min, min);
+  if (*spec.max) parse_size(spec.max, max);
+  if (v != 0 && (v < min || v > max)) {
+    std::snprintf(options_detail::g_problem, sizeof options_detail::g_problem, "%s (at %s %s, or 0 for %s)",
+                  v < min ? "too small" : "too large", v < min ? "least" : "most", v < min ? spec.min : spec.max,
+                  spec.zero);
     return options_detail::g_problem;
   }
   out = v;

@@ -12,6 +12,7 @@
 #include "formats/record_builders.h"
 #include "recorder/clock.h"
 #include "recorder/process.h"
+#include "recorder/sampling.h"
 #include "recorder/state.h"
 #include "recorder/stream.h"
 #include "recorder/trace_file.h"
@@ -103,8 +104,9 @@ void append_process_info(Stream* s) {
   info.realtime_start_ns = realtime;
   info.monotonic_start_ns = recording.start_time;
   info.page_size = static_cast<uint64_t>(g_page_size);
-  info.mode = fmt::RecordingMode::Exact;
-  info.sample_interval = 0;
+  const uint64_t interval = sampling::g_interval.load();
+  info.mode = interval ? fmt::RecordingMode::Sampled : fmt::RecordingMode::Exact;
+  info.sample_interval = interval;
   info.max_depth = recording.opts.max_depth;
   info.counter_interval_ns = static_cast<uint64_t>(recording.opts.counter_interval_ms) * 1000000ull;
   info.exe = std::string_view(exe, std::strlen(exe));

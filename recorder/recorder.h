@@ -47,6 +47,7 @@ struct ReallocTicket {
   bool armed = false;
   void* pending = nullptr;  // the stream whose pending time holds free_time until the end
   void* reused = nullptr;   // or the stream whose record in progress reuses its time (no clock read)
+  bool old_sampled = false; // sampled mode: the old block was a sampled one (forgotten until the call succeeds)
 };
 ReallocTicket on_realloc_begin(void* old_ptr);
 void on_realloc_end(const ReallocTicket& t, fmt::Api api, void* old_ptr, void* new_ptr, size_t size,
@@ -85,6 +86,9 @@ void on_exec_failed();
 
 // memtide.h
 void mark(const char* label);
+// Switches between exact (0) and sampled recording of about one allocation per `bytes`, and
+// records when; returns the interval in effect (0 when exact or not recording).
+uint64_t set_sampling(uint64_t bytes);
 void pause();
 void resume();
 

@@ -24,6 +24,7 @@
 #include "formats/encoder.h"
 #include "formats/record_builders.h"
 #include "recorder/recorder.h"
+#include "recorder/sampling.h"
 #include "recorder/state.h"
 #include "recorder/stream.h"
 #include "recorder/writer.h"
@@ -273,7 +274,8 @@ bool open_trace_file(bool child) {
 
   g_exact_watermarks = membarrier_register();
   uint8_t header[fmt::kFileHeaderSize];
-  fmt::encode_file_header(header, fmt::kFileFlagBlockHints | (g_exact_watermarks ? fmt::kFileFlagExactWatermarks : 0));
+  fmt::encode_file_header(header, fmt::kFileFlagBlockHints | (g_exact_watermarks ? fmt::kFileFlagExactWatermarks : 0) |
+                                      (sampling::active() ? fmt::kFileFlagSampled : 0));
   write_all(header, sizeof header);
 
   if (const char* manifest = recording.manifest) {

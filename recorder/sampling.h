@@ -1,0 +1,81 @@
+// Sampled recording in the recorder: which allocations are recorded, and which frees.
+//
+// Allocations: each thread counts its allocated bytes down from an exponentially distributed
+// draw (mean: the interval); an allocation that takes the count to zero or below is sampled and
+// the count drawn again. Unsampled allocations cost a thread-local subtraction and a branch.
+// Frees: only those of sampled blocks are recorded. The addresses of the live sampled blocks sit
+// in a table behind a filter of 64 Ki one-byte counters (one per hash bucket, 64 KiB, mostly in
+// cache): a free whose counter is zero, the common case, is not sampled and costs one load.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "recorder/base.h"
+
+namespace memtide::rec::sampling {
+
+// The mean interval in bytes; 0: exact recording (every event).
+extern std::atomic<uint64_t> g_interval;
+
+struct ThreadSampler {
+  int64_t left;     // bytes to the next sample point
+  uint32_t epoch;   // g_epoch when `left` was drawn
+  uint64_t rng;     // xorshift state
+};
+extern MT_TLS ThreadSampler tls_sampler;
+
+// Sets the interval at start-up (from MEMTIDE_SAMPLE) and the seed (MEMTIDE_SAMPLE_SEED, 0:
+// from the clock and the thread).
+void configure(uint64_t interval, uint64_t seed);
+// The program's memtide_sample(): switches between exact (0) and sampled recording at run time.
+// Returns the interval in effect, which may differ from `interval` (clamped).
+uint64_t set_interval(uint64_t interval);
+
+MT_ALWAYS_INLINE bool active() { return g_interval.load(std::memory_order_relaxed) != 0; }
+
+uint64_t take_slow(size_t size);
+// In sampled mode: 0 when an allocation of `size` bytes is not sampled, else the bytes it stands
+// for (its SampleWeight).
+MT_ALWAYS_INLINE uint64_t take(size_t size) {
+  ThreadSampler& t = tls_sampler;
+  t.left -= static_cast<int64_t>(size);
+  if (MT_LIKELY(t.left > 0)) return 0;
+  return take_slow(size);
+}
+
+// Notes a sampled block's address (after its allocation is recorded).
+void insert(uintptr_t addr);
+// Whether the free of `addr` is to be recorded in sampled mode: a live sampled block (which it
+// forgets), or a block live since an exact period whose address is kept (formats/sampling.h).
+bool release_slow(uintptr_t addr);
+extern std::atomic<uint8_t> g_filter[];
+extern std::atomic<bool> g_exact_blocks;  // an exact period ended: its blocks may still be live
+extern std::atomic<uint64_t> g_live;      // addresses in the table
+inline constexpr unsigned kFilterBits = 16;
+MT_ALWAYS_INLINE unsigned filter_index(uintptr_t addr) {
+  return static_cast<unsigned>((addr * 0x9E3779B97F4A7C15ULL) >> (64 - kFilterBits));
+}
+MT_ALWAYS_INLINE bool release(uintptr_t addr) {
+  if (MT_LIKELY(g_filter[filter_index(addr)].load(std::memory_order_relaxed) == 0) &&
+      !g_exact_blocks.load(std::memory_order_relaxed))
+    return false;
+  return release_slow(addr);
+}
+// Whether frees need record_free(): in sampled mode, and in exact mode while sampled blocks
+// are live (so that the table forgets them). Exact recording alone pays one load per free.
+extern std::atomic<bool> g_check_frees;
+// Whether the free of `addr` is recorded; forgets a sampled block.
+MT_ALWAYS_INLINE bool record_free(uintptr_t addr) {
+  if (active()) return release(addr);
+  if (g_filter[filter_index(addr)].load(std::memory_order_relaxed) != 0) (void)release_slow(addr);
+  return true;
+}
+
+// fork: the table's lock held across fork, and reset in the child.
+void fork_prepare();
+void fork_parent();
+void fork_child();
+
+}  // namespace memtide::rec::sampling
