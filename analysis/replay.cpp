@@ -246,6 +246,7 @@ class Replayer : public NullVisitor {
   }
   void on_marker(uint32_t s, const Marker& x) {
     note_time(x.time);
+    if (x.switches_sampling()) switch_sampling(x.time, x.sampling_interval());
     if (m_.markers.size() >= 100000) {
       ++m_.markers_dropped;
       return;
@@ -253,11 +254,11 @@ class Replayer : public NullVisitor {
     m_.markers.push_back({x.time, ThreadId(s), std::string(x.label)});
   }
   void on_watermark(uint32_t, const Watermark& x) { note_time(x.time); }
-  void on_sampling(uint32_t, const Sampling& x) {
-    note_time(x.time);
-    if (interval_ == 0 && x.interval != 0 && (live_[0].size() || live_[1].size())) convert_exact_blocks(x.time);
-    interval_ = x.interval;
-    m_.sampling.note(x.time, x.interval);
+  // memtide_sample(): the recording switched between exact and sampled (a Marker's field).
+  void switch_sampling(uint64_t time, uint64_t interval) {
+    if (interval_ == 0 && interval != 0 && (live_[0].size() || live_[1].size())) convert_exact_blocks(time);
+    interval_ = interval;
+    m_.sampling.note(time, interval);
   }
   void on_end(uint32_t, const End& x) {
     note_time(x.time);
@@ -516,25 +517,24 @@ void Replayer::convert_exact_blocks(uint64_t time) {
     std::vector<uint64_t> dropped, kept;
     uint64_t& all_live = map == 0 ? heap_all_live_ : custom_all_live_;
     live_[map].for_each([&](uint64_t addr, const LiveBlock& b) {
-      if (b.sampled) return;
-      if (!fmt::kept_at_switch(addr)) {
-        dropped.push_back(addr);
-        all_live -= b.bytes;
-        if (b.counted) ds.change(b.stack, -static_cast<int64_t>(b.bytes), -1, time);
-        return;
-      }
-      kept.push_back(addr);
-      const uint64_t extra = b.bytes * (fmt::kExactKeepFactor - 1);
-      weights_[map][addr] = b.bytes * fmt::kExactKeepFactor;
-      all_live += extra;
-      if (b.counted) ds.change(b.stack, static_cast<int64_t>(extra), static_cast<int64_t>(fmt::kExactKeepFactor - 1), time);
+      if (!b.sampled) (fmt::kept_at_switch(addr) ? kept : dropped).push_back(addr);
     });
+    // The dropped ones first: the estimate never passes through a sum larger than both the
+    // exact figure before and the estimate after (a false peak).
     for (uint64_t addr : dropped) {
       LiveBlock b;
       live_[map].erase(addr, b);
+      all_live -= b.bytes;
+      if (b.counted) ds.change(b.stack, -static_cast<int64_t>(b.bytes), -1, time);
     }
-    for (uint64_t addr : kept)
-      if (LiveBlock* b = live_[map].find(addr)) b->sampled = 1;
+    for (uint64_t addr : kept) {
+      LiveBlock* b = live_[map].find(addr);
+      const uint64_t extra = b->bytes * (fmt::kExactKeepFactor - 1);
+      weights_[map][addr] = b->bytes * fmt::kExactKeepFactor;
+      b->sampled = 1;
+      all_live += extra;
+      if (b->counted) ds.change(b->stack, static_cast<int64_t>(extra), static_cast<int64_t>(fmt::kExactKeepFactor - 1), time);
+    }
   }
   m_.heap_series.add(time, heap_all_live_);
   m_.custom_series.add(time, custom_all_live_);

@@ -89,7 +89,6 @@ struct InfoCollector : NullVisitor {
   void on_stack_def(uint32_t, const StackDef&) { count(RecordType::StackDef); }
   void on_counters(uint32_t, const Counters& x) { timed(RecordType::Counters, x.time); }
   void on_marker(uint32_t, const Marker& x) { timed(RecordType::Marker, x.time); }
-  void on_sampling(uint32_t, const Sampling& x) { timed(RecordType::Sampling, x.time); }
   void on_sample_weight(uint32_t, const SampleWeight&) { count(RecordType::SampleWeight); }
   void on_watermark(uint32_t, const Watermark& x) { timed(RecordType::Watermark, x.time); }
   void on_end(uint32_t, const End& x) {

@@ -6,8 +6,9 @@
 // only at exit), and one in 1000 writes an audit line into a buffer that nobody frees (a leak).
 // Every second it marks the timeline (memtide_mark) with the number of requests handled.
 //
-//   memtide-example-worker [--seconds N] [--threads N] [--requests N]
-//   (--requests: exactly N requests, the same work every run, however long it takes)
+//   memtide-example-worker [--seconds N] [--threads N] [--requests N] [--rate R]
+//   (--requests: exactly N requests, the same work every run, however long it takes;
+//    --rate: at most R requests a second, a service's steady load)
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -72,16 +73,18 @@ int main(int argc, char** argv) {
   double seconds = 5;
   int threads = 2;
   unsigned long requests = 0;  // 0: as many as fit in the time
+  double rate = 0;             // requests per second over all threads; 0: as fast as it can
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--seconds") && i + 1 < argc) seconds = std::atof(argv[++i]);
     else if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) threads = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--requests") && i + 1 < argc) requests = std::strtoul(argv[++i], nullptr, 10);
+    else if (!std::strcmp(argv[i], "--rate") && i + 1 < argc) rate = std::atof(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: memtide-example-worker [--seconds N] [--threads N] [--requests N]\n");
+      std::fprintf(stderr, "usage: memtide-example-worker [--seconds N] [--threads N] [--requests N] [--rate R]\n");
       return 2;
     }
   }
-  if (threads < 1 || threads > 64 || !(seconds > 0)) {
+  if (threads < 1 || threads > 64 || !(seconds > 0) || rate < 0) {
     std::fprintf(stderr, "memtide-example-worker: bad --seconds or --threads\n");
     return 2;
   }
@@ -92,11 +95,15 @@ int main(int argc, char** argv) {
     pool.emplace_back([&, t] {
       unsigned long id = static_cast<unsigned long>(t);
       unsigned long bytes = 0;
+      const auto begin = std::chrono::steady_clock::now();
+      unsigned long done = 0;
       // With --requests: exactly that many, request ids 0..N-1 shared out among the threads
       // (the same work every run), and the time limit does not apply.
       while (requests ? id < requests : !stop.load(std::memory_order_relaxed)) {
         bytes += handle_request(id);
         id += static_cast<unsigned long>(threads);
+        if (rate > 0)  // paced: this thread's share of the rate
+          std::this_thread::sleep_until(begin + std::chrono::duration<double>(++done * threads / rate));
         handled.fetch_add(1, std::memory_order_relaxed);
       }
       if (bytes == 0) std::puts("");  // keep the work observable

@@ -44,7 +44,6 @@ class RecordVisitor {
   virtual void on_stack_def(uint32_t, const StackDef&) {}
   virtual void on_counters(uint32_t, const Counters&) {}
   virtual void on_marker(uint32_t, const Marker&) {}
-  virtual void on_sampling(uint32_t, const Sampling&) {}
   virtual void on_sample_weight(uint32_t, const SampleWeight&) {}
   virtual void on_watermark(uint32_t, const Watermark&) {}
   virtual void on_end(uint32_t, const End&) {}
@@ -69,7 +68,6 @@ struct NullVisitor {
   void on_stack_def(uint32_t, const StackDef&) {}
   void on_counters(uint32_t, const Counters&) {}
   void on_marker(uint32_t, const Marker&) {}
-  void on_sampling(uint32_t, const Sampling&) {}
   void on_sample_weight(uint32_t, const SampleWeight&) {}
   void on_watermark(uint32_t, const Watermark&) {}
   void on_end(uint32_t, const End&) {}
@@ -268,13 +266,8 @@ template <class V>
     case tag_of(RecordType::Marker): {
       Marker x;
       if (!(timed(x.time) && str(x.label))) return DecodeError::Fields;
+      if (c.remaining() && !c.get_varint(x.sampling)) return DecodeError::Fields;
       v.on_marker(stream, x);
-      break;
-    }
-    case tag_of(RecordType::Sampling): {
-      Sampling x;
-      if (!(timed(x.time) && c.get_varint(x.interval))) return DecodeError::Fields;
-      v.on_sampling(stream, x);
       break;
     }
     case tag_of(RecordType::SampleWeight): {

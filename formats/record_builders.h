@@ -81,9 +81,11 @@ inline std::size_t encode_counters(uint8_t* out, std::size_t cap, uint64_t prev_
   return b.finish();
 }
 
+// With its trailing sampling field when the marker switches the sampling (2.1).
 inline std::size_t encode_marker(uint8_t* out, std::size_t cap, uint64_t prev_time, const Marker& x) {
   RecordBuilder b(out, cap, RecordType::Marker);
   b.varint(x.time - prev_time).bytes(x.label);
+  if (x.switches_sampling()) b.varint(x.sampling);
   return b.finish();
 }
 
@@ -103,12 +105,6 @@ inline std::size_t encode_end(uint8_t* out, std::size_t cap, uint64_t prev_time,
   RecordBuilder b(out, cap, RecordType::End);
   b.varint(x.time - prev_time).u8(static_cast<uint8_t>(x.reason)).varint(x.status);
   b.varint(x.allocations).varint(x.frees).varint(x.lost_events);
-  return b.finish();
-}
-
-inline std::size_t encode_sampling(uint8_t* out, std::size_t cap, uint64_t prev_time, const Sampling& x) {
-  RecordBuilder b(out, cap, RecordType::Sampling);
-  b.varint(x.time - prev_time).varint(x.interval);
   return b.finish();
 }
 

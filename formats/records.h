@@ -34,7 +34,7 @@ namespace memtide::fmt {
 //   28 u32    checksum: low 32 bits of XXH3_64 over bytes [0, 28)
 inline constexpr uint8_t kFileMagic[8] = {0x8A, 'M', 'T', 'I', 'D', 'E', '\r', '\n'};
 inline constexpr uint16_t kVersionMajor = 2;
-inline constexpr uint16_t kVersionMinor = 0;
+inline constexpr uint16_t kVersionMinor = 1;
 // The oldest major this reader reads. 2.0 added the short Alloc and Free forms (tags
 // 0x80..0xFF, reserved in 1.x and never written by a 1.x writer); the rest of 1.3 is unchanged.
 inline constexpr uint16_t kOldestVersionMajor = 1;
@@ -194,7 +194,6 @@ enum class RecordType : uint8_t {
   End,
   Symbols,
   Scan,
-  Sampling,
   Alloc,
   Free,
   Count
@@ -220,7 +219,6 @@ inline constexpr uint8_t kRecordTag[kRecordTypeCount] = {
     0x0C,  // End
     0x0D,  // Symbols
     0x0E,  // Scan
-    0x0F,  // Sampling
     kTagAllocBase,
     kTagFreeBase,
 };
@@ -265,7 +263,7 @@ constexpr std::string_view record_type_name(RecordType t) {
   constexpr std::string_view names[] = {"process",    "module_load", "module_unload", "thread_start",
                                         "thread_name", "thread_exit", "stack",         "counters",
                                         "marker",     "sample_weight", "watermark",    "end",
-                                        "symbols",    "scan",        "sampling",     "alloc",        "free"};
+                                        "symbols",    "scan",        "alloc",        "free"};
   static_assert(sizeof(names) / sizeof(names[0]) == kRecordTypeCount);
   const auto i = static_cast<unsigned>(t);
   return i < kRecordTypeCount ? names[i] : std::string_view("?");
@@ -393,9 +391,15 @@ struct Counters {
 };
 
 // Marker (0x09): varint dt, bytes label       (memtide_mark)
+// Since 2.1 a Marker may end with `varint sampling`: the recording switched to sampled at
+// interval sampling - 1 bytes (formats/sampling.h), or to exact for 1, at the marker's time
+// (memtide_sample()). Readers before 2.1 skip the field and show the marker's label.
 struct Marker {
   uint64_t time = 0;
   std::string_view label;
+  uint64_t sampling = 0;  // 0: a marker of the program's own
+  bool switches_sampling() const { return sampling != 0; }
+  uint64_t sampling_interval() const { return sampling - 1; }
 };
 
 // SampleWeight (0x0A), untimed: varint weight. Applies to the next Alloc of the same stream:
@@ -455,14 +459,6 @@ struct Scan {
   const uint8_t* data = nullptr;
   const uint8_t* data_end = nullptr;
   uint64_t regions = 0, words = 0, refs = 0, duration_ns = 0;  // Done
-};
-
-// Sampling (0x0F), process stream: varint dt, varint interval. From this time on, heap
-// allocations are recorded sampled at this mean interval in bytes (0: exact, every one); see
-// formats/sampling.h. Written when the program switches with memtide_sample().
-struct Sampling {
-  uint64_t time = 0;
-  uint64_t interval = 0;
 };
 
 // Alloc (0x40 + api): varint dt, svarint daddr, varint size, varint stack

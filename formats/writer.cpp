@@ -252,7 +252,7 @@ void TraceWriter::append(uint32_t s, const Counters& x) {
 
 void TraceWriter::append(uint32_t s, const Marker& x) {
   Pending& p = pending(s);
-  const std::size_t max = record_bound(1, x.label.size(), 1);
+  const std::size_t max = record_bound(2, x.label.size(), 1);
   uint8_t* out = reserve(s, p, max);
   build(s, p, encode_marker(out, max, x.time - delta_time(s, p, x.time), x), max);
 }

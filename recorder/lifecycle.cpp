@@ -257,12 +257,19 @@ uint64_t set_sampling(uint64_t bytes) {
   uint64_t interval = 0;
   {
     BusyScope busy;
-    uint8_t buf[32];
+    uint8_t buf[96];
     if (reserve(t.s, sizeof buf)) {  // room first, then the clock (see write_alloc)
       interval = sampling::set_interval(bytes);
+      // A Marker that readers before 2.1 show as its label, with the switch in its last field.
+      char label[64];
+      if (interval)
+        std::snprintf(label, sizeof label, "memtide: sampling 1 in %llu bytes", static_cast<unsigned long long>(interval));
+      else
+        std::snprintf(label, sizeof label, "memtide: exact recording");
       begin_record(t.s);
       const uint64_t now = stream_time(t.s, now_ns());
-      const size_t n = fmt::encode_sampling(buf, sizeof buf, t.s->last_time, fmt::Sampling{now, interval});
+      const size_t n = fmt::encode_marker(buf, sizeof buf, t.s->last_time,
+                                          fmt::Marker{now, std::string_view(label, std::strlen(label)), interval + 1});
       if (n && append_record(t.s, buf, n)) t.s->last_time = now;
       end_record(t.s);
     }

@@ -32,6 +32,7 @@ class TraceBuilder {
     uint32_t pid = 42;
     std::string exe = "/synthetic";
     std::vector<std::string> argv;
+    uint64_t sample_interval = 0;  // a sampled recording from the start (ProcessInfo's mode)
   };
 
   explicit TraceBuilder(Options o) : start_(o.start) {
@@ -47,6 +48,10 @@ class TraceBuilder {
     p.ppid = 1;
     p.monotonic_start_ns = o.start;
     p.exe = o.exe;
+    if (o.sample_interval) {
+      p.mode = fmt::RecordingMode::Sampled;
+      p.sample_interval = o.sample_interval;
+    }
     const std::vector<std::string_view> argv(o.argv.begin(), o.argv.end());
     w_.append(0, p, argv);
   }
@@ -103,6 +108,27 @@ class TraceBuilder {
   }
   TraceBuilder& malloc(uint32_t stream, uint64_t t, uint64_t addr, uint64_t size, uint64_t stack) {
     return alloc(stream, t, fmt::Api::Malloc, addr, size, stack);
+  }
+  // A sampled malloc standing for `weight` bytes (its SampleWeight record, then the Alloc).
+  TraceBuilder& sampled_malloc(uint32_t stream, uint64_t t, uint64_t addr, uint64_t size, uint64_t weight, uint64_t stack) {
+    fmt::Alloc a;
+    a.time = start_ + t;
+    a.api = fmt::Api::Malloc;
+    a.addr = addr;
+    a.size = size;
+    a.stack = stack;
+    a.weight = weight;
+    w_.append(stream, a);
+    return *this;
+  }
+  // memtide_sample(interval) at `t`: the Marker with the switch in its sampling field.
+  TraceBuilder& switch_sampling(uint64_t t, uint64_t interval) {
+    fmt::Marker m;
+    m.time = start_ + t;
+    m.label = "memtide: switch";
+    m.sampling = interval + 1;
+    w_.append(0, m);
+    return *this;
   }
   TraceBuilder& release(uint32_t stream, uint64_t t, fmt::Api api, uint64_t addr, uint64_t length = 0) {
     fmt::Free f;

@@ -275,6 +275,15 @@ void App::status_line() {
   if (s.summary) {
     ImGui::TextUnformatted(s.summary->title.c_str());
     ImGui::SameLine();
+    if (!s.summary->sampling_badge.empty()) {
+      // The badge: every figure of the views is an estimate.
+      ImGui::PushStyleColor(ImGuiCol_Button, ImVec4(0.75f, 0.45f, 0.05f, 1.0f));
+      ImGui::PushStyleColor(ImGuiCol_ButtonHovered, ImVec4(0.85f, 0.55f, 0.10f, 1.0f));
+      ImGui::SmallButton(s.summary->sampling_badge.c_str());
+      ImGui::PopStyleColor(2);
+      if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", s.summary->sampling_note.c_str());
+      ImGui::SameLine();
+    }
     ImGui::TextDisabled("%s", s.path.c_str());
   } else if (!s.path.empty()) {
     ImGui::TextDisabled("%s", s.path.c_str());

@@ -35,6 +35,7 @@ LeaksData make_leaks(const analysis::Model& m, analysis::Symbolizer& sym, analys
                      std::size_t max_frames, std::size_t max_rows_with_frames) {
   LeaksData d;
   d.scanned = m.leak_scan.complete && domain == analysis::Domain::Heap;
+  d.sampled = m.sampling.sampled() && domain != analysis::Domain::Mmap;
   const auto& stacks = m.stacks[static_cast<unsigned>(domain)];
   std::vector<const analysis::StackStats*> leaking;
   for (const analysis::StackStats& s : stacks)
@@ -51,6 +52,7 @@ LeaksData make_leaks(const analysis::Model& m, analysis::Symbolizer& sym, analys
     r.stack = s->stack.value;
     r.bytes = s->m.leaked_bytes;
     r.blocks = s->m.leaked_blocks;
+    r.samples = s->m.leaked_samples;
     r.first = rel(s->m.first_leak_time);
     r.last = rel(s->m.last_leak_time);
     r.reachable_bytes = s->m.reachable_bytes;

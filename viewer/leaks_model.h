@@ -24,6 +24,7 @@ struct LeakFrame {
 struct LeakRow {
   uint64_t stack = 0;
   uint64_t bytes = 0, blocks = 0;
+  uint64_t samples = 0;          // a sampled trace: the recorded blocks behind bytes and blocks
   uint64_t first = 0, last = 0;  // allocation times of the leaked blocks (relative)
   // With a leak scan (heap only): of bytes/blocks, those still reachable at exit and the
   // indirect leaks; the rest are definite leaks.
@@ -39,6 +40,7 @@ struct LeaksData {
   std::vector<LeakRow> rows;  // by bytes, largest first
   uint64_t total_bytes = 0, total_blocks = 0;
   bool scanned = false;  // the trace has a complete leak scan: rows carry their classes
+  bool sampled = false;  // a sampled trace: bytes and blocks are estimates
   uint64_t reachable_bytes = 0, indirect_bytes = 0;
   uint64_t stacks_without_frames = 0;  // rows beyond the frame budget
   uint64_t serial = next_serial();

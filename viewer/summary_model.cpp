@@ -59,6 +59,19 @@ SummaryData make_summary(const Model& m, const std::string& path, bool recording
                                      ? "sampled, one sample per " + format_bytes(p.sample_interval) + " on average"
                                      : "exact (every allocation)"});
   }
+  const analysis::SamplingInfo& smp = m.sampling;
+  if (smp.sampled()) {
+    d.sampling_badge = "sampled, 1 in ~" + format_bytes(smp.interval());
+    d.sampling_note = "Sampled trace: about one allocation per " + format_bytes(smp.interval()) +
+                      " allocated was recorded (" + format_count(smp.samples) +
+                      " samples); every heap figure is an estimate (~), each sample standing for the bytes and blocks it represents.";
+    std::string switches;
+    for (const analysis::SamplingInfo::Change& c : smp.changes)
+      switches += (switches.empty() ? "" : ", ") + (c.interval ? "1 in ~" + format_bytes(c.interval) : std::string("exact")) +
+                  " from " + rel(m, c.time);
+    proc.rows.push_back({"sampling", switches});
+  }
+  const std::string est = smp.sampled() ? "~" : "";
   proc.rows.push_back({"duration", format_duration(m.duration())});
   proc.rows.push_back({recording && !m.end ? "state" : "ended", end_description(m, recording), !m.complete && !recording});
   proc.rows.push_back({"threads", format_count(m.threads.size())});
@@ -71,14 +84,17 @@ SummaryData make_summary(const Model& m, const std::string& path, bool recording
     const uint64_t to = m.window_to == UINT64_MAX ? m.last_time : m.window_to;
     heap.rows.push_back({"window", "allocations made " + rel(m, m.window_from) + " .. " + rel(m, to)});
   }
-  heap.rows.push_back({"allocations", format_count(h.allocations) + " (" + format_bytes(h.allocated_bytes) + ")"});
-  heap.rows.push_back({"frees", format_count(h.frees) + " (" + format_bytes(h.freed_bytes) + ")"});
-  heap.rows.push_back({"temporary", format_count(h.temporaries) + " (" + format_share(h.temporaries, h.allocations) +
-                                        " of allocations)"});
-  heap.rows.push_back({"peak heap", format_bytes(h.peak_bytes) + " in " + format_count(h.peak_blocks) +
+  heap.rows.push_back({"allocations", est + format_count(h.allocations) + " (" + est + format_bytes(h.allocated_bytes) + ")"});
+  heap.rows.push_back({"frees", est + format_count(h.frees) + " (" + est + format_bytes(h.freed_bytes) + ")"});
+  if (smp.sampled())
+    heap.rows.push_back({"temporary", "not known in a sampled trace"});
+  else
+    heap.rows.push_back({"temporary", format_count(h.temporaries) + " (" + format_share(h.temporaries, h.allocations) +
+                                          " of allocations)"});
+  heap.rows.push_back({"peak heap", est + format_bytes(h.peak_bytes) + " in " + est + format_count(h.peak_blocks) +
                                         (h.peak_blocks == 1 ? " block at " : " blocks at ") + rel(m, h.peak_time)});
   heap.rows.push_back({"peak RSS", m.peak_rss ? format_bytes(m.peak_rss) : "not recorded"});
-  heap.rows.push_back({"not freed", format_bytes(h.leaked_bytes) + " in " + format_count(h.leaked_blocks) + (h.leaked_blocks == 1 ? " block" : " blocks"),
+  heap.rows.push_back({"not freed", est + format_bytes(h.leaked_bytes) + " in " + est + format_count(h.leaked_blocks) + (h.leaked_blocks == 1 ? " block" : " blocks"),
                        h.leaked_bytes > 0});
   d.sections.push_back(std::move(heap));
 
@@ -98,13 +114,14 @@ SummaryData make_summary(const Model& m, const std::string& path, bool recording
     const auto& f = m.free_api[i];
     if (a.calls)
       apis.rows.push_back({std::string(fmt::api_name(static_cast<fmt::Api>(i))),
-                           format_count(a.calls) + " calls, " + format_bytes(a.bytes)});
+                           est + format_count(a.calls) + " calls, " + est + format_bytes(a.bytes)});
     else if (f.calls)
       apis.rows.push_back({std::string(fmt::api_name(static_cast<fmt::Api>(i))),
-                           format_count(f.calls) + " calls, " + format_bytes(f.bytes) + " released"});
+                           est + format_count(f.calls) + " calls, " + est + format_bytes(f.bytes) + " released"});
   }
   if (!apis.rows.empty()) d.sections.push_back(std::move(apis));
 
+  if (!d.sampling_note.empty()) d.warnings.push_back(d.sampling_note);
   if (std::string note = analysis::unrecorded_allocations_note(p); !note.empty()) d.warnings.push_back(std::move(note));
   for (const std::string& w : m.warnings) d.warnings.push_back(w);
   const auto& an = m.anomalies;

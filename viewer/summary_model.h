@@ -21,6 +21,9 @@ struct SummarySection {
 
 struct SummaryData {
   std::string title;  // "memtide-example-worker (pid 123)"
+  // A sampled trace: "sampled, 1 in ~512 KiB" (shown as a badge beside the title), and a
+  // sentence on what that means for every figure; empty for an exact trace.
+  std::string sampling_badge, sampling_note;
   std::vector<SummarySection> sections;
   std::vector<std::string> warnings;  // the model's, then anomalies worth a look
 };

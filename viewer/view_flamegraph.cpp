@@ -224,7 +224,10 @@ void FlamegraphView::draw(Frame& f) {
   toolbar_next(ImGui::CalcTextSize("reset zoom").x + 2 * ImGui::GetStyle().FramePadding.x, 16 * sc);
   if (ImGui::SmallButton("reset zoom")) widget.reset_zoom();
   if (tree) {
-    const std::string total = "total " + (metric_is_bytes(metric) ? format_bytes(tree->total()) : format_count(tree->total()));
+    const bool estimate = s.summary && !s.summary->sampling_badge.empty() && f.domain != analysis::Domain::Mmap;
+    const std::string total = std::string(estimate ? "total ~" : "total ") +
+                              (metric_is_bytes(metric) ? format_bytes(tree->total()) : format_count(tree->total())) +
+                              (estimate ? " (estimated from a sample)" : "");
     toolbar_next(ImGui::CalcTextSize(total.c_str()).x, 16 * sc);
     ImGui::TextDisabled("%s", total.c_str());
   }

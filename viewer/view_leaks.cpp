@@ -28,8 +28,14 @@ void LeaksView::draw(Frame& f) {
   ImGui::Text(f.domain == analysis::Domain::Mmap ? "%s still mapped at the end in %s mappings from %s stacks"
               : f.domain == analysis::Domain::Custom ? "%s of custom-pool blocks never released in %s blocks from %s stacks"
                                                      : "%s not freed in %s blocks from %s stacks",
-              format_bytes(data->total_bytes).c_str(), format_count(data->total_blocks).c_str(),
-              format_count(data->rows.size()).c_str());
+              ((data->sampled ? "~" : "") + format_bytes(data->total_bytes)).c_str(),
+              ((data->sampled ? "~" : "") + format_count(data->total_blocks)).c_str(), format_count(data->rows.size()).c_str());
+  if (data->sampled) {
+    uint64_t samples = 0;
+    for (const LeakRow& r : data->rows) samples += r.samples;
+    ImGui::SameLine();
+    ImGui::TextDisabled("(estimated from %s)", (format_count(samples) + (samples == 1 ? " sample" : " samples")).c_str());
+  }
   if (data->scanned) {
     ImGui::SameLine(0, 20 * sc);
     ImGui::Text("definite %s, indirect %s, still reachable %s",
@@ -83,15 +89,19 @@ void LeaksView::draw(Frame& f) {
         ImGui::TableNextRow();
         ImGui::TableNextColumn();
         ImGui::PushID(static_cast<int>(ri));
-        if (ImGui::Selectable(format_bytes(r.bytes).c_str(), selected_ == static_cast<int>(ri),
-                              ImGuiSelectableFlags_SpanAllColumns)) {
+        // A sampled trace's estimates ("~"), with the samples behind them on hover.
+        const bool estimate = data->sampled && r.samples;
+        const std::string bytes = (estimate ? "~" : "") + format_bytes(r.bytes);
+        if (ImGui::Selectable(bytes.c_str(), selected_ == static_cast<int>(ri), ImGuiSelectableFlags_SpanAllColumns)) {
           selected_ = static_cast<int>(ri);
           frame_ = r.suggested;
           copied_.clear();
         }
+        if (estimate && ImGui::IsItemHovered())
+          ImGui::SetTooltip("an estimate from %s of a sampled trace", (format_count(r.samples) + (r.samples == 1 ? " sample" : " samples")).c_str());
         ImGui::PopID();
         ImGui::TableNextColumn();
-        ImGui::TextUnformatted(format_count(r.blocks).c_str());
+        ImGui::TextUnformatted(((estimate ? "~" : "") + format_count(r.blocks)).c_str());
         ImGui::TableNextColumn();
         ImGui::TextUnformatted(format_duration(r.first).c_str());
         ImGui::TableNextColumn();

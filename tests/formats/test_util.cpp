@@ -61,7 +61,7 @@ std::string to_text(uint32_t s, const StackDef& x) {
 std::string to_text(uint32_t s, const Counters& x) {
   return head("counters", s) + F(time) + F(rss_bytes) + F(vm_bytes) + F(heap_live_bytes) + F(heap_blocks);
 }
-std::string to_text(uint32_t s, const Marker& x) { return head("marker", s) + F(time) + S(label); }
+std::string to_text(uint32_t s, const Marker& x) { return head("marker", s) + F(time) + S(label) + F(sampling); }
 std::string to_text(uint32_t s, const SampleWeight& x) { return head("sample_weight", s) + F(weight); }
 std::string to_text(uint32_t s, const Watermark& x) { return head("watermark", s) + F(time); }
 std::string to_text(uint32_t s, const End& x) {
@@ -208,6 +208,7 @@ std::vector<uint8_t> sample_trace(std::vector<std::string>* lines) {
   put(1, Alloc{1330, 0x7f1000000000ull, 1 << 20, 2, 0, Api::Mmap});
   put(1, Free{1340, 0x7f1000000000ull, 1 << 20, Api::Munmap});
   put(1, Marker{1350, "phase 2"});
+  put(1, Marker{1360, "memtide: exact recording", 1});  // memtide_sample(0)
   w.flush(1);
 
   put(0, Counters{1400, 1 << 22, 1 << 24, 1024, 3});
