@@ -106,10 +106,13 @@ TEST(Sampled, WorkerEstimatesAgreeWithAnExactRunOfTheSameWork) {
 
 TEST(Sampled, WorkerLeakFoundOnItsStack) {
   TempDir dir;
-  const std::string trace = record(dir, "sampled", {"--sample", "4KiB", "--sample-seed", "5"},
+  const std::string trace = record(dir, "sampled", {"--sample", "4KiB", "--sample-seed", "5", "--leak-scan"},
                                    {MT_WORKER, "--threads", "2", "--requests", "200000"});
   const json s = report(dir, trace);
   ASSERT_FALSE(s.is_discarded());
+  // The leak scan classifies the live sampled blocks: the audit lines are unreachable.
+  ASSERT_TRUE(s["leak_scan"].is_object()) << s["leak_scan"].dump();
+  EXPECT_GT(s["leak_scan"]["definite_bytes"].get<double>(), 0);
   bool found = false;
   for (const json& leak : s["leaks"])
     if (worker_function(leak["stack"]).find("write_audit_line") != std::string::npos) {
