@@ -1,5 +1,7 @@
 #include "formats/writer.h"
 
+#include "formats/record_builders.h"
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -138,8 +140,7 @@ void TraceWriter::commit(uint32_t stream, Pending& p, std::size_t used) {
   if (p.raw.size() >= opt_.block_bytes) flush(stream);
 }
 
-void TraceWriter::build(uint32_t stream, Pending& p, RecordBuilder& b, std::size_t reserved) {
-  const std::size_t n = b.finish();
+void TraceWriter::build(uint32_t stream, Pending& p, std::size_t n, std::size_t reserved) {
   if (n == 0 || n > reserved) throw std::logic_error("TraceWriter: record bound too small");
   commit(stream, p, n);
 }
@@ -194,113 +195,86 @@ void TraceWriter::append(uint32_t s, const ProcessInfo& x, std::span<const std::
   for (auto a : argv) strings += a.size();
   Pending& p = pending(s);
   const std::size_t max = record_bound(10, strings, 3 + argv.size()) + 1;
-  RecordBuilder b(reserve(s, p, max), max, RecordType::ProcessInfo);
-  b.varint(x.pid).varint(x.ppid).varint(x.realtime_start_ns).varint(x.monotonic_start_ns).varint(x.page_size);
-  b.u8(static_cast<uint8_t>(x.mode)).varint(x.sample_interval).varint(x.max_depth).varint(x.counter_interval_ns);
-  b.bytes(x.exe).bytes(x.cwd).varint(argv.size());
-  for (auto a : argv) b.bytes(a);
-  b.bytes(x.options);
-  build(s, p, b, max);
+  build(s, p, encode_process_info(reserve(s, p, max), max, x, argv), max);
 }
 
 void TraceWriter::append(uint32_t s, const ModuleLoad& x) {
   const uint32_t nseg = std::min<uint32_t>(x.nseg, kMaxSegments);
   Pending& p = pending(s);
   const std::size_t max = record_bound(4 + 2 * nseg, x.path.size() + x.build_id.size() + nseg, 2);
-  RecordBuilder b(reserve(s, p, max), max, RecordType::ModuleLoad);
-  b.varint(delta_time(s, p, x.time)).varint(x.module_id).varint(x.load_bias).bytes(x.path).bytes(x.build_id);
-  b.varint(nseg);
-  for (uint32_t i = 0; i < nseg; ++i) b.varint(x.segments[i].vaddr).varint(x.segments[i].memsz).u8(x.segments[i].flags);
-  build(s, p, b, max);
+  uint8_t* out = reserve(s, p, max);
+  build(s, p, encode_module_load(out, max, x.time - delta_time(s, p, x.time), x), max);
 }
 
 void TraceWriter::append(uint32_t s, const ModuleUnload& x) {
   Pending& p = pending(s);
   const std::size_t max = record_bound(2);
-  RecordBuilder b(reserve(s, p, max), max, RecordType::ModuleUnload);
-  b.varint(delta_time(s, p, x.time)).varint(x.module_id);
-  build(s, p, b, max);
+  uint8_t* out = reserve(s, p, max);
+  build(s, p, encode_module_unload(out, max, x.time - delta_time(s, p, x.time), x), max);
 }
 
 void TraceWriter::append(uint32_t s, const ThreadStart& x) {
   Pending& p = pending(s);
   const std::size_t max = record_bound(4);
-  RecordBuilder b(reserve(s, p, max), max, RecordType::ThreadStart);
-  b.varint(delta_time(s, p, x.time)).varint(x.thread).varint(x.os_tid).varint(x.parent);
-  build(s, p, b, max);
+  uint8_t* out = reserve(s, p, max);
+  build(s, p, encode_thread_start(out, max, x.time - delta_time(s, p, x.time), x), max);
 }
 
 void TraceWriter::append(uint32_t s, const ThreadName& x) {
   Pending& p = pending(s);
   const std::size_t max = record_bound(2, x.name.size(), 1);
-  RecordBuilder b(reserve(s, p, max), max, RecordType::ThreadName);
-  b.varint(delta_time(s, p, x.time)).varint(x.thread).bytes(x.name);
-  build(s, p, b, max);
+  uint8_t* out = reserve(s, p, max);
+  build(s, p, encode_thread_name(out, max, x.time - delta_time(s, p, x.time), x), max);
 }
 
 void TraceWriter::append(uint32_t s, const ThreadExit& x) {
   Pending& p = pending(s);
   const std::size_t max = record_bound(2);
-  RecordBuilder b(reserve(s, p, max), max, RecordType::ThreadExit);
-  b.varint(delta_time(s, p, x.time)).varint(x.thread);
-  build(s, p, b, max);
+  uint8_t* out = reserve(s, p, max);
+  build(s, p, encode_thread_exit(out, max, x.time - delta_time(s, p, x.time), x), max);
 }
 
 void TraceWriter::append(uint32_t s, const StackDef& x) {
   if (x.count > kMaxStackDefFrames) throw std::invalid_argument("TraceWriter: StackDef with too many frames");
   Pending& p = pending(s);
   const std::size_t max = record_bound(3 + x.count);
-  RecordBuilder b(reserve(s, p, max), max, RecordType::StackDef);
-  b.varint(x.first_id).varint(x.parent_id).varint(x.count);
-  uint64_t prev = 0;
-  for (uint32_t i = 0; i < x.count; ++i) {
-    b.svarint(static_cast<int64_t>(x.ips[i] - prev));
-    prev = x.ips[i];
-  }
+  uint8_t* out = reserve(s, p, max);
   p.flags |= kBlockFlagStacks;  // after reserve(), which may have flushed the block before
-  build(s, p, b, max);
+  build(s, p, encode_stack_def(out, max, x), max);
 }
 
 void TraceWriter::append(uint32_t s, const Counters& x) {
   Pending& p = pending(s);
   const std::size_t max = record_bound(5);
-  RecordBuilder b(reserve(s, p, max), max, RecordType::Counters);
-  b.varint(delta_time(s, p, x.time)).varint(x.rss_bytes).varint(x.vm_bytes).varint(x.heap_live_bytes).varint(x.heap_blocks);
-  build(s, p, b, max);
+  uint8_t* out = reserve(s, p, max);
+  build(s, p, encode_counters(out, max, x.time - delta_time(s, p, x.time), x), max);
 }
 
 void TraceWriter::append(uint32_t s, const Marker& x) {
   Pending& p = pending(s);
   const std::size_t max = record_bound(2, x.label.size(), 1);
-  RecordBuilder b(reserve(s, p, max), max, RecordType::Marker);
-  b.varint(delta_time(s, p, x.time)).bytes(x.label);
-  if (x.switches_sampling()) b.varint(x.sampling);
-  build(s, p, b, max);
+  uint8_t* out = reserve(s, p, max);
+  build(s, p, encode_marker(out, max, x.time - delta_time(s, p, x.time), x), max);
 }
 
 void TraceWriter::append(uint32_t s, const SampleWeight& x) {
   Pending& p = pending(s);
   const std::size_t max = record_bound(1);
-  RecordBuilder b(reserve(s, p, max), max, RecordType::SampleWeight);
-  b.varint(x.weight);
-  build(s, p, b, max);
+  build(s, p, encode_sample_weight(reserve(s, p, max), max, x), max);
 }
 
 void TraceWriter::append(uint32_t s, const Watermark& x) {
   Pending& p = pending(s);
   const std::size_t max = record_bound(1);
-  RecordBuilder b(reserve(s, p, max), max, RecordType::Watermark);
-  b.varint(delta_time(s, p, x.time));
-  build(s, p, b, max);
+  uint8_t* out = reserve(s, p, max);
+  build(s, p, encode_watermark(out, max, x.time - delta_time(s, p, x.time), x), max);
 }
 
 void TraceWriter::append(uint32_t s, const End& x) {
   Pending& p = pending(s);
   const std::size_t max = record_bound(5) + 1;
-  RecordBuilder b(reserve(s, p, max), max, RecordType::End);
-  b.varint(delta_time(s, p, x.time)).u8(static_cast<uint8_t>(x.reason)).varint(x.status);
-  b.varint(x.allocations).varint(x.frees).varint(x.lost_events);
-  build(s, p, b, max);
+  uint8_t* out = reserve(s, p, max);
+  build(s, p, encode_end(out, max, x.time - delta_time(s, p, x.time), x), max);
 }
 
 void TraceWriter::append(uint32_t s, const Alloc& x) {
@@ -331,7 +305,7 @@ void TraceWriter::append_symbols(uint32_t s, uint64_t module_id, std::span<const
   b.varint(module_id).varint(entries.size());
   for (const auto& e : entries) b.varint(e.offset).bytes(e.function).bytes(e.file).varint(e.line).varint(e.inline_depth);
   p.flags |= kBlockFlagSymbols;
-  build(s, p, b, max);
+  build(s, p, b.finish(), max);
 }
 
 void TraceWriter::append_record(uint32_t s, std::span<const uint8_t> record) {

@@ -103,7 +103,7 @@ class TraceWriter {
   // Room for a record of at most `max_bytes`; returns where to build it.
   uint8_t* reserve(uint32_t stream, Pending& p, std::size_t max_bytes);
   void commit(uint32_t stream, Pending& p, std::size_t used_from_reserve);
-  void build(uint32_t stream, Pending& p, RecordBuilder& b, std::size_t reserved);
+  void build(uint32_t stream, Pending& p, std::size_t n, std::size_t reserved);  // n: the encoded size
   void write_out(const uint8_t* data, std::size_t n);
   void check_open() const;
 

@@ -34,7 +34,13 @@
 #include <cstring>
 
 #include "formats/encoder.h"
-#include "recorder/internal.h"
+#include "recorder/base.h"
+#include "recorder/clock.h"
+#include "recorder/proc_maps.h"
+#include "recorder/process.h"
+#include "recorder/state.h"
+#include "recorder/stream.h"
+#include "recorder/writer.h"
 
 namespace memtide::rec {
 namespace {
@@ -53,7 +59,7 @@ class Scanner {
  public:
   bool init(uintptr_t sp) {
     sp_ = sp;
-    skip_mimalloc_ = g.opts.allocator != AllocatorKind::Mimalloc;
+    skip_mimalloc_ = recording.opts.allocator != AllocatorKind::Mimalloc;
     buf_ = static_cast<uint8_t*>(mem_alloc(kPiece));
     locs_ = static_cast<uint64_t*>(mem_alloc(kBatch * sizeof(uint64_t)));
     vals_ = static_cast<uint64_t*>(mem_alloc(kBatch * sizeof(uint64_t)));
@@ -76,40 +82,34 @@ class Scanner {
   // record could not be written (the scan is then incomplete and gets no Done record).
   bool run() {
     // Targets: where heap blocks can be (anonymous writable memory and the brk heap).
-    for (char* line = maps_; line && *line;) {
-      char* next = std::strchr(line, '\n');
-      if (next) *next++ = 0;
-      Mapping m;
-      if (parse(line, m) && m.writable && (m.anonymous || std::strcmp(m.path, "[heap]") == 0)) {
-        if (ntargets_ == targets_cap_ && !grow_targets()) return false;
+    const char* const maps_end = maps_ + maps_len_;
+    bool ok = true;
+    for_each_mapping(maps_, maps_end, [&](const Mapping& m) {
+      if (m.writable && (m.anonymous() || m.path == "[heap]")) {
+        if (ntargets_ == targets_cap_ && !grow_targets()) return ok = false;
         targets_[ntargets_++] = {m.lo, m.hi};
       }
-      if (next) next[-1] = '\n';
-      line = next;
-    }
+      return true;
+    });
+    if (!ok) return false;
     if (ntargets_ > 0) {  // (else no word can point to a block: tspan_ 0)
       tmin_ = targets_[0].lo;
       tspan_ = targets_[ntargets_ - 1].hi - tmin_;
     }
 
-    for (char* line = maps_; line && *line;) {
-      char* next = std::strchr(line, '\n');
-      if (next) *next++ = 0;
-      Mapping m;
-      const bool ok = parse(line, m);
-      if (next) next[-1] = '\n';
-      line = next;
-      if (!ok || !m.readable || !m.writable || m.special) continue;
+    for_each_mapping(maps_, maps_end, [&](const Mapping& m) {
+      if (!m.readable || !m.writable || m.special()) return true;
       fmt::ScanKind kind = fmt::ScanKind::Root;
-      if (std::strcmp(m.path, "[heap]") == 0) kind = fmt::ScanKind::Heap;
-      else if (m.anonymous) kind = fmt::ScanKind::Mapping;
+      if (m.path == "[heap]") kind = fmt::ScanKind::Heap;
+      else if (m.anonymous()) kind = fmt::ScanKind::Mapping;
       uintptr_t lo = m.lo;
       if (sp_ >= m.lo && sp_ < m.hi) {  // the scanning thread's stack: what is above its frame
         kind = fmt::ScanKind::Root;
         lo = sp_ & ~uintptr_t{7};
       }
-      if (!region(kind, lo, m.hi)) return false;
-    }
+      return ok = region(kind, lo, m.hi);
+    });
+    if (!ok) return false;
     // The other threads' stacks (with their TLS and thread descriptor at the top): roots, read
     // with the mappings that hold them. Said apart because the kernel may have merged a stack's
     // mapping with a chunk glibc mapped next to it, which makes the region heap.
@@ -140,32 +140,6 @@ class Scanner {
   }
 
  private:
-  struct Mapping {
-    uintptr_t lo = 0, hi = 0;
-    bool readable = false, writable = false, anonymous = false, special = false;
-    const char* path = "";
-  };
-
-  // "lo-hi perms offset dev inode   path"
-  static bool parse(char* line, Mapping& m) {
-    char* p = line;
-    m.lo = std::strtoull(p, &p, 16);
-    if (*p++ != '-') return false;
-    m.hi = std::strtoull(p, &p, 16);
-    if (*p++ != ' ' || std::strlen(p) < 4) return false;
-    m.readable = p[0] == 'r';
-    m.writable = p[1] == 'w';
-    for (int field = 0; field < 4 && *p; ++field) {  // perms, offset, dev, inode
-      while (*p && *p != ' ') ++p;
-      while (*p == ' ') ++p;
-    }
-    m.path = p;
-    m.anonymous = *p == 0 || std::strncmp(p, "[anon:", 6) == 0;
-    m.special = std::strcmp(p, "[vvar]") == 0 || std::strcmp(p, "[vdso]") == 0 ||
-                std::strcmp(p, "[vsyscall]") == 0 || std::strcmp(p, "[uprobes]") == 0;
-    return m.hi > m.lo;
-  }
-
   bool read_maps() {
     const int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
     if (fd < 0) return false;
@@ -189,6 +163,7 @@ class Scanner {
     close(fd);
     if (!maps_) return false;
     maps_[len] = 0;
+    maps_len_ = len;
     return true;
   }
 
@@ -250,14 +225,14 @@ class Scanner {
     timespec deadline;
     clock_gettime(CLOCK_REALTIME, &deadline);
     deadline.tv_sec += 2;
-    if (pthread_mutex_timedlock(&g.registry_mutex, &deadline) == 0) {
-      for (Stream* st = g.registry; st && n < kMaxStacks; st = st->reg_next) {
+    if (pthread_mutex_timedlock(&recording.registry_mutex, &deadline) == 0) {
+      for (Stream* st = recording.registry; st && n < kMaxStacks; st = st->reg_next) {
         const auto* ts = reinterpret_cast<const ThreadState*>(st);  // Stream is its first member
         if (ts == tls_thread || ts->memo.stack_hi <= ts->memo.stack_lo) continue;
         if (sp_ >= ts->memo.stack_lo && sp_ < ts->memo.stack_hi) continue;  // the scanning thread's
         stacks[n++] = {static_cast<uintptr_t>(ts->memo.stack_lo), static_cast<uintptr_t>(ts->memo.stack_hi)};
       }
-      pthread_mutex_unlock(&g.registry_mutex);
+      pthread_mutex_unlock(&recording.registry_mutex);
     }
     bool ok = true;
     for (size_t i = 0; i < n && ok; ++i) ok = region(fmt::ScanKind::Root, stacks[i].lo, stacks[i].hi, /*read=*/false);
@@ -328,9 +303,9 @@ class Scanner {
     timespec deadline;
     clock_gettime(CLOCK_REALTIME, &deadline);
     deadline.tv_sec += 2;
-    if (pthread_mutex_timedlock(&g.shared_mutex, &deadline) != 0) return false;
-    const bool ok = append_record(&g.shared, rec_, n);
-    pthread_mutex_unlock(&g.shared_mutex);
+    if (pthread_mutex_timedlock(&recording.shared_mutex, &deadline) != 0) return false;
+    const bool ok = append_record(&recording.shared, rec_, n);
+    pthread_mutex_unlock(&recording.shared_mutex);
     wait_for_writer();
     return ok;
   }
@@ -340,7 +315,8 @@ class Scanner {
   bool skip_mimalloc_ = true;
   bool tls_ok_ = true;
   int mem_fd_ = -1;
-  char* maps_ = nullptr;
+  char* maps_ = nullptr;  // /proc/self/maps as it was when the scan began
+  size_t maps_len_ = 0;
   Range* targets_ = nullptr;
   size_t ntargets_ = 0, targets_cap_ = 0;
   uint64_t tmin_ = 0, tspan_ = 0;

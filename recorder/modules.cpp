@@ -7,9 +7,15 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <string_view>
 
 #include "formats/encoder.h"
-#include "recorder/internal.h"
+#include "formats/record_builders.h"
+#include "recorder/clock.h"
+#include "recorder/modules.h"
+#include "recorder/state.h"
+#include "recorder/stream.h"
+#include "recorder/unwind.h"
 
 namespace memtide::rec {
 
@@ -69,43 +75,39 @@ void find_build_id(const dl_phdr_info* info, const uint8_t*& id, size_t& len) {
 
 void emit_load(const dl_phdr_info* info, const char* path, uint32_t id) {
   static uint8_t buf[8192 + 256 * 3 * wire::kMaxVarint];  // under modules_mutex
+  static fmt::ModuleLoad rec;                            // (kMaxSegments of them: not on the stack)
   const uint8_t* build_id;
   size_t build_id_len;
   find_build_id(info, build_id, build_id_len);
-  Stream* s = &g.shared;
-  pthread_mutex_lock(&g.shared_mutex);
-  const uint64_t t = stream_time(s, now_ns());
-  fmt::RecordBuilder b(buf, sizeof buf, fmt::RecordType::ModuleLoad);
-  b.varint(t - s->last_time).varint(id).varint(info->dlpi_addr);
-  b.bytes(path, std::strlen(path)).bytes(build_id, build_id_len);
-  uint32_t nseg = 0;
-  for (int i = 0; i < info->dlpi_phnum; ++i) nseg += info->dlpi_phdr[i].p_type == PT_LOAD;
-  if (nseg > fmt::kMaxSegments) nseg = fmt::kMaxSegments;
-  b.varint(nseg);
-  for (int i = 0, k = 0; i < info->dlpi_phnum && k < static_cast<int>(nseg); ++i) {
+  rec.module_id = id;
+  rec.load_bias = info->dlpi_addr;
+  rec.path = std::string_view(path, std::strlen(path));
+  rec.build_id = std::string_view(reinterpret_cast<const char*>(build_id), build_id_len);
+  rec.nseg = 0;
+  for (int i = 0; i < info->dlpi_phnum && rec.nseg < fmt::kMaxSegments; ++i) {
     const ElfW(Phdr)& ph = info->dlpi_phdr[i];
     if (ph.p_type != PT_LOAD) continue;
     const uint8_t flags = static_cast<uint8_t>(((ph.p_flags & PF_R) ? fmt::kSegRead : 0) |
                                                ((ph.p_flags & PF_W) ? fmt::kSegWrite : 0) |
                                                ((ph.p_flags & PF_X) ? fmt::kSegExec : 0));
-    b.varint(ph.p_vaddr).varint(ph.p_memsz).u8(flags);
-    ++k;
+    rec.segments[rec.nseg++] = fmt::Segment{ph.p_vaddr, ph.p_memsz, flags};
   }
-  const size_t n = b.finish();
-  if (n && append_record(s, buf, n)) s->last_time = t;
-  pthread_mutex_unlock(&g.shared_mutex);
+  Stream* s = &recording.shared;
+  pthread_mutex_lock(&recording.shared_mutex);
+  rec.time = stream_time(s, now_ns());
+  const size_t n = fmt::encode_module_load(buf, sizeof buf, s->last_time, rec);
+  if (n && append_record(s, buf, n)) s->last_time = rec.time;
+  pthread_mutex_unlock(&recording.shared_mutex);
 }
 
 void emit_unload(uint32_t id) {
   uint8_t buf[32];
-  Stream* s = &g.shared;
-  pthread_mutex_lock(&g.shared_mutex);
+  Stream* s = &recording.shared;
+  pthread_mutex_lock(&recording.shared_mutex);
   const uint64_t t = stream_time(s, now_ns());
-  fmt::RecordBuilder b(buf, sizeof buf, fmt::RecordType::ModuleUnload);
-  b.varint(t - s->last_time).varint(id);
-  const size_t n = b.finish();
+  const size_t n = fmt::encode_module_unload(buf, sizeof buf, s->last_time, fmt::ModuleUnload{t, id});
   if (n && append_record(s, buf, n)) s->last_time = t;
-  pthread_mutex_unlock(&g.shared_mutex);
+  pthread_mutex_unlock(&recording.shared_mutex);
 }
 
 int scan_one(dl_phdr_info* info, size_t, void*) {
@@ -177,9 +179,9 @@ void find_own_range() {
       },
       &ctx);
   if (ctx.hi) {
-    g.own_lo = ctx.lo;
-    g.own_hi = ctx.hi;
-    g.own_range_known = true;
+    recording.own_lo = ctx.lo;
+    recording.own_hi = ctx.hi;
+    recording.own_range_known = true;
   }
 }
 

@@ -1,10 +1,14 @@
-// The recorder's options (table in options.inc), parsed from MEMTIDE_* environment variables.
+// The recorder's options, generated from their table (options.inc): the fields and defaults of
+// struct Options, the parsing of MEMTIDE_* environment variables (with a warning for each bad
+// value) and the rows `memtide run --help` prints (kOptions).
 // Header-only and allocation-free so that both the recorder (inside the host process, before
 // its allocator is usable) and the CLI (`memtide run --help`, validation) use the same code.
 #pragma once
 
 #include <cerrno>
+#include <climits>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <climits>
 #include <cstring>
@@ -13,44 +17,59 @@
 
 namespace memtide::rec {
 
-enum class OptKind : uint8_t { Str, Int, Bool, Enum, Size };
-
-struct OptionInfo {
-  const char* field;
-  const char* env;   // full variable name, e.g. "MEMTIDE_MAX_DEPTH"
-  const char* flag;  // `memtide run --flag`
-  OptKind kind;
-  const char* def;
-  const char* help;
-};
-
-inline constexpr OptionInfo kOptions[] = {
-#define MEMTIDE_OPTION(field, ENV, flag, kind, def, help) \
-  {#field, "MEMTIDE_" #ENV, #flag, OptKind::kind, def, help},
-#include "recorder/options.inc"
-#undef MEMTIDE_OPTION
-};
-
 enum class AllocatorKind : uint8_t { System, Mimalloc };
 enum class UnwindKind : uint8_t { Fast, Libunwind, Verify };
 
-struct Options {
-  const char* output = "memtide.%e.%p.mtide";
-  uint32_t max_depth = 64;
-  bool follow = true;
-  AllocatorKind allocator = AllocatorKind::System;
-  UnwindKind unwind = UnwindKind::Fast;
-  uint32_t counter_interval_ms = 10;
-  uint32_t flush_interval_ms = 20;
-  int compression = 0;
-  uint64_t max_size = 0;  // bytes; 0: no limit
-  uint64_t sample = 0;    // mean sampling interval in bytes; 0: exact
-  uint64_t sample_seed = 0;
-  bool leak_scan = false;
-  bool quiet = false;
+template <class E>
+struct EnumName {
+  const char* name;
+  E value;
+};
+inline constexpr EnumName<AllocatorKind> kAllocatorNames[] = {{"system", AllocatorKind::System},
+                                                               {"mimalloc", AllocatorKind::Mimalloc}};
+inline constexpr EnumName<UnwindKind> kUnwindNames[] = {
+    {"fast", UnwindKind::Fast}, {"libunwind", UnwindKind::Libunwind}, {"verify", UnwindKind::Verify}};
+
+// ---------------------------------------------------------------------------------------
+// Specs: how a row's value is read, and its kind for the help text.
+// ---------------------------------------------------------------------------------------
+enum class OptKind : uint8_t { Str, Int, Bool, Enum, Size };
+
+struct TextSpec {
+  static constexpr OptKind kind = OptKind::Str;
+};
+struct NumberSpec {
+  static constexpr OptKind kind = OptKind::Int;
+  long lo, hi;
+};
+struct FlagSpec {
+  static constexpr OptKind kind = OptKind::Bool;
+};
+template <class E, size_t N>
+struct ChoiceSpec {
+  static constexpr OptKind kind = OptKind::Enum;
+  const EnumName<E> (&names)[N];
+};
+struct SizeSpec {
+  static constexpr OptKind kind = OptKind::Size;
+  const char* min;   // as a SIZE; "": no lower bound
+  const char* max;   // "": no upper bound
+  const char* zero;  // what 0, always allowed, means
 };
 
-// Parses one option value. Returns nullptr on success, else a static description of the problem.
+constexpr TextSpec Text() { return {}; }
+constexpr NumberSpec Number(long lo, long hi) { return {lo, hi}; }
+constexpr FlagSpec Flag() { return {}; }
+template <class E, size_t N>
+constexpr ChoiceSpec<E, N> Choice(const EnumName<E> (&names)[N]) {
+  return {names};
+}
+constexpr SizeSpec Size(const char* min, const char* max, const char* zero) { return {min, max, zero}; }
+
+// ---------------------------------------------------------------------------------------
+// Parsing. Each returns nullptr on success, else a description of the problem (static, or
+// in a buffer that the next call reuses).
+// ---------------------------------------------------------------------------------------
 inline const char* parse_int(const char* s, long lo, long hi, long& out) {
   if (!s || !*s) return "expected a number";
   errno = 0;
@@ -77,54 +96,105 @@ inline const char* parse_bool(const char* s, bool& out) {
   return "expected 1 or 0";
 }
 
+namespace options_detail {
+inline char g_problem[256];  // the last generated description
+}
+
+inline const char* parse_value(const char* s, TextSpec, const char*& out) {
+  if (!*s) return "empty file name";
+  out = s;
+  return nullptr;
+}
+
+template <class T>
+inline const char* parse_value(const char* s, NumberSpec spec, T& out) {
+  long n = 0;
+  if (const char* err = parse_int(s, spec.lo, spec.hi, n)) return err;
+  out = static_cast<T>(n);
+  return nullptr;
+}
+
+inline const char* parse_value(const char* s, FlagSpec, bool& out) { return parse_bool(s, out); }
+
+// "expected a, b or c"
+template <class E, size_t N>
+inline const char* parse_value(const char* s, ChoiceSpec<E, N> spec, E& out) {
+  for (const EnumName<E>& e : spec.names) {
+    if (!std::strcmp(s, e.name)) {
+      out = e.value;
+      return nullptr;
+    }
+  }
+  char* buf = options_detail::g_problem;
+  size_t n = 0;
+  for (size_t i = 0; i < N; ++i) {
+    const char* sep = i == 0 ? "expected " : i + 1 == N ? " or " : ", ";
+    const int w = std::snprintf(buf + n, sizeof options_detail::g_problem - n, "%s%s", sep, spec.names[i].name);
+    if (w < 0 || static_cast<size_t>(w) >= sizeof options_detail::g_problem - n) break;
+    n += static_cast<size_t>(w);
+  }
+  return buf;
+}
+
+inline const char* parse_value(const char* s, SizeSpec spec, uint64_t& out) {
+  uint64_t v = 0, min = 0, max = UINT64_MAX;
+  if (const char* err = parse_size(s, v)) return err;
+  if (*spec.min) parse_size(spec.min, min);
+  if (*spec.max) parse_size(spec.max, max);
+  if (v != 0 && (v < min || v > max)) {
+    std::snprintf(options_detail::g_problem, sizeof options_detail::g_problem, "%s (at %s %s, or 0 for %s)",
+                  v < min ? "too small" : "too large", v < min ? "least" : "most", v < min ? spec.min : spec.max,
+                  spec.zero);
+    return options_detail::g_problem;
+  }
+  out = v;
+  return nullptr;
+}
+
+// The default as `memtide run --help` shows it (`text`: the default as written in the table).
+constexpr const char* default_text(TextSpec, const char* v, const char*) { return v; }
+constexpr const char* default_text(NumberSpec, long, const char* text) { return text; }
+constexpr const char* default_text(FlagSpec, bool v, const char*) { return v ? "1" : "0"; }
+template <class E, size_t N>
+constexpr const char* default_text(ChoiceSpec<E, N> spec, E v, const char*) {
+  for (const EnumName<E>& e : spec.names)
+    if (e.value == v) return e.name;
+  return "";
+}
+constexpr const char* default_text(SizeSpec, uint64_t, const char* text) { return text; }
+
+// ---------------------------------------------------------------------------------------
+// The options, from the table
+// ---------------------------------------------------------------------------------------
+struct Options {
+#define MEMTIDE_OPTION(field, ENV, flag, type, def, spec, help) type field = def;
+#include "recorder/options.inc"
+#undef MEMTIDE_OPTION
+};
+
+struct OptionInfo {
+  const char* field;
+  const char* env;   // full variable name, e.g. "MEMTIDE_MAX_DEPTH"
+  const char* flag;  // `memtide run --flag`
+  OptKind kind;
+  const char* def;
+  const char* help;
+};
+
+inline constexpr OptionInfo kOptions[] = {
+#define MEMTIDE_OPTION(field, ENV, flag, type, def, spec, help) \
+  {#field, "MEMTIDE_" #ENV, #flag, decltype(spec)::kind, default_text(spec, def, #def), help},
+#include "recorder/options.inc"
+#undef MEMTIDE_OPTION
+};
+
 // Applies `value` of the option named by `env` to `o`. Returns nullptr or the problem.
 inline const char* apply_option(Options& o, const char* env, const char* value) {
-  long n = 0;
-  const char* err = nullptr;
-  if (!std::strcmp(env, "MEMTIDE_OUTPUT")) {
-    if (!*value) return "empty file name";
-    o.output = value;
-  } else if (!std::strcmp(env, "MEMTIDE_MAX_DEPTH")) {
-    if (!(err = parse_int(value, 1, 1024, n))) o.max_depth = static_cast<uint32_t>(n);
-  } else if (!std::strcmp(env, "MEMTIDE_FOLLOW")) {
-    err = parse_bool(value, o.follow);
-  } else if (!std::strcmp(env, "MEMTIDE_ALLOCATOR")) {
-    if (!std::strcmp(value, "system")) o.allocator = AllocatorKind::System;
-    else if (!std::strcmp(value, "mimalloc")) o.allocator = AllocatorKind::Mimalloc;
-    else err = "expected system or mimalloc";
-  } else if (!std::strcmp(env, "MEMTIDE_UNWIND")) {
-    if (!std::strcmp(value, "fast")) o.unwind = UnwindKind::Fast;
-    else if (!std::strcmp(value, "libunwind")) o.unwind = UnwindKind::Libunwind;
-    else if (!std::strcmp(value, "verify")) o.unwind = UnwindKind::Verify;
-    else err = "expected fast, libunwind or verify";
-  } else if (!std::strcmp(env, "MEMTIDE_COUNTER_INTERVAL_MS")) {
-    if (!(err = parse_int(value, 0, 60000, n))) o.counter_interval_ms = static_cast<uint32_t>(n);
-  } else if (!std::strcmp(env, "MEMTIDE_FLUSH_INTERVAL_MS")) {
-    if (!(err = parse_int(value, 10, 500, n))) o.flush_interval_ms = static_cast<uint32_t>(n);
-  } else if (!std::strcmp(env, "MEMTIDE_COMPRESSION")) {
-    if (!(err = parse_int(value, 0, 12, n))) o.compression = static_cast<int>(n);
-  } else if (!std::strcmp(env, "MEMTIDE_MAX_SIZE")) {
-    uint64_t v = 0;
-    if (!(err = parse_size(value, v))) {
-      if (v != 0 && v < 64 * 1024) err = "too small (at least 64KiB, or 0 for no limit)";
-      else o.max_size = v;
-    }
-  } else if (!std::strcmp(env, "MEMTIDE_SAMPLE")) {
-    uint64_t v = 0;
-    if (!(err = parse_size(value, v))) {
-      if (v > (uint64_t{1} << 30)) err = "too large (at most 1GiB, or 0 for exact recording)";
-      else o.sample = v;
-    }
-  } else if (!std::strcmp(env, "MEMTIDE_SAMPLE_SEED")) {
-    if (!(err = parse_int(value, 0, LONG_MAX, n))) o.sample_seed = static_cast<uint64_t>(n);
-  } else if (!std::strcmp(env, "MEMTIDE_LEAK_SCAN")) {
-    err = parse_bool(value, o.leak_scan);
-  } else if (!std::strcmp(env, "MEMTIDE_QUIET")) {
-    err = parse_bool(value, o.quiet);
-  } else {
-    return "unknown option";
-  }
-  return err;
+#define MEMTIDE_OPTION(field, ENV, flag, type, def, spec, help) \
+  if (!std::strcmp(env, "MEMTIDE_" #ENV)) return parse_value(value, spec, o.field);
+#include "recorder/options.inc"
+#undef MEMTIDE_OPTION
+  return "unknown option";
 }
 
 // Reads every MEMTIDE_* option from the environment. For each bad value calls

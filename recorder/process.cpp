@@ -6,10 +6,16 @@
 
 #include <cstdio>
 #include <cstring>
+#include <string_view>
 
 #include "formats/encoder.h"
-#include "recorder/internal.h"
+#include "formats/record_builders.h"
+#include "recorder/clock.h"
+#include "recorder/process.h"
 #include "recorder/sampling.h"
+#include "recorder/state.h"
+#include "recorder/stream.h"
+#include "recorder/trace_file.h"
 
 namespace memtide::rec {
 
@@ -31,6 +37,27 @@ size_t read_proc(const char* path, char* buf, size_t cap) {
   buf[n] = 0;
   return n;
 }
+// The arguments of /proc/self/cmdline (`n` bytes, each argument ended by a NUL but perhaps
+// the last, cut off), as the range of string views encode_process_info takes.
+struct NulSeparated {
+  const char* p;
+  size_t n;
+  uint64_t count;
+  struct Iter {
+    const char* p;
+    const char* end;
+    std::string_view operator*() const { return std::string_view(p, strnlen(p, static_cast<size_t>(end - p))); }
+    Iter& operator++() {
+      p += (**this).size() + 1;
+      if (p > end) p = end;
+      return *this;
+    }
+    bool operator!=(const Iter& o) const { return p != o.p; }
+  };
+  uint64_t size() const { return count; }
+  Iter begin() const { return Iter{p, p + n}; }
+  Iter end() const { return Iter{p + n, p + n}; }
+};
 }  // namespace
 
 void append_process_info(Stream* s) {
@@ -61,8 +88,8 @@ void append_process_info(Stream* s) {
     }
     // Not an option: the program's own malloc, which its allocations went to (readers say
     // that they were not recorded, and the leak gate cannot pass such a trace).
-    if (g.foreign_malloc_in) {
-      const int w = std::snprintf(opts + on, sizeof opts - on, "program_malloc=%s\n", g.foreign_malloc_in);
+    if (recording.foreign_malloc_in) {
+      const int w = std::snprintf(opts + on, sizeof opts - on, "program_malloc=%s\n", recording.foreign_malloc_in);
       if (w > 0 && static_cast<size_t>(w) < sizeof opts - on) on += static_cast<size_t>(w);
     }
   }
@@ -71,22 +98,21 @@ void append_process_info(Stream* s) {
   clock_gettime(CLOCK_REALTIME, &rt);
   const uint64_t realtime = static_cast<uint64_t>(rt.tv_sec) * 1000000000ull + static_cast<uint64_t>(rt.tv_nsec);
 
-  fmt::RecordBuilder b(buf, sizeof buf, fmt::RecordType::ProcessInfo);
-  b.varint(static_cast<uint64_t>(getpid())).varint(static_cast<uint64_t>(getppid()));
-  b.varint(realtime).varint(g.start_time).varint(static_cast<uint64_t>(g_page_size));
+  fmt::ProcessInfo info;
+  info.pid = static_cast<uint64_t>(getpid());
+  info.ppid = static_cast<uint64_t>(getppid());
+  info.realtime_start_ns = realtime;
+  info.monotonic_start_ns = recording.start_time;
+  info.page_size = static_cast<uint64_t>(g_page_size);
   const uint64_t interval = sampling::g_interval.load();
-  b.u8(static_cast<uint8_t>(interval ? fmt::RecordingMode::Sampled : fmt::RecordingMode::Exact)).varint(interval);
-  b.varint(g.opts.max_depth);
-  b.varint(static_cast<uint64_t>(g.opts.counter_interval_ms) * 1000000ull);
-  b.bytes(exe, std::strlen(exe)).bytes(cwd, std::strlen(cwd));
-  b.varint(argc);
-  for (size_t i = 0; i < cn;) {
-    const size_t len = strnlen(cmdline + i, cn - i);
-    b.bytes(cmdline + i, len);
-    i += len + 1;
-  }
-  b.bytes(opts, on);
-  const size_t n = b.finish();
+  info.mode = interval ? fmt::RecordingMode::Sampled : fmt::RecordingMode::Exact;
+  info.sample_interval = interval;
+  info.max_depth = recording.opts.max_depth;
+  info.counter_interval_ns = static_cast<uint64_t>(recording.opts.counter_interval_ms) * 1000000ull;
+  info.exe = std::string_view(exe, std::strlen(exe));
+  info.cwd = std::string_view(cwd, std::strlen(cwd));
+  info.options = std::string_view(opts, on);
+  const size_t n = fmt::encode_process_info(buf, sizeof buf, info, NulSeparated{cmdline, cn, argc});
   if (n) append_record(s, buf, n);
 }
 
@@ -101,9 +127,7 @@ CounterSample g_counters_written, g_counters_unwritten;
 void write_counters(Stream* s, const CounterSample& c) {
   uint8_t rec[64];
   const uint64_t t = stream_time(s, c.time);
-  fmt::RecordBuilder b(rec, sizeof rec, fmt::RecordType::Counters);
-  b.varint(t - s->last_time).varint(c.rss).varint(c.vm).varint(0).varint(0);
-  const size_t n = b.finish();
+  const size_t n = fmt::encode_counters(rec, sizeof rec, s->last_time, fmt::Counters{t, c.rss, c.vm, 0, 0});
   if (n && append_record(s, rec, n)) s->last_time = t;
 }
 }  // namespace
@@ -133,7 +157,7 @@ bool sample_counters(Stream* s, bool write) {
   // free chunk of an arena with the arena's lock held, so the program's allocations wait for
   // it (2 M free chunks: 250 ms a call; a Python program with PYTHONMALLOC=malloc, asked every
   // 100 ms, made almost no progress). heap_live_bytes stays 0; the heap comes from the events.
-  pthread_mutex_lock(&g.shared_mutex);
+  pthread_mutex_lock(&recording.shared_mutex);
   c.time = now_ns();
   c.valid = true;
   const CounterSample& w = g_counters_written;
@@ -152,7 +176,7 @@ bool sample_counters(Stream* s, bool write) {
     g_counters_written = c;
     g_counters_unwritten = CounterSample{};
   }
-  pthread_mutex_unlock(&g.shared_mutex);
+  pthread_mutex_unlock(&recording.shared_mutex);
   return moved;
 }
 

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "formats/check.h"
 #include "formats/records.h"
 
 namespace memtide::rec {
@@ -61,7 +62,7 @@ void on_mremap(void* old_p, size_t old_len, void* new_p, size_t new_len, const v
 void on_modules_changed();
 void on_thread_name(unsigned long pthread, const char* name);
 // Around the program's calls of pthread_getattr_np, which holds the thread's own lock while it
-// allocates: the recorder must not call it then (recorder.cpp, thread_stack_bounds).
+// allocates: the recorder must not call it then (threads.cpp, thread_stack_bounds).
 void getattr_enter();
 void getattr_leave();
 
@@ -98,12 +99,26 @@ bool busy();
 // entered meanwhile (mimalloc's mmap, calloc inside pthread_setspecific) only forwards.
 extern __attribute__((tls_model("initial-exec"))) __thread int tls_busy;
 
+// Marks the calling thread busy for its lifetime (heaptrack's RecursionGuard): a way out of
+// the scope that forgets to lower the flag cannot be written. Costs what the two stores did.
+class BusyScope {
+ public:
+  BusyScope() {
+    MEMTIDE_CHECK(tls_busy >= 0);
+    ++tls_busy;
+  }
+  ~BusyScope() {
+    MEMTIDE_CHECK(tls_busy > 0);
+    --tls_busy;
+  }
+  BusyScope(const BusyScope&) = delete;
+  BusyScope& operator=(const BusyScope&) = delete;
+};
+
 template <typename R, typename... P, typename... A>
 inline R call_backing(R (*fn)(P...), A... args) {
-  ++tls_busy;
-  R r = fn(args...);
-  --tls_busy;
-  return r;
+  BusyScope busy;
+  return fn(args...);
 }
 
 }  // namespace memtide::rec

@@ -9,6 +9,7 @@
 
 #include "formats/check.h"
 #include "formats/sampling.h"
+#include "recorder/clock.h"
 
 namespace memtide::rec::sampling {
 

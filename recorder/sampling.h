@@ -12,7 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "recorder/internal.h"
+#include "recorder/base.h"
 
 namespace memtide::rec::sampling {
 

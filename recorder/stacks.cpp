@@ -17,7 +17,11 @@
 #include <cstring>
 
 #include "formats/encoder.h"
-#include "recorder/internal.h"
+#include "formats/check.h"
+#include "formats/record_builders.h"
+#include "recorder/stacks.h"
+#include "recorder/state.h"
+#include "recorder/stream.h"
 
 namespace memtide::rec {
 
@@ -203,12 +207,11 @@ uint32_t insert_stack(Stream* s, void* const* ips, int n, uint64_t hash, TriePat
     const uint32_t parent = node;
     const uint32_t first = g_next_id;
     const uint32_t count = static_cast<uint32_t>(i + 1);
-    // tag + length + three varints + count zigzag deltas; static: we hold stacks_mutex
+    // Static: we hold stacks_mutex. (count <= --max-depth <= 1024)
+    static uint64_t frames[1100];
     static uint8_t buf[1 + fmt::kLengthSlot + 3 * wire::kMaxVarint + 1100 * wire::kMaxVarint];
-    fmt::RecordBuilder b(buf, sizeof buf, fmt::RecordType::StackDef);
-    b.varint(first).varint(parent).varint(count);
-    uint64_t prev = 0;
-    for (; i >= 0; --i) {
+    MEMTIDE_CHECK(count <= sizeof frames / sizeof frames[0]);
+    for (uint32_t k = 0; i >= 0; --i, ++k) {
       const uint64_t ip = reinterpret_cast<uint64_t>(ips[i]);
       key = child_key(key, ip);
       if (!trie_add(node, key, g_next_id)) {
@@ -221,10 +224,9 @@ uint32_t insert_stack(Stream* s, void* const* ips, int n, uint64_t hash, TriePat
         path->key[n - 1 - i] = key;
         path->ip[n - 1 - i] = ip;
       }
-      b.svarint(static_cast<int64_t>(ip - prev));
-      prev = ip;
+      frames[k] = ip;
     }
-    const size_t len = b.finish();
+    const size_t len = fmt::encode_stack_def(buf, sizeof buf, fmt::StackDef{first, parent, count, frames});
     if (!len || !append_stack_record(s, buf, len)) {
       if (path) path->n = 0;
       return 0;
@@ -248,32 +250,33 @@ void stacks_reset() {
 namespace {
 inline bool is_own_frame(const void* ip) {
   const auto a = reinterpret_cast<uintptr_t>(ip);
-  return a >= g.own_lo && a < g.own_hi;
+  return a >= recording.own_lo && a < recording.own_hi;
 }
 }  // namespace
 
 uint32_t stack_id(ThreadState* ts, Stream* s, void* const* ips, int n) {
   // The stack fast_backtrace just stored, if these are its return addresses: a stack found
   // again (the same frames from the same start) has the id it was given last time.
-  SeenStack* seen = nullptr;
-  if (ts && ts->memo.carry) {
+  KeptStack* kept = nullptr;
+  if (ts && ts->memo.kept_for_id) {
     UnwindMemo& m = ts->memo;
-    if (ips >= m.carry_out && ips <= m.carry_out + m.carry_n) {
-      seen = m.carry;
-      const int skip = static_cast<int>(ips - m.carry_out);
-      if (m.carry_hit && seen->id_skip == skip && seen->id_n == n) {
-        m.carry = nullptr;
-        return seen->id;
+    if (ips >= m.kept_for_id_ips && ips <= m.kept_for_id_ips + m.kept_for_id_n) {
+      kept = m.kept_for_id;
+      MEMTIDE_CHECK(kept->n > 0 && kept->n <= kKeptFrames && m.kept_for_id_n == kept->n);
+      const int skip = static_cast<int>(ips - m.kept_for_id_ips);
+      if (m.kept_for_id_known && kept->id_skip == skip && kept->id_n == n) {
+        m.kept_for_id = nullptr;
+        return kept->id;
       }
-      seen->has_id = false;
-      seen->id_skip = skip;
-      seen->id_n = n;
-      seen->id_own_known = g.own_range_known;
+      kept->has_id = false;
+      kept->id_skip = skip;
+      kept->id_n = n;
+      kept->id_own_known = recording.own_range_known;
     }
-    m.carry = nullptr;
+    m.kept_for_id = nullptr;
   }
   if (n <= 0) {
-    if (seen) seen->has_id = true, seen->id = 0;
+    if (kept) kept->has_id = true, kept->id = 0;
     return 0;
   }
   uint64_t hash = XXH3_64bits(ips, static_cast<size_t>(n) * sizeof(void*));
@@ -282,9 +285,9 @@ uint32_t stack_id(ThreadState* ts, Stream* s, void* const* ips, int n) {
   if (ts) {
     ce = &ts->cache[hash % kStackCacheSize];
     if (ce->hash == hash) {
-      if (seen) {
-        seen->id = ce->id;
-        seen->has_id = true;
+      if (kept) {
+        kept->id = ce->id;
+        kept->has_id = true;
       }
       return ce->id;
     }
@@ -297,7 +300,7 @@ uint32_t stack_id(ThreadState* ts, Stream* s, void* const* ips, int n) {
     // again has the same id.
     void* const* def = ips;
     int def_n = n;
-    if (g.own_range_known) {
+    if (recording.own_range_known) {
       int own = 0;
       for (int i = 0; i < n; ++i) own += is_own_frame(ips[i]);
       if (own && own < n) {
@@ -314,9 +317,9 @@ uint32_t stack_id(ThreadState* ts, Stream* s, void* const* ips, int n) {
     pthread_mutex_unlock(&stacks_mutex);
   }
   if (ce && id) *ce = StackCacheEntry{hash, id};
-  if (seen && id) {
-    seen->id = id;
-    seen->has_id = true;
+  if (kept && id) {
+    kept->id = id;
+    kept->has_id = true;
   }
   return id;
 }

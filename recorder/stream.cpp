@@ -11,7 +11,10 @@
 #include <cstring>
 #include <new>
 
-#include "recorder/internal.h"
+#include "recorder/clock.h"
+#include "recorder/state.h"
+#include "recorder/stream.h"
+#include "recorder/writer.h"
 
 namespace memtide::rec {
 
@@ -112,25 +115,25 @@ inline mi_heap_t* own_heap() {
 }  // namespace
 
 void mem_thread_ending() {
-  if (g.opts.allocator != AllocatorKind::Mimalloc) return;
+  if (recording.opts.allocator != AllocatorKind::Mimalloc) return;
   tls_heap = nullptr;
   tls_heap_gone = true;
 }
 
 void* mem_alloc(size_t n) {
-  if (g.opts.allocator != AllocatorKind::Mimalloc) return mi_zalloc(n);
+  if (recording.opts.allocator != AllocatorKind::Mimalloc) return mi_zalloc(n);
   if (MT_UNLIKELY(tls_heap_gone)) return mapped_alloc(n);
   mi_heap_t* h = own_heap();
   return h ? mi_heap_zalloc(h, n) : nullptr;
 }
 void* mem_alloc_uninit(size_t n) {
-  if (g.opts.allocator != AllocatorKind::Mimalloc) return mi_malloc(n);
+  if (recording.opts.allocator != AllocatorKind::Mimalloc) return mi_malloc(n);
   if (MT_UNLIKELY(tls_heap_gone)) return mapped_alloc(n);
   mi_heap_t* h = own_heap();
   return h ? mi_heap_malloc(h, n) : nullptr;
 }
 void mem_free(void* p) {
-  if (MT_UNLIKELY(g.opts.allocator == AllocatorKind::Mimalloc && p && !mi_is_in_heap_region(p))) {
+  if (MT_UNLIKELY(recording.opts.allocator == AllocatorKind::Mimalloc && p && !mi_is_in_heap_region(p))) {
     char* base = static_cast<char*>(p) - kMappedHeader;
     syscall(SYS_munmap, base, *reinterpret_cast<size_t*>(base));
     return;
@@ -153,8 +156,8 @@ void message(const char* fmt, ...) {
 }
 
 static Chunk* new_chunk(Stream* s, size_t need) {
-  uint32_t cap = g.chunk_first;
-  if (s->chunk) cap = s->chunk->cap < g.chunk_max ? s->chunk->cap * 2 : g.chunk_max;
+  uint32_t cap = recording.chunk_first;
+  if (s->chunk) cap = s->chunk->cap < recording.chunk_max ? s->chunk->cap * 2 : recording.chunk_max;
   while (cap < need) cap *= 2;
   // Only the header is initialised: the data is written before the writer reads it (zeroing
   // each chunk was 4.6% of the samples of a 1-thread churn's recording, in the program's thread).
@@ -201,8 +204,9 @@ uint8_t* reserve_slow(Stream* s, size_t need) {
     old->end_time = s->last_time;
     old->end_addr = s->last_addr;
     // The process stream is written under shared_mutex, which the writer also takes.
-    enqueue_chunk(old, s != &g.shared);
+    enqueue_chunk(old, s != &recording.shared);
   }
+  MEMTIDE_CHECK(next->cap >= need);
   return next->data;
 }
 

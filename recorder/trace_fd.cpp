@@ -2,7 +2,7 @@
 // pipe): at numbers the program cannot reach, or failing that at the highest free ones, so
 // that the program's descriptors get the numbers they would get untraced. The interposed
 // close, close_range, closefrom, dup, dup2, dup3 and fcntl keep the trace's out of the
-// program's way (writer.cpp, preload.cpp).
+// program's way (trace_file.cpp, preload.cpp).
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -10,7 +10,8 @@
 
 #include <cerrno>
 
-#include "recorder/internal.h"
+#include "recorder/state.h"
+#include "recorder/trace_file.h"
 
 namespace memtide::rec {
 

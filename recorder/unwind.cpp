@@ -15,7 +15,7 @@
 // modules are found with _dl_find_object, which is lock-free.
 //
 // Most stacks share their outer frames with the thread's previous one: a per-thread memo of
-// that stack (UnwindMemo, internal.h) lets a walk that reaches one of its frames in the same
+// that stack (UnwindMemo, unwind.h) lets a walk that reaches one of its frames in the same
 // state check the remaining frames' saved slots instead of stepping them. The walk usually
 // starts at the caller of the allocation shim, from the shim's frame pointer.
 #include <dlfcn.h>
@@ -33,7 +33,10 @@
 
 #include <cstring>
 
-#include "recorder/internal.h"
+#include "recorder/events.h"
+#include "recorder/modules.h"
+#include "recorder/state.h"
+#include "recorder/unwind.h"
 
 namespace memtide::rec {
 
@@ -336,7 +339,7 @@ inline bool slot_at(uint64_t addr, uint64_t base, uint32_t& at) {
 
 }  // namespace
 
-MT_NOINLINE bool seen_holds(const SeenStack* __restrict e) {
+MT_NOINLINE bool kept_holds(const KeptStack* __restrict e) {
   const uint64_t base = e->sp;
   const int n = e->n;
   // The loads are independent of each other: no branch on them, two frames a step. (The slots
@@ -349,28 +352,29 @@ MT_NOINLINE bool seen_holds(const SeenStack* __restrict e) {
   return !diff && (e->zero_ra_at == kNoSlot || *slot(base, e->zero_ra_at) == 0);
 }
 
-std::atomic<uint32_t> g_seen_tables{0};
+std::atomic<uint32_t> g_kept_tables{0};
 
-void seen_table_free(SeenStack* t) {
+void kept_table_free(KeptStack* t) {
   if (!t) return;
-  syscall(SYS_munmap, t, sizeof(SeenStack) * kSeenStacks);
-  g_seen_tables.fetch_sub(1, std::memory_order_relaxed);
+  syscall(SYS_munmap, t, sizeof(KeptStack) * kKeptStacks);
+  MEMTIDE_CHECK(g_kept_tables.load(std::memory_order_relaxed) > 0);
+  g_kept_tables.fetch_sub(1, std::memory_order_relaxed);
 }
 
-MT_NOINLINE bool seen_table_map(UnwindMemo* m) {
-  m->seen_wait = 0;  // if none can be had now, try again after another round
-  if (g_seen_tables.fetch_add(1, std::memory_order_relaxed) >= kMaxSeenTables) {
-    g_seen_tables.fetch_sub(1, std::memory_order_relaxed);
+MT_NOINLINE bool kept_table_map(UnwindMemo* m) {
+  m->kept_wait = 0;  // if none can be had now, try again after another round
+  if (g_kept_tables.fetch_add(1, std::memory_order_relaxed) >= kMaxKeptTables) {
+    g_kept_tables.fetch_sub(1, std::memory_order_relaxed);
     return false;
   }
   // Zero pages: all empty. (The system call, not mmap(): that is the program's, interposed.)
-  void* t = reinterpret_cast<void*>(syscall(SYS_mmap, nullptr, sizeof(SeenStack) * kSeenStacks, PROT_READ | PROT_WRITE,
+  void* t = reinterpret_cast<void*>(syscall(SYS_mmap, nullptr, sizeof(KeptStack) * kKeptStacks, PROT_READ | PROT_WRITE,
                                             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
   if (t == MAP_FAILED) {
-    g_seen_tables.fetch_sub(1, std::memory_order_relaxed);
+    g_kept_tables.fetch_sub(1, std::memory_order_relaxed);
     return false;
   }
-  m->seen = static_cast<SeenStack*>(t);
+  m->kept = static_cast<KeptStack*>(t);
   return true;
 }
 
@@ -378,8 +382,8 @@ namespace {
 
 // The walk just done left the whole stack (n frames) in the memo: keep it in `e`, the slot
 // of its start state, and tell stack_id to give it its id.
-inline void seen_keep(UnwindMemo* m, SeenStack* e, void** out, int n, uint64_t gen) {
-  if (!e || m->n != n || m->gen != gen || n > kSeenFrames) return;
+inline void kept_store(UnwindMemo* m, KeptStack* e, void** out, int n, uint64_t gen) {
+  if (!e || m->n != n || m->gen != gen || n > kKeptFrames) return;
   e->gen = 0;
   const UnwindFrame* leaf = &m->f[n - 1];
   const uint64_t base = leaf->sp;
@@ -402,6 +406,7 @@ inline void seen_keep(UnwindMemo* m, SeenStack* e, void** out, int n, uint64_t g
     }
     bp_used = (rule & kCfaRbp) || (!(rule & kRbpSaved) && bp_used);  // the rbp of frame k - 1
   }
+  MEMTIDE_CHECK(nbp <= kKeptFrames);
   e->nbp = nbp;
   e->ip[0] = leaf->ip;
   e->bp_used = bp_used;
@@ -414,10 +419,10 @@ inline void seen_keep(UnwindMemo* m, SeenStack* e, void** out, int n, uint64_t g
   e->n = n;
   e->has_id = false;
   e->gen = gen;
-  m->carry = e;
-  m->carry_hit = false;
-  m->carry_out = out;
-  m->carry_n = n;
+  m->kept_for_id = e;
+  m->kept_for_id_known = false;
+  m->kept_for_id_ips = out;
+  m->kept_for_id_n = n;
 }
 
 // The walk ended on its own (outermost frame reached): it becomes the memo.
@@ -439,8 +444,8 @@ inline void memo_store(UnwindMemo* m, int n, bool zero_ra, uint64_t end_cfa, uin
 // Returns the number of return addresses stored (the first is inside this function), or -1
 // when a frame is not one this unwinder steps (the caller then asks libunwind).
 MT_NOINLINE int fast_backtrace(void** out, int cap, UnwindMemo* m, const UnwindStart* from, bool id_ok,
-                               const SeenLookup* pre) {
-  if (m) m->carry = nullptr;
+                               const KeptLookup* pre) {
+  if (m) m->kept_for_id = nullptr;
   if (MT_UNLIKELY(g_rules_full.load(std::memory_order_relaxed))) return -1;
   uint64_t ip, sp, bp;
   if (from) {
@@ -466,24 +471,24 @@ MT_NOINLINE int fast_backtrace(void** out, int cap, UnwindMemo* m, const UnwindS
   // the exact leaf inside this function is looked up differently). Several stacks may start
   // from one state (one function called from different places at the same depth): each way
   // of the set holds one; a walk that finds none replaces the least recently used.
-  SeenStack* seen = nullptr;
-  SeenStack* hit = nullptr;
+  KeptStack* keep_in = nullptr;
+  KeptStack* hit = nullptr;
   if (pre && pre->done) {
     hit = m ? pre->hit : nullptr;
-    seen = m ? pre->victim : nullptr;
-  } else if (m && !exact_leaf && seen_table(m) && seen_wanted(m)) {
-    hit = seen_probe(m, ip, sp, bp, cap, gen, &seen);
+    keep_in = m ? pre->victim : nullptr;
+  } else if (m && !exact_leaf && kept_table(m) && kept_wanted(m)) {
+    hit = kept_probe(m, ip, sp, bp, cap, gen, &keep_in);
   }
   if (hit) {
-    m->carry = hit;
-    m->carry_hit = hit->has_id;
+    m->kept_for_id = hit;
+    m->kept_for_id_known = hit->has_id;
     if (id_ok && hit->has_id) {
-      m->carry_out = nullptr;
-      return kSeenStackId;
+      m->kept_for_id_ips = nullptr;
+      return kKeptStackId;
     }
     std::memcpy(out, hit->ip, static_cast<size_t>(hit->n) * sizeof(uint64_t));
-    m->carry_out = out;
-    m->carry_n = hit->n;
+    m->kept_for_id_ips = out;
+    m->kept_for_id_n = hit->n;
     return hit->n;
   }
   int r = (m && m->gen == gen) ? m->n - 1 : -1;
@@ -505,7 +510,7 @@ MT_NOINLINE int fast_backtrace(void** out, int cap, UnwindMemo* m, const UnwindS
           } else {
             m->n = 0;
           }
-          seen_keep(m, seen, out, n, gen);
+          kept_store(m, keep_in, out, n, gen);
           return n;
         }
         // Frames r..q are unchanged: take them from the memo; q's caller is stepped for real.
@@ -533,7 +538,7 @@ MT_NOINLINE int fast_backtrace(void** out, int cap, UnwindMemo* m, const UnwindS
     if (rule & kEnd) {
       if (m && n < kMemoFrames) m->walk[n] = UnwindFrame{ip, sp, bp, rule};
       memo_store(m, n + 1, false, 0, gen);
-      seen_keep(m, seen, out, n + 1, gen);
+      kept_store(m, keep_in, out, n + 1, gen);
       return n + 1;
     }
     const uint64_t cfa = ((rule & kCfaRbp) ? bp : sp) + static_cast<uint64_t>(cfa_off(rule));
@@ -545,7 +550,7 @@ MT_NOINLINE int fast_backtrace(void** out, int cap, UnwindMemo* m, const UnwindS
     sp = cfa;
     if (ra == 0) {
       memo_store(m, n, true, cfa, gen);
-      seen_keep(m, seen, out, n, gen);
+      kept_store(m, keep_in, out, n, gen);
       return n;
     }
     ip = ra;

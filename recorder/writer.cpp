@@ -25,9 +25,14 @@
 #include <cstring>
 
 #include "formats/encoder.h"
-#include "recorder/internal.h"
-#include "recorder/sampling.h"
+#include "formats/record_builders.h"
+#include "recorder/process.h"
 #include "recorder/recorder.h"
+#include "recorder/state.h"
+#include "recorder/stream.h"
+#include "recorder/trace_file.h"
+#include "recorder/unwind.h"
+#include "recorder/writer.h"
 
 namespace memtide::rec {
 
@@ -43,76 +48,9 @@ uint8_t* g_cut = nullptr;     // a block's payload cut from its chunk (fmt::cut_
 size_t g_cut_cap = 0;
 uint8_t* g_stacks = nullptr;  // the StackDefs taken out of it
 size_t g_stacks_cap = 0;
-bool g_write_failed = false;
 bool g_finished = false;       // End written
 pthread_mutex_t g_done_mutex = PTHREAD_MUTEX_INITIALIZER;
 pthread_cond_t g_done_cond = PTHREAD_COND_INITIALIZER;
-
-dev_t g_dev = 0;
-ino_t g_ino = 0;
-
-void remember_identity() {
-  struct stat st;
-  if (fstat(g.fd, &st) == 0) {
-    g_dev = st.st_dev;
-    g_ino = st.st_ino;
-  }
-}
-
-void stop_writing(const char* why) {
-  g_write_failed = true;
-  message("cannot write %s: %s; recording stopped, the program goes on", g.path, why);
-  g.state.store(kStopped, std::memory_order_release);
-}
-
-// Bytes written to the trace file, and whether the size limit (MEMTIDE_MAX_SIZE) stopped the
-// recording: the block that would have passed it and everything after it are dropped, and one
-// more block, the End record's, is written in the room kept for it (kEndRoom).
-uint64_t g_file_bytes = 0;
-bool g_capped = false, g_capped_ended = false;
-constexpr uint64_t kEndRoom = 256;
-
-// Held while the trace's descriptor is used for writing, and while a dup2 or dup3 of the
-// program moves it (move_trace_fd): a write never goes to a number the program is taking over.
-pthread_mutex_t g_fd_mutex = PTHREAD_MUTEX_INITIALIZER;
-
-void write_all(const uint8_t* p, size_t n) {
-  if (g_write_failed) return;
-  pthread_mutex_lock(&g_fd_mutex);
-  // The interposed close, close_range, closefrom, dup2 and dup3 keep the descriptor; one
-  // closed all the same (a direct system call) may be reused for one of the program's own
-  // files, which must never receive trace bytes.
-  struct stat st;
-  if (fstat(g.fd, &st) != 0 || st.st_dev != g_dev || st.st_ino != g_ino) {
-    pthread_mutex_unlock(&g_fd_mutex);
-    stop_writing("the program closed the trace file's descriptor");
-    return;
-  }
-  const char* failed = nullptr;
-  while (n) {
-    const ssize_t w = write(g.fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      failed = w < 0 ? strerror(errno) : "short write";
-      break;
-    }
-    p += w;
-    n -= static_cast<size_t>(w);
-    g_file_bytes += static_cast<uint64_t>(w);
-  }
-  pthread_mutex_unlock(&g_fd_mutex);
-  if (failed) stop_writing(failed);
-}
-
-// The next block (`total` bytes) would pass the size limit: recording stops, the program goes
-// on; the writer ends the trace with an End record (write_capped_end).
-void reach_size_limit() {
-  g_capped = true;
-  g_write_failed = true;
-  g.state.store(kStopped, std::memory_order_release);
-  message("%s reached its size limit (%llu bytes, MEMTIDE_MAX_SIZE): recording stopped, the program goes on", g.path,
-          static_cast<unsigned long long>(g.opts.max_size));
-}
 
 // Frames [p, p + n) of stream `s` as one block and appends it. `end` (when known: the rest
 // of a sealed chunk) gives the registers after the block; otherwise the records are parsed.
@@ -138,12 +76,8 @@ void write_block(const Stream* s, uint64_t base_time, uint64_t base_addr, const 
       return;
     }
   }
-  const size_t total = fmt::encode_block(h, p, n, g_out, g_out_cap, g.opts.compression);
-  if (g.opts.max_size && g_file_bytes + total + kEndRoom > g.opts.max_size) {
-    reach_size_limit();
-    return;
-  }
-  write_all(g_out, total);
+  const size_t total = fmt::encode_block(h, p, n, g_out, g_out_cap, recording.opts.compression);
+  if (within_size_limit(total)) write_all(g_out, total);
 }
 
 // A buffer of at least n bytes kept from call to call (nullptr without the memory for it).
@@ -189,6 +123,7 @@ void emit(Stream* s, const uint8_t* p, size_t n, uint16_t flags, bool at_start, 
   ++g_emitted;
   if (at_start) s->w_run.rings.clear();
   const uint64_t base_time = s->w_run.time, base_addr = s->w_run.addr;
+  MEMTIDE_CHECK(!end || end->time >= base_time);  // a stream's times never go back
   if (at_start && end && !(flags & fmt::kBlockFlagStacks)) {  // a whole chunk: one block as it is
     s->w_run.time = end->time;
     s->w_run.addr = end->addr;
@@ -236,10 +171,10 @@ void flush_current(Stream* s) {
 }
 
 Chunk* take_queue() {
-  pthread_mutex_lock(&g.queue_mutex);
-  Chunk* c = g.queue_head;
-  g.queue_head = g.queue_tail = nullptr;
-  pthread_mutex_unlock(&g.queue_mutex);
+  pthread_mutex_lock(&recording.queue_mutex);
+  Chunk* c = recording.queue_head;
+  recording.queue_head = recording.queue_tail = nullptr;
+  pthread_mutex_unlock(&recording.queue_mutex);
   return c;
 }
 
@@ -255,7 +190,7 @@ pthread_cond_t g_space_cond = PTHREAD_COND_INITIALIZER;
 // With queue_mutex held: waits in short steps while the writer is far behind, and never once
 // it stops (exit).
 void wait_for_space_locked() {
-  for (int i = 0; i < 200 && g.writer_running && !g.writer_stop &&
+  for (int i = 0; i < 200 && recording.writer_running && !recording.writer_stop &&
                   g_queued.load(std::memory_order_relaxed) > kMaxQueued / 2;
        ++i) {
     timespec ts;
@@ -265,7 +200,7 @@ void wait_for_space_locked() {
       ts.tv_sec += 1;
       ts.tv_nsec -= 1000000000L;
     }
-    pthread_cond_timedwait(&g_space_cond, &g.queue_mutex, &ts);
+    pthread_cond_timedwait(&g_space_cond, &recording.queue_mutex, &ts);
   }
 }
 
@@ -276,10 +211,10 @@ void wait_for_writer() {
   timespec deadline;
   clock_gettime(CLOCK_REALTIME, &deadline);
   deadline.tv_sec += 2;
-  if (pthread_mutex_timedlock(&g.queue_mutex, &deadline) != 0) return;
-  pthread_cond_signal(&g.queue_cond);
+  if (pthread_mutex_timedlock(&recording.queue_mutex, &deadline) != 0) return;
+  pthread_cond_signal(&recording.queue_cond);
   wait_for_space_locked();
-  pthread_mutex_unlock(&g.queue_mutex);
+  pthread_mutex_unlock(&recording.queue_mutex);
 }
 
 namespace {
@@ -298,9 +233,9 @@ void drain_queue() {
     mem_free(c);
     c = next;
   }
-  pthread_mutex_lock(&g.queue_mutex);
+  pthread_mutex_lock(&recording.queue_mutex);
   pthread_cond_broadcast(&g_space_cond);
-  pthread_mutex_unlock(&g.queue_mutex);
+  pthread_mutex_unlock(&recording.queue_mutex);
 }
 
 uint64_t g_last_watermark = 0;
@@ -312,16 +247,16 @@ uint64_t g_last_watermark = 0;
 // last written record, and (by the previous watermark) not before that watermark.
 uint64_t flush_all() {
   uint64_t unwritten = UINT64_MAX;
-  pthread_mutex_lock(&g.registry_mutex);
-  for (Stream* s = g.registry; s;) {
+  pthread_mutex_lock(&recording.registry_mutex);
+  for (Stream* s = recording.registry; s;) {
     Stream* next = s->reg_next;
     if (s->w_done) {
       if (s->reg_prev) s->reg_prev->reg_next = s->reg_next;
-      else g.registry = s->reg_next;
+      else recording.registry = s->reg_next;
       if (s->reg_next) s->reg_next->reg_prev = s->reg_prev;
-      g.exited_allocs += s->allocs;
-      g.exited_frees += s->frees;
-      seen_table_free(reinterpret_cast<ThreadState*>(s)->memo.seen);
+      recording.exited_allocs += s->allocs;
+      recording.exited_frees += s->frees;
+      kept_table_free(reinterpret_cast<ThreadState*>(s)->memo.kept);
       mem_free(reinterpret_cast<ThreadState*>(s));  // Stream is ThreadState's first member
     } else {
       flush_current(s);
@@ -333,7 +268,7 @@ uint64_t flush_all() {
     }
     s = next;
   }
-  pthread_mutex_unlock(&g.registry_mutex);
+  pthread_mutex_unlock(&recording.registry_mutex);
   return unwritten;
 }
 
@@ -342,79 +277,18 @@ uint64_t flush_all() {
 // go back in time; a later one cannot be written either, as it would vouch for more than w.
 bool append_watermark(uint64_t w) {
   uint8_t rec[24];
-  Stream* s = &g.shared;
+  Stream* s = &recording.shared;
   bool written = false;
-  pthread_mutex_lock(&g.shared_mutex);
+  pthread_mutex_lock(&recording.shared_mutex);
   if (w >= s->last_time) {
-    fmt::RecordBuilder b(rec, sizeof rec, fmt::RecordType::Watermark);
-    b.varint(w - s->last_time);
-    const size_t n = b.finish();
+    const size_t n = fmt::encode_watermark(rec, sizeof rec, s->last_time, fmt::Watermark{w});
     if (n && append_record(s, rec, n)) {
       s->last_time = w;
       written = true;
     }
   }
-  pthread_mutex_unlock(&g.shared_mutex);
+  pthread_mutex_unlock(&recording.shared_mutex);
   return written;
-}
-
-// The recorder's counts of allocations and frees so far, for the End record.
-void recorded_counts(uint64_t& allocs, uint64_t& frees) {
-  allocs = g.exited_allocs;
-  frees = g.exited_frees;
-  pthread_mutex_lock(&g.registry_mutex);
-  for (Stream* s = g.registry; s; s = s->reg_next) {
-    allocs += __atomic_load_n(&s->allocs, __ATOMIC_RELAXED);
-    frees += __atomic_load_n(&s->frees, __ATOMIC_RELAXED);
-  }
-  pthread_mutex_unlock(&g.registry_mutex);
-}
-
-void append_end(fmt::EndReason reason, uint64_t status) {
-  uint64_t allocs, frees;
-  recorded_counts(allocs, frees);
-  uint8_t rec[64];
-  Stream* s = &g.shared;
-  pthread_mutex_lock(&g.shared_mutex);
-  const uint64_t t = stream_time(s, now_ns());
-  fmt::RecordBuilder b(rec, sizeof rec, fmt::RecordType::End);
-  b.varint(t - s->last_time).u8(static_cast<uint8_t>(reason)).varint(status).varint(allocs).varint(frees).varint(0);
-  const size_t n = b.finish();
-  if (n && append_record(s, rec, n)) s->last_time = t;
-  pthread_mutex_unlock(&g.shared_mutex);
-}
-
-// Ends a trace the size limit stopped: an End record (reason Detached: stopped on request) in a
-// block of its own, timed after every record of stream 0, in the room kept for it; then lets go
-// of the file's lock, so that readers (memtide run's follower) know it is final while the
-// program goes on. No lock is held by the caller.
-void write_capped_end() {
-  g_capped_ended = true;
-  uint64_t allocs, frees;
-  recorded_counts(allocs, frees);
-  Stream* s = &g.shared;
-  const uint64_t now = now_ns();
-  const uint64_t t = now > s->w_run.time ? now : s->w_run.time;  // w_run.time: past every stream-0 record
-  uint8_t rec[64];
-  fmt::RecordBuilder b(rec, sizeof rec, fmt::RecordType::End);
-  b.varint(t - s->w_run.time).u8(static_cast<uint8_t>(fmt::EndReason::Detached)).varint(0).varint(allocs).varint(frees).varint(0);
-  const size_t n = b.finish();
-  fmt::BlockHeader h;
-  h.stream = 0;
-  h.base_time = s->w_run.time;
-  h.base_addr = s->w_run.addr;
-  uint8_t block[fmt::kBlockHeaderSize + 2 * sizeof rec + 64];  // >= block_bound(sizeof rec)
-  const size_t total = n ? fmt::encode_block(h, rec, n, block, sizeof block, 0) : 0;
-  if (total && g_file_bytes + total <= g.opts.max_size) {
-    g_write_failed = false;
-    write_all(block, total);
-    g_write_failed = true;
-  }
-  flock(g.fd, LOCK_UN);
-}
-
-bool membarrier_register() {
-  return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 }
 
 // The time a watermark taken now may vouch for: now, or less where a thread has a record
@@ -423,13 +297,13 @@ uint64_t vouchable_time() {
   uint64_t w = now_ns();
   __builtin_ia32_lfence();  // the pending times are read after the clock
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  pthread_mutex_lock(&g.registry_mutex);
-  for (Stream* s = g.registry; s; s = s->reg_next) {
+  pthread_mutex_lock(&recording.registry_mutex);
+  for (Stream* s = recording.registry; s; s = s->reg_next) {
     const uint64_t p = __atomic_load_n(&s->pending_time, __ATOMIC_ACQUIRE);
     if (p == 1) w = g_last_watermark;  // its time is being read: it may be earlier than w
     else if (p && p < w) w = p;
   }
-  pthread_mutex_unlock(&g.registry_mutex);
+  pthread_mutex_unlock(&recording.registry_mutex);
   return w < g_last_watermark ? g_last_watermark : w;
 }
 
@@ -444,9 +318,9 @@ uint64_t vouchable_time() {
 // Threads not running at the barrier went through a context switch, which is a full barrier.
 bool barrier_and_mark() {
   if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) return false;
-  pthread_mutex_lock(&g.registry_mutex);
-  for (Stream* s = g.registry; s; s = s->reg_next) s->w_in_record = __atomic_load_n(&s->in_record, __ATOMIC_ACQUIRE) != 0;
-  pthread_mutex_unlock(&g.registry_mutex);
+  pthread_mutex_lock(&recording.registry_mutex);
+  for (Stream* s = recording.registry; s; s = s->reg_next) s->w_in_record = __atomic_load_n(&s->in_record, __ATOMIC_ACQUIRE) != 0;
+  pthread_mutex_unlock(&recording.registry_mutex);
   return true;
 }
 
@@ -462,15 +336,15 @@ bool stream_has_news(Stream* s) {
 // Whether a pass now would find nothing to write: no chunk queued, no stream with records
 // not yet written and no exited thread to free.
 bool nothing_to_flush() {
-  if (stream_has_news(&g.shared)) return false;
-  pthread_mutex_lock(&g.queue_mutex);
-  const bool queued = g.queue_head != nullptr;
-  pthread_mutex_unlock(&g.queue_mutex);
+  if (stream_has_news(&recording.shared)) return false;
+  pthread_mutex_lock(&recording.queue_mutex);
+  const bool queued = recording.queue_head != nullptr;
+  pthread_mutex_unlock(&recording.queue_mutex);
   if (queued) return false;
   bool news = false;
-  pthread_mutex_lock(&g.registry_mutex);
-  for (Stream* s = g.registry; s && !news; s = s->reg_next) news = s->w_done || stream_has_news(s);
-  pthread_mutex_unlock(&g.registry_mutex);
+  pthread_mutex_lock(&recording.registry_mutex);
+  for (Stream* s = recording.registry; s && !news; s = s->reg_next) news = s->w_done || stream_has_news(s);
+  pthread_mutex_unlock(&recording.registry_mutex);
   return !news;
 }
 
@@ -488,7 +362,7 @@ inline uint32_t quiet_passes_needed() { return g_exact_watermarks ? 1 : 2; }
 // next watermark has been written (a thread may have timed a record and not yet committed it).
 void flush_pass() {
   const uint64_t emitted = g_emitted;
-  const bool shared_news = stream_has_news(&g.shared);  // (before the watermark goes there)
+  const bool shared_news = stream_has_news(&recording.shared);  // (before the watermark goes there)
   clock_tick();  // records begun after the barrier below read the clock (event_time)
   const uint64_t vouched = vouchable_time();
   uint64_t w = vouched;
@@ -498,10 +372,11 @@ void flush_pass() {
   if (exact && unwritten < w) w = unwritten;
   // (Without the barrier an exact file gets no watermark in this pass: readers wait longer.)
   const bool marked = (exact || !g_exact_watermarks) && append_watermark(w);
+  MEMTIDE_CHECK(!marked || w >= g_last_watermark);
   if (marked) g_last_watermark = w;
   const bool quiet = marked && w == vouched && !shared_news && g_emitted == emitted;
   g_quiet_passes = quiet ? g_quiet_passes + 1 : 0;
-  flush_current(&g.shared);
+  flush_current(&recording.shared);
 }
 
 // An idle program (nothing to write at a flush, its counters unchanged) need not wake the writer
@@ -525,8 +400,8 @@ void set_idle_level(unsigned level) {
 
 void* writer_main(void*) {
   tls_busy = 1;  // nothing this thread does is the program's
-  const uint64_t flush_ns = static_cast<uint64_t>(g.opts.flush_interval_ms) * 1000000ull;
-  const uint64_t counter_ns = static_cast<uint64_t>(g.opts.counter_interval_ms) * 1000000ull;
+  const uint64_t flush_ns = static_cast<uint64_t>(recording.opts.flush_interval_ms) * 1000000ull;
+  const uint64_t counter_ns = static_cast<uint64_t>(recording.opts.counter_interval_ms) * 1000000ull;
   uint64_t next_flush = now_ns() + flush_ns;
   tsc_calibrate_begin();
   bool calibrating = true;
@@ -534,8 +409,8 @@ void* writer_main(void*) {
   uint64_t last_tick = now_ns();
   bool counters_moved = false;  // since the last flush
   for (;;) {
-    pthread_mutex_lock(&g.queue_mutex);
-    while (!g.writer_stop && !g.queue_head) {
+    pthread_mutex_lock(&recording.queue_mutex);
+    while (!recording.writer_stop && !recording.queue_head) {
       const uint64_t now = now_ns();
       uint64_t wake = next_flush < next_counter ? next_flush : next_counter;
       if (calibrating) wake = std::min(wake, tsc_calibrate_due());
@@ -548,10 +423,10 @@ void* writer_main(void*) {
       const uint64_t at = static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec) + (wake - now);
       ts.tv_sec = static_cast<time_t>(at / 1000000000ull);
       ts.tv_nsec = static_cast<long>(at % 1000000000ull);
-      pthread_cond_timedwait(&g.queue_cond, &g.queue_mutex, &ts);
+      pthread_cond_timedwait(&recording.queue_cond, &recording.queue_mutex, &ts);
     }
-    const bool stop = g.writer_stop;
-    pthread_mutex_unlock(&g.queue_mutex);
+    const bool stop = recording.writer_stop;
+    pthread_mutex_unlock(&recording.queue_mutex);
     clock_tick();
     last_tick = now_ns();
 
@@ -573,10 +448,10 @@ void* writer_main(void*) {
       if (counter_ns) next_counter = std::min(next_counter, now + counter_ns);
     }
     if (now >= next_counter) {
-      counters_moved |= sample_counters(&g.shared);
+      counters_moved |= sample_counters(&recording.shared);
       next_counter = now + (counter_ns << g_idle_level);
     }
-    if (g_capped && !g_capped_ended) write_capped_end();
+    end_if_capped();
     if (stop) break;
   }
   // Final pass: everything recorded so far, the last counters, then the End record. Appending
@@ -585,11 +460,11 @@ void* writer_main(void*) {
   // stream's next chunk (without it, a trace lost its last counters and its End whenever they
   // did not fit in the chunk: a python3 run in twenty).
   flush_pass();
-  if (counter_ns) sample_counters(&g.shared, /*write=*/true);
-  append_end(static_cast<fmt::EndReason>(g.end_reason), g.end_status);
+  if (counter_ns) sample_counters(&recording.shared, /*write=*/true);
+  append_end(static_cast<fmt::EndReason>(recording.end_reason), recording.end_status);
   drain_queue();
-  flush_current(&g.shared);
-  if (g_capped && !g_capped_ended) write_capped_end();
+  flush_current(&recording.shared);
+  end_if_capped();
   pthread_mutex_lock(&g_done_mutex);
   g_finished = true;
   pthread_cond_broadcast(&g_done_cond);
@@ -597,69 +472,16 @@ void* writer_main(void*) {
   return nullptr;
 }
 
-// `name` with ".<n>" before its extension (`t.mtide` -> `t.<n>.mtide`), or at its end when its
-// last component has none: a numbered trace still ends in .mtide. `out` may be `name`; a
-// name that would not fit leaves `out` as it was.
-void with_suffix(const char* name, char* out, size_t cap, long n) {
-  char tail[256] = "";
-  const char* slash = std::strrchr(name, '/');
-  const char* last = slash ? slash + 1 : name;
-  const char* dot = std::strrchr(last, '.');
-  size_t stem = std::strlen(name);
-  if (dot && dot != last && std::strlen(dot) < sizeof tail) {  // (".hidden" has no extension)
-    std::snprintf(tail, sizeof tail, "%s", dot);
-    stem = static_cast<size_t>(dot - name);
-  }
-  char buf[4096 + 64];
-  const int w = std::snprintf(buf, sizeof buf, "%.*s.%ld%s", static_cast<int>(stem), name, n, tail);
-  if (w > 0 && static_cast<size_t>(w) < cap) std::memcpy(out, buf, static_cast<size_t>(w) + 1);
-}
-
-// Builds the file name from the pattern: %p pid, %e program name, %% a percent sign.
-// %e is the program as it was started (argv[0]'s file name: redis-server, not the file its
-// symlink names), else the executable's file name.
-void expand_pattern(const char* pattern, bool child, char* out, size_t cap) {
-  char exe[4096];
-  const char* base = program_invocation_short_name;
-  if (!base || !*base) {
-    const ssize_t en = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    exe[en > 0 ? en : 0] = 0;
-    base = std::strrchr(exe, '/');
-    base = base ? base + 1 : exe;
-  }
-  size_t n = 0;
-  bool had_pid = false;
-  for (const char* p = pattern; *p && n + 1 < cap; ++p) {
-    if (*p == '%' && (p[1] == 'p' || p[1] == 'e' || p[1] == '%')) {
-      ++p;
-      int w = 0;
-      if (*p == 'p') {
-        w = std::snprintf(out + n, cap - n, "%d", static_cast<int>(getpid()));
-        had_pid = true;
-      } else if (*p == 'e') {
-        w = std::snprintf(out + n, cap - n, "%s", base);
-      } else {
-        w = std::snprintf(out + n, cap - n, "%%");
-      }
-      if (w > 0) n += static_cast<size_t>(w);
-      continue;
-    }
-    out[n++] = *p;
-  }
-  out[n < cap ? n : cap - 1] = 0;
-  if (child && !had_pid) with_suffix(out, out, cap, getpid());
-}
-
 }  // namespace
 
 void enqueue_chunk(Chunk* c, bool may_wait) {
   c->next = nullptr;
-  pthread_mutex_lock(&g.queue_mutex);
-  if (g.queue_tail) g.queue_tail->next = c;
-  else g.queue_head = c;
-  g.queue_tail = c;
+  pthread_mutex_lock(&recording.queue_mutex);
+  if (recording.queue_tail) recording.queue_tail->next = c;
+  else recording.queue_head = c;
+  recording.queue_tail = c;
   const size_t queued = g_queued.fetch_add(c->cap, std::memory_order_relaxed) + c->cap;
-  pthread_mutex_unlock(&g.queue_mutex);
+  pthread_mutex_unlock(&recording.queue_mutex);
   // The writer wakes by itself at least every counter or flush interval and then writes what
   // is queued; it is woken early only when much is waiting. (Waking it for every chunk cost a
   // program like sqlite3, whose writer mostly sleeps, a futex wake-up of another CPU per 64 KiB
@@ -667,60 +489,20 @@ void enqueue_chunk(Chunk* c, bool may_wait) {
   // fatal signal is delivered on the way back from a system call, and its handler, which takes
   // this lock to have the End record written, found it held by the thread it had interrupted
   // (and waited its 3 s for nothing: a SIGTERM'd busy program lost its End one time in ten).
-  if (queued >= kWakeQueued) pthread_cond_signal(&g.queue_cond);
+  if (queued >= kWakeQueued) pthread_cond_signal(&recording.queue_cond);
   // Backpressure: the writer is this far behind. Wait in short steps while it catches up, and
   // never once it stops (exit) or when the caller holds a lock the writer needs.
   if (may_wait && queued > kMaxQueued) {
-    pthread_mutex_lock(&g.queue_mutex);
+    pthread_mutex_lock(&recording.queue_mutex);
     wait_for_space_locked();
-    pthread_mutex_unlock(&g.queue_mutex);
+    pthread_mutex_unlock(&recording.queue_mutex);
   }
 }
 
-bool open_trace_file(bool child) {
-  char base[sizeof g.path - 16];
-  expand_pattern(g.opts.output, child, base, sizeof base);
-  // Never overwrite: a name that exists (an exec'd image with the same pid, a reused pid)
-  // gets a numeric suffix. `memtide run -o FILE` removes FILE before the program starts.
-  int fd = -1;
-  for (int i = 0; i < 1000 && fd < 0; ++i) {
-    if (i == 0) std::snprintf(g.path, sizeof g.path, "%s", base);
-    else with_suffix(base, g.path, sizeof g.path, i);
-    fd = open(g.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0 && errno != EEXIST) break;
-  }
-  if (fd < 0) {
-    message("cannot create trace file %s: %s; not recording", g.path, strerror(errno));
-    return false;
-  }
-  fd = high_trace_fd(fd);
-  flock(fd, LOCK_EX | LOCK_NB);  // readers tell a live trace by this lock
-  g.fd = fd;
-  remember_identity();
-  g_write_failed = false;
-  g_file_bytes = 0;
-  g_capped = g_capped_ended = false;
+void writer_trace_opened() {
   g_finished = false;
   g_last_watermark = 0;
   g_quiet_passes = 0;
-
-  g_exact_watermarks = membarrier_register();
-  uint8_t header[fmt::kFileHeaderSize];
-  fmt::encode_file_header(header, fmt::kFileFlagBlockHints | (g_exact_watermarks ? fmt::kFileFlagExactWatermarks : 0) |
-                                      (sampling::active() ? fmt::kFileFlagSampled : 0));
-  write_all(header, sizeof header);
-
-  if (const char* manifest = g.manifest) {
-    const int mfd = open(manifest, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-    if (mfd >= 0) {
-      char line[sizeof g.path + 64];
-      const int n = std::snprintf(line, sizeof line, "%d\t%d\t%s\n", static_cast<int>(getpid()),
-                                  static_cast<int>(getppid()), g.path);
-      if (n > 0) (void)!write(mfd, line, static_cast<size_t>(n));
-      close(mfd);
-    }
-  }
-  return !g_write_failed;
 }
 
 void writer_start() {
@@ -728,7 +510,7 @@ void writer_start() {
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-  pthread_cond_init(&g.queue_cond, &ca);
+  pthread_cond_init(&recording.queue_cond, &ca);
   pthread_cond_init(&g_space_cond, &ca);
   pthread_condattr_destroy(&ca);
   pthread_attr_t attr;
@@ -737,18 +519,18 @@ void writer_start() {
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);  // signals are for the program's threads
-  g.writer_stop = false;
-  g.writer_running = pthread_create(&g.writer, &attr, writer_main, nullptr) == 0;
+  recording.writer_stop = false;
+  recording.writer_running = pthread_create(&recording.writer, &attr, writer_main, nullptr) == 0;
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   pthread_attr_destroy(&attr);
-  if (!g.writer_running) {
+  if (!recording.writer_running) {
     message("cannot start the writer thread; not recording");
-    g.state.store(kStopped, std::memory_order_release);
+    recording.state.store(kStopped, std::memory_order_release);
   }
 }
 
 void writer_finish(fmt::EndReason reason, uint64_t status, int timeout_ms) {
-  if (!g.writer_running) return;
+  if (!recording.writer_running) return;
   // Timed locks: this may run in a signal handler that interrupted a lock holder.
   timespec deadline;
   clock_gettime(CLOCK_REALTIME, &deadline);
@@ -758,15 +540,15 @@ void writer_finish(fmt::EndReason reason, uint64_t status, int timeout_ms) {
     deadline.tv_sec += 1;
     deadline.tv_nsec -= 1000000000L;
   }
-  if (pthread_mutex_timedlock(&g.queue_mutex, &deadline) != 0) return;
-  const bool already = g.writer_stop;
+  if (pthread_mutex_timedlock(&recording.queue_mutex, &deadline) != 0) return;
+  const bool already = recording.writer_stop;
   if (!already) {
-    g.end_reason = static_cast<int>(reason);
-    g.end_status = status;
-    g.writer_stop = true;
-    pthread_cond_signal(&g.queue_cond);
+    recording.end_reason = static_cast<int>(reason);
+    recording.end_status = status;
+    recording.writer_stop = true;
+    pthread_cond_signal(&recording.queue_cond);
   }
-  pthread_mutex_unlock(&g.queue_mutex);
+  pthread_mutex_unlock(&recording.queue_mutex);
 
   if (pthread_mutex_timedlock(&g_done_mutex, &deadline) != 0) return;
   while (!g_finished) {
@@ -775,81 +557,18 @@ void writer_finish(fmt::EndReason reason, uint64_t status, int timeout_ms) {
   const bool finished = g_finished;
   pthread_mutex_unlock(&g_done_mutex);
   if (finished && !already) {
-    pthread_join(g.writer, nullptr);
-    g.writer_running = false;
+    pthread_join(recording.writer, nullptr);
+    recording.writer_running = false;
     close_trace_fd();
   }
 }
 
-void writer_reopened() { remember_identity(); }
-
-int high_trace_fd(int fd) { return move_out_of_reach(fd); }
-
-void close_trace_fd() {
-  pthread_mutex_lock(&g_fd_mutex);
-  const int fd = g.fd;
-  g.fd = -1;
-  pthread_mutex_unlock(&g_fd_mutex);
-  if (fd >= 0) syscall(SYS_close, fd);
-}
-
-bool is_trace_fd(int fd) { return fd >= 0 && fd == __atomic_load_n(&g.fd, __ATOMIC_RELAXED); }
-int trace_fd() { return __atomic_load_n(&g.fd, __ATOMIC_RELAXED); }
-
-void move_trace_fd() {
-  pthread_mutex_lock(&g_fd_mutex);
-  if (g.fd >= 0) {
-    // The old number is left to the program's dup2, which replaces it in one step.
-    const int moved = dup_out_of_reach(g.fd);
-    if (moved >= 0) __atomic_store_n(&g.fd, moved, __ATOMIC_RELAXED);
-  }
-  pthread_mutex_unlock(&g_fd_mutex);
-}
-
-void own_pipe_made(int fds[2]) {
-  fds[0] = move_out_of_reach(fds[0], kTraceFdSpare);
-  fds[1] = move_out_of_reach(fds[1], kTraceFdSpare);
-}
-
-int program_dupfd(int fd, int cmd, long min) {
-  if (is_trace_fd(fd)) {  // not open, as far as the program knows
-    errno = EBADF;
-    return -1;
-  }
-  const int r = sys_fcntl(fd, cmd, min);
-  const int t = trace_fd();
-  // Untraced, the lowest free number from `min` up would have been the trace's: the kernel
-  // gave a higher one, or none (EMFILE). The trace's descriptor moves, the program gets its.
-  if (t < 0 || min < 0 || min > t || (r >= 0 && r < t) || (r < 0 && errno != EMFILE)) return r;
-  const int saved_errno = errno;
-  const int flags = cmd == F_DUPFD_CLOEXEC ? O_CLOEXEC : 0;
-  int result = r;
-  pthread_mutex_lock(&g_fd_mutex);
-  if (g.fd == t) {
-    const int moved = dup_out_of_reach(t);
-    if (moved >= 0) {
-      __atomic_store_n(&g.fd, moved, __ATOMIC_RELAXED);
-      // Replaces the old number in one step (no other thread can take it meanwhile).
-      if (syscall(SYS_dup3, r >= 0 ? r : fd, t, flags) == t) {
-        result = t;
-        if (r >= 0) syscall(SYS_close, r);
-      } else {
-        syscall(SYS_close, t);
-        result = r;
-      }
-    }
-  }
-  pthread_mutex_unlock(&g_fd_mutex);
-  if (result < 0) errno = saved_errno;
-  return result;
-}
-
 void writer_reset_after_fork() {
   // The parent's writer thread does not exist in the child; its queue holds parent data.
-  g.queue_head = g.queue_tail = nullptr;
+  recording.queue_head = recording.queue_tail = nullptr;
   g_queued.store(0, std::memory_order_relaxed);
-  g.writer_running = false;
-  g.writer_stop = false;
+  recording.writer_running = false;
+  recording.writer_stop = false;
   g_out = nullptr;
   g_out_cap = 0;
   g_cut = nullptr;
@@ -862,8 +581,7 @@ void writer_reset_after_fork() {
   g_idle_level = 0;  // (the child's clock epoch starts without kEpochIdle)
   pthread_mutex_init(&g_done_mutex, nullptr);
   pthread_cond_init(&g_done_cond, nullptr);
-  pthread_mutex_init(&g_fd_mutex, nullptr);
-  close_trace_fd();
+  trace_file_reset_after_fork();
 }
 
 }  // namespace memtide::rec

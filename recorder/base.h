@@ -1,0 +1,27 @@
+// What every part of the recorder uses: branch hints, its own heap (never the program's) and
+// its one-line messages.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#define MT_LIKELY(x) __builtin_expect(!!(x), 1)
+#define MT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define MT_TLS __attribute__((tls_model("initial-exec"))) __thread
+#define MT_NOINLINE __attribute__((noinline))
+#define MT_ALWAYS_INLINE inline __attribute__((always_inline))
+// On a declaration: the definition is in this library, so the hot path reaches it directly
+// rather than through the GOT (-fvisibility=hidden covers definitions only).
+#define MT_HIDDEN __attribute__((visibility("hidden")))
+
+namespace memtide::rec {
+
+void* mem_alloc(size_t n);   // zeroed
+void* mem_alloc_uninit(size_t n);  // not zeroed (a chunk's data, written before it is read)
+void mem_free(void* p);
+void mem_thread_ending();  // the thread's destructor runs: mimalloc has deleted its heaps (stream.cpp)
+
+// One-line diagnostics, prefixed "memtide: ", written with write(2), capped in number.
+void message(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+}  // namespace memtide::rec

@@ -1,0 +1,84 @@
+// The event clock (CLOCK_MONOTONIC, read through the TSC once calibrated) and the epochs that
+// let a lone thread's events reuse a time instead of reading it (event_time, stream.h).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <ctime>
+
+#include "recorder/base.h"
+
+namespace memtide::rec {
+
+inline uint64_t monotonic_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// The event clock: CLOCK_MONOTONIC nanoseconds. Where the TSC is invariant and the kernel
+// itself keeps time with it (so it is synchronised across cores), the writer thread calibrates
+// it against CLOCK_MONOTONIC, and from then on events read the TSC (~15 ns instead of ~19 ns
+// here) and convert with that calibration. Two steps: a first calibration over the writer's
+// first few milliseconds (so that a busy program's first events do not pay for the system
+// call), then a finer one over 100 ms, anchored where the first one is at that point, so that
+// time goes on without a jump (it may then differ from CLOCK_MONOTONIC by the first one's error
+// over 100 ms, a few microseconds, for good). Each step publishes a new, immutable TscParams.
+struct TscParams {
+  uint64_t anchor_tsc = 0, anchor_ns = 0;
+  uint64_t mult = 0;  // ns per tick, 32.32 fixed point
+  uint64_t at(uint64_t tsc) const {
+    return anchor_ns + static_cast<uint64_t>((static_cast<unsigned __int128>(tsc - anchor_tsc) * mult) >> 32);
+  }
+};
+struct TscClock {
+  std::atomic<const TscParams*> params{nullptr};  // nullptr: not calibrated (yet)
+};
+extern TscClock g_tsc;
+void tsc_calibrate_begin();
+// Called by the writer as time passes; false once the calibration is over (done or given up).
+bool tsc_calibrate_step();
+uint64_t tsc_calibrate_due();  // about when the next step is (now_ns)
+
+// The TSC is read after every earlier instruction has completed (LFENCE; the kernel's own
+// clock orders its reading too): a bare RDTSC may execute ahead of the loads before it, and a free timed before
+// the load that handed its thread the pointer, or an allocation timed before the allocator's
+// own synchronisation, would then be ordered before the event it follows on another thread
+// (`Ordering.CrossThreadAddressReuseReplaysExactly`; up to ~0.3 µs early on a 2-vCPU EPYC).
+inline uint64_t now_ns() {
+  if (const TscParams* p = g_tsc.params.load(std::memory_order_acquire); MT_LIKELY(p != nullptr)) {
+    __builtin_ia32_lfence();
+    return p->at(__builtin_ia32_rdtsc());
+  }
+  return monotonic_ns();
+}
+
+// Event times. Reading the clock costs 8 to 15 ns, a large part of an event's cost. While only
+// one thread records, ordering across threads does not depend on times, so up to
+// kReuseEvents Allocs and Frees in a row after a clock reading take the time of the record
+// before them (dt 0, which also compresses better) instead of reading the clock. The writer
+// bumps g_clock_epoch at each wake (at least every kClockTickNs, unless it idles: kEpochIdle)
+// and before each pass takes its watermark's time; a changed epoch makes the next event read
+// the clock, so a reused time is never older than the writer's last wake, and a record begun
+// after a pass's barrier is timed after that pass's watermark. Once a second thread records
+// (kEpochShared), every event reads the clock: a free by one thread must be timed before the
+// allocation that reuses the block in another. The thread that sets the bit does so before its
+// first event, and a block it frees reaches another thread's allocation through the
+// allocator's own synchronisation, so that thread sees the bit by then.
+inline constexpr uint64_t kEpochShared = 1ull << 63;
+// Set while the writer idles (wakes up to kMaxIdleLevel doublings less often, writer.cpp): no
+// event reuses a time then, since the next wake may be far.
+inline constexpr uint64_t kEpochIdle = 1ull << 62;
+inline constexpr uint32_t kReuseEvents = 63;
+inline constexpr uint64_t kClockTickNs = 10000000;
+extern std::atomic<uint64_t> g_clock_epoch;
+// Whether the writer's watermarks are exact (membarrier, writer.cpp): a record in progress
+// then holds back the watermark of every pass that sees it, however long it stays begun.
+extern std::atomic<bool> g_exact_watermarks;
+
+// Writer: a new epoch (every reused time from now on is at least this recent).
+inline void clock_tick() { g_clock_epoch.fetch_add(1, std::memory_order_seq_cst); }
+// A second thread records: from now on every event reads the clock.
+inline void clock_share() { g_clock_epoch.fetch_or(kEpochShared, std::memory_order_seq_cst); }
+
+}  // namespace memtide::rec

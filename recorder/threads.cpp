@@ -1,0 +1,213 @@
+// Thread state: a thread's stream and unwind memo, made at its first event and handed to the
+// writer by its exit destructor; the thread's stack bounds; thread names.
+//
+// Sections:
+//   [1] Thread records
+//   [2] Stack bounds
+//   [3] Thread state: creation, exit, the target of an event
+#include "recorder/threads.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+
+#include "formats/record_builders.h"
+#include "recorder/backing.h"
+#include "recorder/events.h"
+#include "recorder/lifecycle.h"
+#include "recorder/proc_maps.h"
+#include "recorder/recorder.h"
+#include "recorder/state.h"
+
+extern "C" void* __libc_stack_end;  // the loader's: near the top of the main thread's stack
+
+namespace memtide::rec {
+
+MT_TLS ThreadState* tls_thread = nullptr;
+MT_TLS int tls_busy = 0;
+MT_TLS int tls_exited = 0;
+
+// ---------------------------------------------------------------------------------------
+// [1] Thread records
+// ---------------------------------------------------------------------------------------
+void append_thread_record(Stream* s, fmt::RecordType type, uint64_t os_tid, const char* name) {
+  uint8_t buf[64 + 64];
+  if (!reserve(s, sizeof buf)) return;  // room first, then the clock (see write_alloc)
+  begin_record(s);
+  const uint64_t t = stream_time(s, now_ns());
+  size_t n = 0;
+  if (type == fmt::RecordType::ThreadStart) {
+    n = fmt::encode_thread_start(buf, sizeof buf, s->last_time, fmt::ThreadStart{t, s->index, os_tid, 0});
+  } else if (type == fmt::RecordType::ThreadName) {
+    n = fmt::encode_thread_name(buf, sizeof buf, s->last_time,
+                                fmt::ThreadName{t, s->index, std::string_view(name, strnlen(name, 63))});
+  } else {
+    n = fmt::encode_thread_exit(buf, sizeof buf, s->last_time, fmt::ThreadExit{t, s->index});
+  }
+  if (n && append_record(s, buf, n)) s->last_time = t;
+  end_record(s);
+}
+
+void on_thread_name(unsigned long thread, const char* name) {
+  if (!name || tls_busy) return;
+  if (thread != static_cast<unsigned long>(pthread_self())) return;  // only a thread's own name is attributed
+  Target t;
+  if (!acquire_slow(t)) return;
+  {
+    BusyScope busy;
+    append_thread_record(t.s, fmt::RecordType::ThreadName, 0, name);
+  }
+  release(t);
+}
+
+// ---------------------------------------------------------------------------------------
+// [2] Stack bounds
+// ---------------------------------------------------------------------------------------
+namespace {
+
+// The calling thread's stack, for its unwind memo (and the leak scan). pthread_getattr_np
+// takes the thread's own lock and allocates under it: when the thread's first allocation comes
+// from inside the program's own call of it (the JVM's threads ask for their stack first thing),
+// asking again would wait for that lock for ever. The bounds are then asked for at the
+// thread's first walk after it (fast_backtrace), and until then the memo is not used.
+MT_TLS int tls_in_getattr = 0;
+
+// The mapping of /proc/self/maps that holds `addr` ([lo, hi)), and the end of the one before it.
+bool mapping_of(uint64_t addr, uint64_t& lo, uint64_t& hi, uint64_t& prev_end) {
+  bool found = false;
+  prev_end = 0;
+  read_mappings([&](const Mapping& m) {
+    if (addr >= m.lo && addr < m.hi) {
+      lo = m.lo;
+      hi = m.hi;
+      found = true;
+      return false;
+    }
+    prev_end = m.hi;
+    return true;
+  });
+  return found;
+}
+
+// The calling thread's stack without pthread_getattr_np, which allocates (with realloc, and
+// for the main thread through stdio too): when the program has its own allocator, libc's calls
+// reach it, and a first event of the thread from inside that allocator (rustc's jemalloc maps
+// memory under its start-up lock) would wait for that allocator's lock for ever. The main
+// thread's stack as glibc gives it: from the top of its mapping down by the stack size limit,
+// at most to the mapping below; another thread's is its stack's mapping.
+bool stack_from_maps(UnwindMemo* m) {
+  const bool main_thread = syscall(SYS_gettid) == getpid();
+  uint64_t here = reinterpret_cast<uint64_t>(__builtin_frame_address(0));
+  if (main_thread && __libc_stack_end) here = reinterpret_cast<uint64_t>(__libc_stack_end);
+  uint64_t lo = 0, hi = 0, prev_end = 0;
+  if (!mapping_of(here, lo, hi, prev_end)) return false;
+  if (main_thread) {
+    rlimit rl{};
+    uint64_t size = hi - prev_end;
+    if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+      const uint64_t limit = static_cast<uint64_t>(rl.rlim_cur) & ~static_cast<uint64_t>(getpagesize() - 1);
+      if (limit < size) size = limit;
+    }
+    lo = hi - size;
+  }
+  m->stack_lo = lo;
+  m->stack_hi = hi;
+  return true;
+}
+
+}  // namespace
+
+void getattr_enter() { ++tls_in_getattr; }
+void getattr_leave() { --tls_in_getattr; }
+
+bool thread_stack_bounds(UnwindMemo* m) {
+  m->stack_pending = tls_in_getattr != 0;
+  if (m->stack_pending) return false;
+  if (recording.foreign_malloc_in) return stack_from_maps(m);
+  pthread_attr_t attr;
+  if (!real.pthread_getattr_np || real.pthread_getattr_np(pthread_self(), &attr) != 0) return false;
+  void* lo = nullptr;
+  size_t size = 0;
+  if (pthread_attr_getstack(&attr, &lo, &size) == 0 && lo && size) {
+    m->stack_lo = reinterpret_cast<uint64_t>(lo);
+    m->stack_hi = m->stack_lo + size;
+  }
+  pthread_attr_destroy(&attr);
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------
+// [3] Thread state
+// ---------------------------------------------------------------------------------------
+namespace {
+
+ThreadState* create_thread_state() {
+  auto* ts = static_cast<ThreadState*>(mem_alloc(sizeof(ThreadState)));
+  if (!ts) return nullptr;
+  ts->tid = static_cast<pid_t>(syscall(SYS_gettid));
+  thread_stack_bounds(&ts->memo);
+  const uint32_t index = recording.next_stream.fetch_add(1, std::memory_order_relaxed);
+  if (index >= 2) clock_share();  // a second thread records (before its first event)
+  stream_init(&ts->stream, index, now_ns());
+  pthread_mutex_lock(&recording.registry_mutex);
+  ts->stream.reg_next = recording.registry;
+  if (recording.registry) recording.registry->reg_prev = &ts->stream;
+  recording.registry = &ts->stream;
+  pthread_mutex_unlock(&recording.registry_mutex);
+  tls_thread = ts;
+  pthread_setspecific(recording.thread_key, ts);
+  append_thread_record(&ts->stream, fmt::RecordType::ThreadStart, static_cast<uint64_t>(ts->tid), nullptr);
+  char path[64], name[64];
+  std::snprintf(path, sizeof path, "/proc/self/task/%d/comm", static_cast<int>(ts->tid));
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    const ssize_t n = read(fd, name, sizeof name - 1);
+    close(fd);
+    if (n > 0) {
+      name[n] = 0;
+      if (name[n - 1] == '\n') name[n - 1] = 0;
+      append_thread_record(&ts->stream, fmt::RecordType::ThreadName, 0, name);
+    }
+  }
+  return ts;
+}
+
+}  // namespace
+
+void thread_exit_destructor(void* p) {
+  auto* ts = static_cast<ThreadState*>(p);
+  if (!ts || ts != tls_thread) return;
+  mem_thread_ending();
+  BusyScope busy;
+  append_thread_record(&ts->stream, fmt::RecordType::ThreadExit, 0, nullptr);
+  tls_thread = nullptr;
+  tls_exited = 1;  // later events of this thread go to the process stream
+  seal_chunk(&ts->stream, /*last=*/true);
+}
+
+bool acquire_slow(Target& t, bool even_paused) {
+  if (tls_busy || !ensure_started()) return false;
+  if (!even_paused && recording.paused.load(std::memory_order_relaxed)) return false;
+  if (!tls_thread && !tls_exited) {
+    BusyScope busy;
+    create_thread_state();
+  }
+  if (tls_thread) {
+    t = Target{tls_thread, &tls_thread->stream, false};
+    return true;
+  }
+  // A thread without its own stream records into the process stream: it counts as a second
+  // thread for event times (event_time), as it may be one.
+  clock_share();
+  pthread_mutex_lock(&recording.shared_mutex);
+  t = Target{nullptr, &recording.shared, true};
+  return true;
+}
+
+}  // namespace memtide::rec

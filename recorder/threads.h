@@ -1,0 +1,16 @@
+// Thread state (threads.cpp): made at a thread's first event, ended by its exit destructor.
+#pragma once
+
+#include <cstdint>
+
+#include "formats/records.h"
+#include "recorder/stream.h"
+
+namespace memtide::rec {
+
+// The key's destructor (pthread_key_create at start-up): the thread's ThreadExit, its last chunk.
+void thread_exit_destructor(void* p);
+// A ThreadStart (with `os_tid`), ThreadName (`name`) or ThreadExit record of stream `s`.
+void append_thread_record(Stream* s, fmt::RecordType type, uint64_t os_tid, const char* name);
+
+}  // namespace memtide::rec

@@ -1,0 +1,372 @@
+// The trace file: its name (patterns, never overwriting), its opening and header, the
+// descriptor kept out of the program's way and checked before every write, the size limit
+// (MEMTIDE_MAX_SIZE), and the End records. The writer thread (writer.cpp) writes through it.
+//
+// Sections:
+//   [1] Writing: the descriptor's identity, the size limit
+//   [2] End records
+//   [3] Names and opening
+//   [4] The descriptor and the program's calls on descriptors
+#include "recorder/trace_file.h"
+
+#include <errno.h>  // program_invocation_short_name
+#include <fcntl.h>
+#include <linux/membarrier.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "formats/encoder.h"
+#include "formats/record_builders.h"
+#include "recorder/recorder.h"
+#include "recorder/sampling.h"
+#include "recorder/state.h"
+#include "recorder/stream.h"
+#include "recorder/writer.h"
+
+namespace memtide::rec {
+
+// ---------------------------------------------------------------------------------------
+// [1] Writing
+// ---------------------------------------------------------------------------------------
+namespace {
+
+dev_t g_dev = 0;
+ino_t g_ino = 0;
+
+void remember_identity() {
+  struct stat st;
+  if (fstat(recording.fd, &st) == 0) {
+    g_dev = st.st_dev;
+    g_ino = st.st_ino;
+  }
+}
+
+}  // namespace
+
+bool g_write_failed = false;
+
+void stop_writing(const char* why) {
+  g_write_failed = true;
+  message("cannot write %s: %s; recording stopped, the program goes on", recording.path, why);
+  recording.state.store(kStopped, std::memory_order_release);
+}
+
+namespace {
+
+// Bytes written to the trace file, and whether the size limit (MEMTIDE_MAX_SIZE) stopped the
+// recording: the block that would have passed it and everything after it are dropped, and one
+// more block, the End record's, is written in the room kept for it (kEndRoom).
+uint64_t g_file_bytes = 0;
+bool g_capped = false, g_capped_ended = false;
+constexpr uint64_t kEndRoom = 256;
+
+// Held while the trace's descriptor is used for writing, and while a dup2 or dup3 of the
+// program moves it (move_trace_fd): a write never goes to a number the program is taking over.
+pthread_mutex_t g_fd_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+}  // namespace
+
+void write_all(const uint8_t* p, size_t n) {
+  if (g_write_failed) return;
+  pthread_mutex_lock(&g_fd_mutex);
+  // The interposed close, close_range, closefrom, dup2 and dup3 keep the descriptor; one
+  // closed all the same (a direct system call) may be reused for one of the program's own
+  // files, which must never receive trace bytes.
+  struct stat st;
+  if (fstat(recording.fd, &st) != 0 || st.st_dev != g_dev || st.st_ino != g_ino) {
+    pthread_mutex_unlock(&g_fd_mutex);
+    stop_writing("the program closed the trace file's descriptor");
+    return;
+  }
+  const char* failed = nullptr;
+  while (n) {
+    const ssize_t w = write(recording.fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      failed = w < 0 ? strerror(errno) : "short write";
+      break;
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+    g_file_bytes += static_cast<uint64_t>(w);
+  }
+  pthread_mutex_unlock(&g_fd_mutex);
+  if (failed) stop_writing(failed);
+}
+
+namespace {
+
+// The next block would pass the size limit: recording stops, the program goes
+// on; the writer ends the trace with an End record (write_capped_end).
+void reach_size_limit() {
+  g_capped = true;
+  g_write_failed = true;
+  recording.state.store(kStopped, std::memory_order_release);
+  message("%s reached its size limit (%llu bytes, MEMTIDE_MAX_SIZE): recording stopped, the program goes on", recording.path,
+          static_cast<unsigned long long>(recording.opts.max_size));
+}
+
+}  // namespace
+
+bool within_size_limit(size_t total) {
+  if (recording.opts.max_size && g_file_bytes + total + kEndRoom > recording.opts.max_size) {
+    reach_size_limit();
+    return false;
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------
+// [2] End records
+// ---------------------------------------------------------------------------------------
+// The recorder's counts of allocations and frees so far, for the End record.
+namespace {
+
+bool membarrier_register() {
+  return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+}
+
+void recorded_counts(uint64_t& allocs, uint64_t& frees) {
+  allocs = recording.exited_allocs;
+  frees = recording.exited_frees;
+  pthread_mutex_lock(&recording.registry_mutex);
+  for (Stream* s = recording.registry; s; s = s->reg_next) {
+    allocs += __atomic_load_n(&s->allocs, __ATOMIC_RELAXED);
+    frees += __atomic_load_n(&s->frees, __ATOMIC_RELAXED);
+  }
+  pthread_mutex_unlock(&recording.registry_mutex);
+}
+
+}  // namespace
+
+void append_end(fmt::EndReason reason, uint64_t status) {
+  uint64_t allocs, frees;
+  recorded_counts(allocs, frees);
+  uint8_t rec[64];
+  Stream* s = &recording.shared;
+  pthread_mutex_lock(&recording.shared_mutex);
+  const uint64_t t = stream_time(s, now_ns());
+  const size_t n = fmt::encode_end(rec, sizeof rec, s->last_time, fmt::End{t, reason, status, allocs, frees, 0});
+  if (n && append_record(s, rec, n)) s->last_time = t;
+  pthread_mutex_unlock(&recording.shared_mutex);
+}
+
+// Ends a trace the size limit stopped: an End record (reason Detached: stopped on request) in a
+// block of its own, timed after every record of stream 0, in the room kept for it; then lets go
+// of the file's lock, so that readers (memtide run's follower) know it is final while the
+// program goes on. No lock is held by the caller.
+void end_if_capped() {
+  if (!g_capped || g_capped_ended) return;
+  g_capped_ended = true;
+  uint64_t allocs, frees;
+  recorded_counts(allocs, frees);
+  Stream* s = &recording.shared;
+  const uint64_t now = now_ns();
+  const uint64_t t = now > s->w_run.time ? now : s->w_run.time;  // w_run.time: past every stream-0 record
+  uint8_t rec[64];
+  const size_t n =
+      fmt::encode_end(rec, sizeof rec, s->w_run.time, fmt::End{t, fmt::EndReason::Detached, 0, allocs, frees, 0});
+  fmt::BlockHeader h;
+  h.stream = 0;
+  h.base_time = s->w_run.time;
+  h.base_addr = s->w_run.addr;
+  uint8_t block[fmt::kBlockHeaderSize + 2 * sizeof rec + 64];  // >= block_bound(sizeof rec)
+  const size_t total = n ? fmt::encode_block(h, rec, n, block, sizeof block, 0) : 0;
+  if (total && g_file_bytes + total <= recording.opts.max_size) {
+    g_write_failed = false;
+    write_all(block, total);
+    g_write_failed = true;
+  }
+  flock(recording.fd, LOCK_UN);
+}
+
+
+// ---------------------------------------------------------------------------------------
+// [3] Names and opening
+// ---------------------------------------------------------------------------------------
+namespace {
+
+// `name` with ".<n>" before its extension (`t.mtide` -> `t.<n>.mtide`), or at its end when its
+// last component has none: a numbered trace still ends in .mtide. `out` may be `name`; a
+// name that would not fit leaves `out` as it was.
+void with_suffix(const char* name, char* out, size_t cap, long n) {
+  char tail[256] = "";
+  const char* slash = std::strrchr(name, '/');
+  const char* last = slash ? slash + 1 : name;
+  const char* dot = std::strrchr(last, '.');
+  size_t stem = std::strlen(name);
+  if (dot && dot != last && std::strlen(dot) < sizeof tail) {  // (".hidden" has no extension)
+    std::snprintf(tail, sizeof tail, "%s", dot);
+    stem = static_cast<size_t>(dot - name);
+  }
+  char buf[4096 + 64];
+  const int w = std::snprintf(buf, sizeof buf, "%.*s.%ld%s", static_cast<int>(stem), name, n, tail);
+  if (w > 0 && static_cast<size_t>(w) < cap) std::memcpy(out, buf, static_cast<size_t>(w) + 1);
+}
+
+// Builds the file name from the pattern: %p pid, %e program name, %% a percent sign.
+// %e is the program as it was started (argv[0]'s file name: redis-server, not the file its
+// symlink names), else the executable's file name.
+void expand_pattern(const char* pattern, bool child, char* out, size_t cap) {
+  char exe[4096];
+  const char* base = program_invocation_short_name;
+  if (!base || !*base) {
+    const ssize_t en = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[en > 0 ? en : 0] = 0;
+    base = std::strrchr(exe, '/');
+    base = base ? base + 1 : exe;
+  }
+  size_t n = 0;
+  bool had_pid = false;
+  for (const char* p = pattern; *p && n + 1 < cap; ++p) {
+    if (*p == '%' && (p[1] == 'p' || p[1] == 'e' || p[1] == '%')) {
+      ++p;
+      int w = 0;
+      if (*p == 'p') {
+        w = std::snprintf(out + n, cap - n, "%d", static_cast<int>(getpid()));
+        had_pid = true;
+      } else if (*p == 'e') {
+        w = std::snprintf(out + n, cap - n, "%s", base);
+      } else {
+        w = std::snprintf(out + n, cap - n, "%%");
+      }
+      if (w > 0) n += static_cast<size_t>(w);
+      continue;
+    }
+    out[n++] = *p;
+  }
+  out[n < cap ? n : cap - 1] = 0;
+  if (child && !had_pid) with_suffix(out, out, cap, getpid());
+}
+
+}  // namespace
+
+bool open_trace_file(bool child) {
+  char base[sizeof recording.path - 16];
+  expand_pattern(recording.opts.output, child, base, sizeof base);
+  // Never overwrite: a name that exists (an exec'd image with the same pid, a reused pid)
+  // gets a numeric suffix. `memtide run -o FILE` removes FILE before the program starts.
+  int fd = -1;
+  for (int i = 0; i < 1000 && fd < 0; ++i) {
+    if (i == 0) std::snprintf(recording.path, sizeof recording.path, "%s", base);
+    else with_suffix(base, recording.path, sizeof recording.path, i);
+    fd = open(recording.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0 && errno != EEXIST) break;
+  }
+  if (fd < 0) {
+    message("cannot create trace file %s: %s; not recording", recording.path, strerror(errno));
+    return false;
+  }
+  fd = high_trace_fd(fd);
+  flock(fd, LOCK_EX | LOCK_NB);  // readers tell a live trace by this lock
+  recording.fd = fd;
+  remember_identity();
+  g_write_failed = false;
+  g_file_bytes = 0;
+  g_capped = g_capped_ended = false;
+  writer_trace_opened();
+
+  g_exact_watermarks = membarrier_register();
+  uint8_t header[fmt::kFileHeaderSize];
+  fmt::encode_file_header(header, fmt::kFileFlagBlockHints | (g_exact_watermarks ? fmt::kFileFlagExactWatermarks : 0) |
+                                      (sampling::active() ? fmt::kFileFlagSampled : 0));
+  write_all(header, sizeof header);
+
+  if (const char* manifest = recording.manifest) {
+    const int mfd = open(manifest, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+    if (mfd >= 0) {
+      char line[sizeof recording.path + 64];
+      const int n = std::snprintf(line, sizeof line, "%d\t%d\t%s\n", static_cast<int>(getpid()),
+                                  static_cast<int>(getppid()), recording.path);
+      if (n > 0) (void)!write(mfd, line, static_cast<size_t>(n));
+      close(mfd);
+    }
+  }
+  return !g_write_failed;
+}
+
+// ---------------------------------------------------------------------------------------
+// [4] The descriptor
+// ---------------------------------------------------------------------------------------
+bool reopen_trace_file() {
+  const int fd = open(recording.path, O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd < 0) return false;
+  recording.fd = high_trace_fd(fd);
+  flock(recording.fd, LOCK_EX | LOCK_NB);
+  remember_identity();
+  return true;
+}
+
+int high_trace_fd(int fd) { return move_out_of_reach(fd); }
+
+void close_trace_fd() {
+  pthread_mutex_lock(&g_fd_mutex);
+  const int fd = recording.fd;
+  recording.fd = -1;
+  pthread_mutex_unlock(&g_fd_mutex);
+  if (fd >= 0) syscall(SYS_close, fd);
+}
+
+bool is_trace_fd(int fd) { return fd >= 0 && fd == __atomic_load_n(&recording.fd, __ATOMIC_RELAXED); }
+int trace_fd() { return __atomic_load_n(&recording.fd, __ATOMIC_RELAXED); }
+
+void move_trace_fd() {
+  pthread_mutex_lock(&g_fd_mutex);
+  if (recording.fd >= 0) {
+    // The old number is left to the program's dup2, which replaces it in one step.
+    const int moved = dup_out_of_reach(recording.fd);
+    if (moved >= 0) __atomic_store_n(&recording.fd, moved, __ATOMIC_RELAXED);
+  }
+  pthread_mutex_unlock(&g_fd_mutex);
+}
+
+void own_pipe_made(int fds[2]) {
+  fds[0] = move_out_of_reach(fds[0], kTraceFdSpare);
+  fds[1] = move_out_of_reach(fds[1], kTraceFdSpare);
+}
+
+int program_dupfd(int fd, int cmd, long min) {
+  if (is_trace_fd(fd)) {  // not open, as far as the program knows
+    errno = EBADF;
+    return -1;
+  }
+  const int r = sys_fcntl(fd, cmd, min);
+  const int t = trace_fd();
+  // Untraced, the lowest free number from `min` up would have been the trace's: the kernel
+  // gave a higher one, or none (EMFILE). The trace's descriptor moves, the program gets its.
+  if (t < 0 || min < 0 || min > t || (r >= 0 && r < t) || (r < 0 && errno != EMFILE)) return r;
+  const int saved_errno = errno;
+  const int flags = cmd == F_DUPFD_CLOEXEC ? O_CLOEXEC : 0;
+  int result = r;
+  pthread_mutex_lock(&g_fd_mutex);
+  if (recording.fd == t) {
+    const int moved = dup_out_of_reach(t);
+    if (moved >= 0) {
+      __atomic_store_n(&recording.fd, moved, __ATOMIC_RELAXED);
+      // Replaces the old number in one step (no other thread can take it meanwhile).
+      if (syscall(SYS_dup3, r >= 0 ? r : fd, t, flags) == t) {
+        result = t;
+        if (r >= 0) syscall(SYS_close, r);
+      } else {
+        syscall(SYS_close, t);
+        result = r;
+      }
+    }
+  }
+  pthread_mutex_unlock(&g_fd_mutex);
+  if (result < 0) errno = saved_errno;
+  return result;
+}
+
+void trace_file_reset_after_fork() {
+  pthread_mutex_init(&g_fd_mutex, nullptr);
+  close_trace_fd();
+}
+
+}  // namespace memtide::rec

@@ -1,0 +1,51 @@
+// The trace file (trace_file.cpp; the descriptor's number: trace_fd.cpp).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "formats/records.h"
+
+namespace memtide::rec {
+
+// Creates the file named by --output (with a numeric suffix where the name exists) and writes
+// its header. `child`: a forked child's (a pattern without %p gets its pid).
+bool open_trace_file(bool child);
+// Reopens recording.path to append to it (an exec failed after the End{Exec} record).
+bool reopen_trace_file();
+
+// Writing stopped: a write failed, the program closed the descriptor, or the size limit.
+extern bool g_write_failed;
+// Stops writing with one message (`why`); the program goes on.
+void stop_writing(const char* why);
+// Appends bytes to the file, unless its descriptor is no longer the trace's.
+void write_all(const uint8_t* p, size_t n);
+// Whether a block of `total` bytes may be written without passing the size limit, with room
+// left for the End record; if not, recording stops (the program goes on).
+bool within_size_limit(size_t total);
+
+// The End record, appended to the process stream (the writer's last pass).
+void append_end(fmt::EndReason reason, uint64_t status);
+// Once the size limit stopped the recording: ends the trace with an End record (reason
+// Detached) in a block of its own, in the room kept for it, and releases the file's lock.
+void end_if_capped();
+
+// Closes recording.fd (bypassing the interposed close, which keeps it open) and sets it to -1.
+void close_trace_fd();
+// A descriptor for the trace file out of the program's reach (dup_out_of_reach), close-on-exec;
+// `fd` itself is closed. Kept as it is when no better number is free.
+int high_trace_fd(int fd);
+void trace_file_reset_after_fork();
+
+// trace_fd.cpp: a close-on-exec copy of `fd` just above the soft RLIMIT_NOFILE when the hard
+// limit allows, else at the highest free number below the limit (at most 64Ki) but the top
+// `spare_top` ones; -1 when none is free. `fd` stays open.
+int dup_out_of_reach(int fd, int spare_top = 0);
+// fcntl as a system call, never the interposed one.
+int sys_fcntl(int fd, int cmd, long arg);
+// `fd` moved to dup_out_of_reach's number (the old one closed); `fd` itself when none is free.
+int move_out_of_reach(int fd, int spare_top = 0);
+// What the recorder's other descriptors leave to the trace's below the limit.
+inline constexpr int kTraceFdSpare = 1;
+
+}  // namespace memtide::rec
