@@ -452,13 +452,14 @@ TEST(Records, UnknownTagIsSkippedAndReported) {
 }
 
 TEST(Records, TrailingFieldsOfNewerMinorAreSkipped) {
-  // A Marker with two extra fields, then a Watermark with one: both read, registers intact.
-  const auto raw = concat({prefixed(tag_of(RecordType::Marker), concat({varints({5, 2, 'h', 'i'}), varints({77, 88})})),
+  // A Marker with its 2.1 field (sampling) and two more, then a Watermark with one extra field:
+  // both read, registers intact.
+  const auto raw = concat({prefixed(tag_of(RecordType::Marker), concat({varints({5, 2, 'h', 'i'}), varints({77, 88, 99})})),
                            prefixed(tag_of(RecordType::Watermark), varints({5, 1234})), alloc_bytes(1, 1, 1, 1)});
   const Decoded d = decode_payload(raw);
   EXPECT_TRUE(d.result.end_of_file()) << d.result.message;
   ASSERT_EQ(d.lines.size(), 3u);
-  EXPECT_EQ(d.lines[0], "marker s=1 time=5 label='hi'");
+  EXPECT_EQ(d.lines[0], "marker s=1 time=5 label='hi' sampling=77");
   EXPECT_EQ(d.lines[1], "watermark s=1 time=10");
   EXPECT_EQ(d.lines[2], "alloc s=1 time=11 addr=1 size=1 stack=1 weight=0 api=malloc");
 }
