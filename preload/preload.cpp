@@ -34,7 +34,21 @@
 #define MT_FRAME __builtin_frame_address(0)
 
 using memtide::fmt::Api;
+
+#ifdef MEMTIDE_FLOOR
+// libmemtide-floor.so (bench/): the same shims forwarding every heap call without telling the
+// recorder, the cost of interposing itself, which no recording mode can go below.
+namespace memtide::floor {
+using namespace memtide::rec;
+inline void alloc_hook(fmt::Api, void*, size_t, const void*) {}
+inline void free_hook(fmt::Api, void*) {}
+inline ReallocTicket on_realloc_begin(void*) { return {}; }
+inline void on_realloc_end(const ReallocTicket&, fmt::Api, void*, void*, size_t, const void* = nullptr) {}
+}  // namespace memtide::floor
+namespace rec = memtide::floor;
+#else
 namespace rec = memtide::rec;
+#endif
 
 namespace {
 
@@ -54,7 +68,7 @@ inline void* checked_mul(size_t a, size_t b, size_t& out) {
 
 inline void free_block(Api api, void* p) {
   if (!p) return;
-  rec::on_free(api, p);  // timestamped before the block can be reused
+  rec::free_hook(api, p);  // timestamped before the block can be reused
   rec::backing_free(p);
 }
 
@@ -84,7 +98,7 @@ __attribute__((always_inline)) inline void* new_block(Api api, size_t n, size_t 
       p = real_operator<void* (*)(size_t, std::align_val_t)>(real_name, n, std::align_val_t(align));
     if (!p) return nullptr;
   }
-  rec::on_alloc(api, p, n, MT_FRAME);
+  rec::alloc_hook(api, p, n, MT_FRAME);
   return p;
 }
 
@@ -96,7 +110,7 @@ __attribute__((always_inline)) inline void* new_block(Api api, size_t n, size_t 
 MT_EXPORT void* malloc(size_t n) {
   if (MT_UNLIKELY(!ready())) return rec::pool_alloc(n, 16);
   void* p = rec::call_backing(rec::backing.malloc, n);
-  rec::on_alloc(Api::Malloc, p, n, MT_FRAME);
+  rec::alloc_hook(Api::Malloc, p, n, MT_FRAME);
   return p;
 }
 
@@ -107,7 +121,7 @@ MT_EXPORT void* calloc(size_t n, size_t size) {
   if (!checked_mul(n, size, total)) return nullptr;
   if (MT_UNLIKELY(!ready())) return rec::pool_alloc(total, 16);
   void* p = rec::call_backing(rec::backing.calloc, n, size);
-  rec::on_alloc(Api::Calloc, p, total, MT_FRAME);
+  rec::alloc_hook(Api::Calloc, p, total, MT_FRAME);
   return p;
 }
 
@@ -139,35 +153,35 @@ MT_EXPORT int posix_memalign(void** out, size_t align, size_t n) {
     return *out ? 0 : ENOMEM;
   }
   const int r = rec::call_backing(rec::backing.posix_memalign, out, align, n);
-  if (r == 0) rec::on_alloc(Api::PosixMemalign, *out, n, MT_FRAME);
+  if (r == 0) rec::alloc_hook(Api::PosixMemalign, *out, n, MT_FRAME);
   return r;
 }
 
 MT_EXPORT void* aligned_alloc(size_t align, size_t n) {
   if (MT_UNLIKELY(!ready())) return rec::pool_alloc(n, align);
   void* p = rec::call_backing(rec::backing.aligned_alloc, align, n);
-  rec::on_alloc(Api::AlignedAlloc, p, n, MT_FRAME);
+  rec::alloc_hook(Api::AlignedAlloc, p, n, MT_FRAME);
   return p;
 }
 
 MT_EXPORT void* memalign(size_t align, size_t n) {
   if (MT_UNLIKELY(!ready())) return rec::pool_alloc(n, align);
   void* p = rec::call_backing(rec::backing.memalign, align, n);
-  rec::on_alloc(Api::Memalign, p, n, MT_FRAME);
+  rec::alloc_hook(Api::Memalign, p, n, MT_FRAME);
   return p;
 }
 
 MT_EXPORT void* valloc(size_t n) {
   if (MT_UNLIKELY(!ready())) return rec::pool_alloc(n, 4096);
   void* p = rec::call_backing(rec::backing.valloc, n);
-  rec::on_alloc(Api::Valloc, p, n, MT_FRAME);
+  rec::alloc_hook(Api::Valloc, p, n, MT_FRAME);
   return p;
 }
 
 MT_EXPORT void* pvalloc(size_t n) {
   if (MT_UNLIKELY(!ready())) return rec::pool_alloc((n + 4095) & ~size_t{4095}, 4096);
   void* p = rec::call_backing(rec::backing.pvalloc, n);
-  rec::on_alloc(Api::Pvalloc, p, n, MT_FRAME);
+  rec::alloc_hook(Api::Pvalloc, p, n, MT_FRAME);
   return p;
 }
 
@@ -526,8 +540,8 @@ MT_EXPORT int execle(const char* path, const char* arg, ...) {
 MT_EXPORT void memtide_impl_mark(const char* label) { rec::mark(label); }
 MT_EXPORT void memtide_impl_pause(void) { rec::pause(); }
 MT_EXPORT void memtide_impl_resume(void) { rec::resume(); }
-MT_EXPORT void memtide_impl_alloc(const void* p, size_t n) { rec::on_alloc(Api::Custom, const_cast<void*>(p), n, MT_FRAME); }
-MT_EXPORT void memtide_impl_free(const void* p) { rec::on_free(Api::Custom, const_cast<void*>(p)); }
+MT_EXPORT void memtide_impl_alloc(const void* p, size_t n) { rec::alloc_hook(Api::Custom, const_cast<void*>(p), n, MT_FRAME); }
+MT_EXPORT void memtide_impl_free(const void* p) { rec::free_hook(Api::Custom, const_cast<void*>(p)); }
 MT_EXPORT size_t memtide_impl_sample(size_t bytes) { return rec::set_sampling(bytes); }
 
 // ---------------------------------------------------------------------------------------

@@ -159,6 +159,18 @@ MT_NOINLINE void on_alloc_slow(fmt::Api api, void* p, size_t size, const void* f
   release(t);
 }
 
+MT_NOINLINE void on_free_slow(fmt::Api api, void* p) {
+  Target t;
+  if (!acquire_slow(t, /*even_paused=*/true)) return;
+  {
+    BusyScope busy;
+    write_free(t.s, api, kNow, reinterpret_cast<uint64_t>(p), 0);
+  }
+  release(t);
+}
+
+}  // namespace
+
 // Sampled mode: records the allocation when it holds a sample point.
 MT_NOINLINE void on_alloc_sampled(fmt::Api api, void* p, size_t size, const void* frame, uint64_t weight) {
   Target t;
@@ -172,18 +184,6 @@ MT_NOINLINE void on_alloc_sampled(fmt::Api api, void* p, size_t size, const void
   }
   release(t);
 }
-
-MT_NOINLINE void on_free_slow(fmt::Api api, void* p) {
-  Target t;
-  if (!acquire_slow(t, /*even_paused=*/true)) return;
-  {
-    BusyScope busy;
-    write_free(t.s, api, kNow, reinterpret_cast<uint64_t>(p), 0);
-  }
-  release(t);
-}
-
-}  // namespace
 
 void on_alloc(fmt::Api api, void* p, size_t size, const void* frame) {
   if (!p) return;
@@ -205,9 +205,6 @@ void on_alloc(fmt::Api api, void* p, size_t size, const void* frame) {
 
 void on_free(fmt::Api api, void* p) {
   if (!p || in_pool(p)) return;
-  if (MT_UNLIKELY(sampling::g_check_frees.load(std::memory_order_relaxed)) &&
-      !sampling::record_free(reinterpret_cast<uintptr_t>(p)))
-    return;
   if (ThreadState* ts = own_stream_thread(/*even_paused=*/true)) {
     bool written;
     {

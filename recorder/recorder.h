@@ -14,6 +14,7 @@
 
 #include "formats/check.h"
 #include "formats/records.h"
+#include "recorder/sampling.h"
 
 namespace memtide::rec {
 
@@ -39,7 +40,27 @@ void install_exit_status_handler();
 // the stack is unwound starting at the shim's caller; null: unwound from here, with
 // memtide's own frames skipped.
 void on_alloc(fmt::Api api, void* p, size_t size, const void* frame = nullptr);
+// The free of `p`, to be recorded (free_hook has decided so).
 void on_free(fmt::Api api, void* p);
+// Sampled mode: an allocation that holds a sample point, standing for `weight` bytes.
+void on_alloc_sampled(fmt::Api api, void* p, size_t size, const void* frame, uint64_t weight);
+
+// What the shims call. In sampled mode an unsampled allocation costs a load, a thread-local
+// subtraction and a branch here, and an unsampled block's free one filter load: no call.
+MT_ALWAYS_INLINE void alloc_hook(fmt::Api api, void* p, size_t size, const void* frame) {
+  if (MT_UNLIKELY(sampling::active())) {
+    if (!p) return;
+    if (const uint64_t weight = sampling::take(size)) on_alloc_sampled(api, p, size, frame, weight);
+    return;
+  }
+  on_alloc(api, p, size, frame);
+}
+MT_ALWAYS_INLINE void free_hook(fmt::Api api, void* p) {
+  if (MT_UNLIKELY(sampling::g_check_frees.load(std::memory_order_relaxed)) &&
+      !sampling::record_free(reinterpret_cast<uintptr_t>(p)))
+    return;
+  on_free(api, p);
+}
 // Both halves of a realloc that moved or resized a block: the free is timestamped by
 // on_realloc_begin (before the real call), the allocation after it.
 struct ReallocTicket {

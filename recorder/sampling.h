@@ -16,6 +16,10 @@
 
 namespace memtide::rec::sampling {
 
+// The defaults of --flush-interval and --counter-interval in sampled mode.
+inline constexpr uint32_t kSampledFlushIntervalMs = 500;
+inline constexpr uint32_t kSampledCounterIntervalMs = 100;
+
 // The mean interval in bytes; 0: exact recording (every event).
 extern std::atomic<uint64_t> g_interval;
 
