@@ -6,6 +6,7 @@
 #include <functional>
 #include <vector>
 
+#include "analysis/format.h"
 #include "analysis/xml.h"
 
 namespace memtide::analysis {
@@ -23,13 +24,7 @@ std::string amount(uint64_t v, bool bytes, const std::string& unit) {
     std::snprintf(buf, sizeof buf, "%llu %s", static_cast<unsigned long long>(v), unit.c_str());
     return buf;
   }
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double d = static_cast<double>(v);
-  int u = 0;
-  while (d >= 1024 && u < 4) d /= 1024, ++u;
-  if (u == 0) std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(v));
-  else std::snprintf(buf, sizeof buf, "%.2f %s", d, units[u]);
-  return buf;
+  return format_bytes(v, BytesStyle::Fixed2);
 }
 
 // Deterministic colour from the label, within the palette's hue range.

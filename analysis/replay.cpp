@@ -7,8 +7,8 @@
 //   [3] Heap-like domains (heap, custom): alloc / free
 //   [4] Mmap domain: ranges, partial munmap, mremap
 //   [5] Finishing: leaks, peaks, model (into a copy: the replay can go on)
-//   [6] Driver: playing the reader thread's batches, errors, progress; Session (resumable),
-//       analyze_file
+//   [6] Playing the reader thread's batches (the interface of replayer.h; the Session that
+//       drives it is session.cpp)
 //
 // Peak by stack without a second pass: each stack remembers the sequence number of its last
 // change. When a stack is about to change and its last change is not after the latest peak,
@@ -16,15 +16,8 @@
 // untouched since the latest peak take their current value. O(1) per event.
 #include "analysis/replay.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstring>
 #include <map>
 #include <unordered_map>
 #include <utility>
@@ -32,152 +25,19 @@
 #include "analysis/batches.h"
 #include "analysis/live_map.h"
 #include "analysis/reach.h"
+#include "analysis/replay_state.h"
+#include "analysis/replayer.h"
 #include "formats/decoder.h"
 #include "formats/merge.h"
 #include "formats/reader.h"
 #include "formats/sampling.h"
 
-namespace memtide::analysis {
-namespace {
+namespace memtide::analysis::detail {
 
 using namespace memtide::fmt;
 
 // ---------------------------------------------------------------------------------------
-// [1] Working state
-// ---------------------------------------------------------------------------------------
-
-constexpr uint32_t kNoStack = UINT32_MAX;
-constexpr uint32_t kMaxThreadSlots = 1u << 20;
-
-struct StackWork {
-  uint64_t cur_bytes = 0, cur_blocks = 0;
-  uint64_t last_change = 0;  // sequence number of the last change of cur_*
-  StackMetrics m;
-};
-
-// 24 bytes (32 with its key in the LiveMap): the one structure that grows with the live set.
-constexpr uint64_t kMaxBlockBytes = (uint64_t{1} << 56) - 1;  // larger sizes (hostile) are clamped
-struct LiveBlock {
-  uint64_t bytes : 56 = 0;  // the block's size
-  uint64_t api_ : 6 = 0;
-  uint64_t sampled : 1 = 0;  // stands for more than itself: its weight is in Replayer::weights_
-  uint64_t counted : 1 = 0;
-  uint64_t time = 0;
-  uint32_t stack = kNoStack;  // index into DomainState::work
-  uint32_t thread = 0;
-  Api api() const { return static_cast<Api>(api_); }
-};
-static_assert(sizeof(LiveBlock) == 24);
-
-// What a live block stands for: itself (exact), or, sampled, an estimate of bytes and blocks.
-struct Weighted {
-  uint64_t bytes = 0, blocks = 1;
-};
-
-// The blocks a sampled block of `size` bytes with weight `weight` bytes stands for: weight / size,
-// rounded down or up at random (by a hash of the block's address and time, so the same block
-// always gives the same count) with the odds that keep the count unbiased.
-inline uint64_t sampled_blocks(uint64_t weight, uint64_t size, uint64_t addr, uint64_t time) {
-  if (size == 0 || weight <= size) return 1;
-  const double c = static_cast<double>(weight) / static_cast<double>(size);
-  const double whole = std::floor(c);
-  const double u = static_cast<double>(fmt::mix_address(addr ^ (time * 0x9E3779B97F4A7C15ULL)) >> 11) * 0x1.0p-53;
-  return static_cast<uint64_t>(whole) + (u < c - whole ? 1 : 0);
-}
-
-struct DomainState {
-  bool per_stack = true;
-  std::vector<uint32_t> dense;                   // raw stack id -> work index + 1
-  std::unordered_map<uint64_t, uint32_t> sparse;  // for ids >= StackTable::kDenseLimit
-  std::vector<StackWork> work;
-  std::vector<uint64_t> raw;  // work index -> raw stack id
-  Totals t;
-  uint64_t live_bytes = 0, live_blocks = 0;  // counted blocks
-  uint64_t seq = 0, peak_seq = 0;
-
-  // dense's and work's data and dense's size, for the lookups of every event (a vector's size
-  // is two loads and a subtraction); kept by index_slow.
-  const uint32_t* dense_data = nullptr;
-  std::size_t dense_size = 0;
-  StackWork* work_data = nullptr;
-  StackWork& w(uint32_t s) { return work_data[s]; }
-
-  // The work index of a stack, made on first use (kNoStack without per-stack statistics).
-  uint32_t index(uint64_t stack) {
-    if (stack < dense_size && dense_data[stack] != 0) [[likely]]
-      return dense_data[stack] - 1;  // (dense stays empty without per-stack statistics)
-    return index_slow(stack);
-  }
-  [[gnu::noinline]] uint32_t index_slow(uint64_t stack) {
-    if (!per_stack) return kNoStack;
-    uint32_t* slot;
-    if (stack < StackTable::kDenseLimit) {
-      if (stack >= dense.size()) dense.resize(std::max<std::size_t>(stack + 1, dense.size() * 3 / 2 + 64));
-      slot = &dense[stack];
-    } else {
-      slot = &sparse[stack];
-    }
-    if (*slot == 0) {
-      work.emplace_back();
-      raw.push_back(stack);
-      *slot = static_cast<uint32_t>(work.size());
-    }
-    const uint32_t s = *slot - 1;
-    dense_data = dense.data();
-    dense_size = dense.size();
-    work_data = work.data();
-    return s;
-  }
-
-  // Applies a change of counted live bytes/blocks of stack `s` at `time`.
-  [[gnu::always_inline]] void change(uint32_t s, int64_t dbytes, int64_t dblocks, uint64_t time) {
-    ++seq;
-    if (s != kNoStack) {
-      StackWork& sw = w(s);
-      if (sw.last_change <= peak_seq) {
-        sw.m.peak_bytes = sw.cur_bytes;
-        sw.m.peak_blocks = sw.cur_blocks;
-      }
-      sw.cur_bytes += static_cast<uint64_t>(dbytes);
-      sw.cur_blocks += static_cast<uint64_t>(dblocks);
-      sw.last_change = seq;
-    }
-    live_bytes += static_cast<uint64_t>(dbytes);
-    live_blocks += static_cast<uint64_t>(dblocks);
-    if (live_bytes > t.peak_bytes) {
-      t.peak_bytes = live_bytes;
-      t.peak_blocks = live_blocks;
-      t.peak_time = time;
-      peak_seq = seq;
-    }
-  }
-
-  void snapshot_at() {
-    t.at_bytes = live_bytes;
-    t.at_blocks = live_blocks;
-    for (StackWork& w : work) {
-      w.m.at_bytes = w.cur_bytes;
-      w.m.at_blocks = w.cur_blocks;
-    }
-  }
-};
-
-struct ThreadWork {
-  uint64_t last_alloc = 0;  // address of the thread's latest heap allocation (temporaries)
-  uint64_t allocs = 0, frees = 0;
-};
-
-struct MapRange {
-  uint64_t end = 0;
-  uint64_t mapping = 0;
-};
-struct Mapping {
-  uint64_t live = 0;
-  uint64_t time = 0;
-  uint32_t stack = kNoStack;
-  bool counted = false;
-};
-
+// [1] Working state: replay_state.h
 // ---------------------------------------------------------------------------------------
 // [2] Replayer
 // ---------------------------------------------------------------------------------------
@@ -485,6 +345,7 @@ template <Domain D, bool W>
 [[gnu::always_inline]] inline void Replayer::release(uint64_t addr, const LiveBlock& b, uint64_t time) {
   constexpr Domain d = D;
   const Weighted wt = weighted(d == Domain::Heap ? 0 : 1, addr, b, /*forget=*/true);
+  MEMTIDE_CHECK((d == Domain::Heap ? heap_all_live_ : custom_all_live_) >= wt.bytes);
   if (d == Domain::Heap) {
     heap_all_live_ -= wt.bytes;
     m_.heap_series.add(time, heap_all_live_);
@@ -734,7 +595,17 @@ void Replayer::finish_into(Model& out) const {
     }
   }
   for (int i = 0; i < 2; ++i) {
-    std::vector<StackMetrics>& v = ms[i == 0 ? 0 : static_cast<unsigned>(Domain::Custom)];
+    const unsigned di = i == 0 ? 0 : static_cast<unsigned>(Domain::Custom);
+    std::vector<StackMetrics>& v = ms[di];
+#ifdef MEMTIDE_CHECKS  // the live map agrees with the running counts (each event changed both)
+    uint64_t all = 0, counted_bytes = 0, counted_blocks = 0;
+    live_[i].for_each([&](uint64_t addr, const LiveBlock& b) {
+      const Weighted wt = const_cast<Replayer*>(this)->weighted(static_cast<unsigned>(i), addr, b, false);
+      all += wt.bytes, counted_bytes += b.counted ? wt.bytes : 0, counted_blocks += b.counted ? wt.blocks : 0;
+    });
+    MEMTIDE_CHECK(all == (i == 0 ? heap_all_live_ : custom_all_live_));
+    MEMTIDE_CHECK(counted_bytes == dom_[di].live_bytes && counted_blocks == dom_[di].live_blocks);
+#endif
     live_[i].for_each([&](uint64_t addr, const LiveBlock& b) {
       if (!b.counted || b.stack == kNoStack) return;
       if (!b.sampled) [[likely]] {
@@ -843,15 +714,10 @@ void Replayer::finish_into(Model& out) const {
 }
 
 // ---------------------------------------------------------------------------------------
-// [6] Driver
+// [6] Playing the reader thread's batches (the session driver is session.cpp)
 // ---------------------------------------------------------------------------------------
 
-// The batches of merged events and the reader thread that makes them: batches.h.
-using detail::Batch;
-using detail::BatchEvent;
-using detail::BlockSource;
-using detail::ReadItem;
-using detail::SideRecord;
+namespace {
 
 [[gnu::noinline]] void play_side(const Batch& b, const SideRecord& r, Replayer& rp, DecodeScratch& scratch) {
   switch (r.kind) {
@@ -884,27 +750,27 @@ void play(const Batch& b, Replayer& rp, DecodeScratch& scratch) {
   const std::size_t n = b.events.size();
   std::size_t side = 0;
   for (std::size_t i = 0; i < kSlotAhead && i < n; ++i)
-    if (ev[i].word != detail::kBatchSide) rp.prefetch_heap_block(detail::batch_addr(ev[i].word));
+    if (ev[i].word != kBatchSide) rp.prefetch_heap_block(batch_addr(ev[i].word));
   for (std::size_t i = 0; i < n; ++i) {
     __builtin_prefetch(ev + i + kPrefetch);
     __builtin_prefetch(extra + kPrefetch / 2);
-    if (i + kSlotAhead < n && ev[i + kSlotAhead].word != detail::kBatchSide)
-      rp.prefetch_heap_block(detail::batch_addr(ev[i + kSlotAhead].word));
+    if (i + kSlotAhead < n && ev[i + kSlotAhead].word != kBatchSide)
+      rp.prefetch_heap_block(batch_addr(ev[i + kSlotAhead].word));
     const BatchEvent& e = ev[i];
-    const uint32_t tag = detail::batch_tag(e.word), stream = detail::batch_stream(e.word);
+    const uint32_t tag = batch_tag(e.word), stream = batch_stream(e.word);
     if (tag < kTagFreeBase) [[likely]] {
       const uint64_t x = *extra++;
       Alloc a;
       a.time = e.time;
-      a.addr = detail::batch_addr(e.word);
-      a.size = detail::extra_size(x);
-      a.stack = detail::extra_stack(x);
+      a.addr = batch_addr(e.word);
+      a.size = extra_size(x);
+      a.stack = extra_stack(x);
       a.api = static_cast<Api>(tag & 31);
       rp.alloc<W>(stream, a);
-    } else if (e.word != detail::kBatchSide) [[likely]] {
+    } else if (e.word != kBatchSide) [[likely]] {
       Free f;
       f.time = e.time;
-      f.addr = detail::batch_addr(e.word);
+      f.addr = batch_addr(e.word);
       f.length = 0;
       f.api = static_cast<Api>(tag & 31);
       rp.free<W>(stream, f);
@@ -916,174 +782,16 @@ void play(const Batch& b, Replayer& rp, DecodeScratch& scratch) {
 
 }  // namespace
 
-// The session's state: the reader's position, the merger's queues and the replay, kept
-// between calls. Not movable (the Replayer refers to the model and the options): held by
-// pointer.
-struct Session::Impl {
-  ReplayOptions opt;
-  FileReader reader;
-  bool is_file = false;
-  std::string path;
-  Model m;  // being built: finished into copies by snapshot()
-  Replayer rp{m, opt};
-  EventMerger merger;
-  std::unique_ptr<DecodeScratch> scratch = std::make_unique<DecodeScratch>();  // for the records the replay decodes
-  uint64_t blocks = 0;
-  ReadResult tail;  // Truncated: where the file ends inside a block (for finish())
-  bool open = false, stopped = false, finished = false, broken = false;
+void ReplayerDelete::operator()(Replayer* r) const { delete r; }
 
-  explicit Impl(ReplayOptions o) : opt(std::move(o)) {}
+ReplayerPtr make_replayer(Model& m, const ReplayOptions& o) { return ReplayerPtr(new Replayer(m, o)); }
 
-  void opened() {
-    open = true;
-    merger.set_exact_watermarks((reader.info().flags & kFileFlagExactWatermarks) != 0);
-    m.file_size = reader.size();
-    for (const std::string& w : reader.warnings()) m.warnings.push_back(w);
-  }
-
-  Session::Progress advance() {
-    Session::Progress pr;
-    if (!open || stopped || broken) return pr;
-    const uint64_t size = reader.size();
-    m.file_size = std::max(m.file_size, size);
-    const uint64_t start = reader.offset();
-    tail = {};
-    // The reader thread stops after the last complete block; every item it read is taken
-    // below, so the reader's offset is where the next call starts. It merges the blocks with
-    // `merger` meanwhile: the merger is this thread's again once `source` is gone.
-    BlockSource source(reader, merger);
-    try {
-      for (;;) {
-        ReadItem it = source.next();
-        if (rp.windowed())
-          play<true>(*it.batch, rp, *scratch);
-        else
-          play<false>(*it.batch, rp, *scratch);
-        source.give(std::move(it.batch));
-        if (!it.warnings.empty()) {
-          m.corrupt = true;
-          for (std::string& w : it.warnings) m.warnings.push_back(std::move(w));
-        }
-        pr.blocks += it.blocks;
-        // (A file still being written grows while it is read: the size is then the offset reached,
-        // so that the fraction never passes 1.)
-        if (opt.progress && it.blocks && ((blocks + it.blocks) >> 6) != (blocks >> 6))
-          opt.progress(it.offset, std::max(size, it.offset));
-        blocks += it.blocks;
-        const ReadResult& r = it.read;
-        if (r.ok()) continue;
-        if (r.end_of_file()) break;
-        if (r.status == ReadStatus::Truncated) {
-          tail = r;
-          pr.waiting = true;
-          break;
-        }
-        m.corrupt = true;
-        m.warnings.push_back(r.message);
-        if (it.last) {
-          stopped = true;  // no valid block after it
-          break;
-        }
-      }
-    } catch (...) {
-      broken = true;
-      throw;
-    }
-    pr.bytes = reader.offset() - start;
-    return pr;
-  }
-
-  void finish() {
-    if (finished || !open || broken) return;
-    finished = stopped = true;
-    if (tail.status == ReadStatus::Truncated) {
-      const bool growing = is_file && is_being_written(path);
-      m.truncated = true;
-      m.warnings.push_back(growing ? "the trace is still being written: analysed up to offset " +
-                                         std::to_string(tail.offset)
-                                   : tail.message + ": analysed up to the cut");
-    }
-    merger.finish(rp);
-    for (const ReadResult& e : merger.take_errors()) {
-      m.corrupt = true;
-      m.warnings.push_back(detail::block_warning(e));
-    }
-  }
-
-  std::unique_ptr<Model> snapshot() const {
-    auto out = std::make_unique<Model>(m);
-    if (merger.stats().out_of_order)
-      out->warnings.push_back(std::to_string(merger.stats().out_of_order) + " events were merged out of time order");
-    rp.finish_into(*out);
-    if (!out->complete && !out->truncated)
-      out->warnings.insert(out->warnings.begin(), "no end record: the process was killed or is still running; "
-                                                  "analysed what was written");
-    return out;
-  }
-};
-
-Session::Session(ReplayOptions options) : p_(std::make_unique<Impl>(std::move(options))) {}
-Session::~Session() = default;
-Session::Session(Session&&) noexcept = default;
-Session& Session::operator=(Session&&) noexcept = default;
-
-std::string Session::open(const std::string& path) {
-  if (OpenResult o = p_->reader.open(path); !o.ok()) return o.message.empty() ? "cannot open the file" : o.message;
-  p_->is_file = true;
-  p_->path = path;
-  p_->opened();
-  return {};
+void replay_batch(Replayer& rp, const Batch& b, DecodeScratch& scratch) {
+  rp.windowed() ? play<true>(b, rp, scratch) : play<false>(b, rp, scratch);
 }
 
-std::string Session::open_memory(std::span<const uint8_t> data) {
-  if (OpenResult o = p_->reader.open_memory(data); !o.ok()) return o.message.empty() ? "not a trace" : o.message;
-  p_->opened();
-  return {};
-}
+void replay_rest(Replayer& rp, EventMerger& merger) { merger.finish(rp); }
 
-Session::Progress Session::advance() { return p_->advance(); }
-void Session::finish() { p_->finish(); }
-bool Session::finished() const { return p_->finished; }
-bool Session::broken() const { return p_->broken; }
-std::unique_ptr<Model> Session::snapshot() const { return p_->snapshot(); }
-uint64_t Session::offset() const { return p_->reader.offset(); }
-uint64_t Session::bytes_read() const { return p_->reader.bytes_read(); }
+void finish_into(const Replayer& rp, Model& out) { rp.finish_into(out); }
 
-namespace {
-
-// The whole trace: one advance to its end, then finish.
-AnalyzeResult run(Session& s, const ReplayOptions& opt) {
-  s.advance();
-  s.finish();
-  AnalyzeResult res;
-  res.model = s.snapshot();
-  if (opt.progress) opt.progress(res.model->file_size, res.model->file_size);
-  return res;
-}
-
-}  // namespace
-
-AnalyzeResult analyze_file(const std::string& path, const ReplayOptions& options) {
-  Session s(options);
-  if (std::string e = s.open(path); !e.empty()) return {e, nullptr};
-  return run(s, options);
-}
-
-AnalyzeResult analyze_memory(std::span<const uint8_t> data, const ReplayOptions& options) {
-  Session s(options);
-  if (std::string e = s.open_memory(data); !e.empty()) return {e, nullptr};
-  return run(s, options);
-}
-
-uint64_t peak_rss_bytes() {
-  FILE* f = std::fopen("/proc/self/status", "r");
-  if (!f) return 0;
-  char line[256];
-  uint64_t kb = 0;
-  while (std::fgets(line, sizeof line, f))
-    if (std::strncmp(line, "VmHWM:", 6) == 0) kb = std::strtoull(line + 6, nullptr, 10);
-  std::fclose(f);
-  return kb * 1024;
-}
-
-}  // namespace memtide::analysis
+}  // namespace memtide::analysis::detail

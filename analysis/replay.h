@@ -96,7 +96,4 @@ class Session {
   std::unique_ptr<Impl> p_;
 };
 
-// Peak memory of the calling process so far (VmHWM), for measurements.
-uint64_t peak_rss_bytes();
-
 }  // namespace memtide::analysis

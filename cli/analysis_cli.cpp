@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "analysis/definitions.h"
+#include "analysis/format.h"
 #include "cli/common.h"
 #include "formats/size.h"
 
@@ -45,28 +46,9 @@ std::optional<uint64_t> parse_size(const std::string& s) {
   return v;
 }
 
-std::string human_bytes(uint64_t b) {
-  char buf[64];
-  if (b < 1024) {
-    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(b));
-    return buf;
-  }
-  const char* units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  double v = static_cast<double>(b) / 1024;
-  int u = 0;
-  while (v >= 1024 && u < 5) {
-    v /= 1024;
-    ++u;
-  }
-  std::snprintf(buf, sizeof buf, v < 10 ? "%.2f %s" : v < 100 ? "%.1f %s" : "%.0f %s", v, units[u]);
-  return buf;
-}
+std::string human_bytes(uint64_t b) { return format_bytes(b, BytesStyle::Text); }
 
-std::string thousands(uint64_t n) {
-  std::string s = std::to_string(n);
-  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<std::size_t>(i), ",");
-  return s;
-}
+std::string thousands(uint64_t n) { return format_count(n); }
 
 std::string count_of(uint64_t n, const char* singular, const char* plural) {
   return thousands(n) + " " + (n == 1 ? singular : plural);
@@ -178,23 +160,6 @@ void print_stack(Symbolizer& s, StackId id, std::size_t max_frames, const char* 
     std::printf("%s#%-2zu %s\n", indent, i++, printable(format_frame(f)).c_str());
   }
   if (frames.empty()) std::printf("%s(empty stack)\n", indent);
-}
-
-std::vector<const StackStats*> top_stacks(const Model& m, Domain d, Metric metric, std::size_t n) {
-  std::vector<const StackStats*> v;
-  for (const StackStats& s : m.stacks[static_cast<unsigned>(d)])
-    if (s.m.value(metric)) v.push_back(&s);
-  auto cmp = [metric](const StackStats* a, const StackStats* b) {
-    const uint64_t x = a->m.value(metric), y = b->m.value(metric);
-    return x != y ? x > y : a->stack < b->stack;
-  };
-  if (v.size() > n) {
-    std::partial_sort(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n), v.end(), cmp);
-    v.resize(n);
-  } else {
-    std::sort(v.begin(), v.end(), cmp);
-  }
-  return v;
 }
 
 }  // namespace memtide::cli

@@ -1,6 +1,7 @@
 // Helpers shared by the analysis subcommands (report, check, flamegraph, diff, summary,
 // symbolize): loading a trace into a model with progress and warnings, time and size
-// parsing/formatting, stacks as text and JSON.
+// parsing/formatting, stacks as text and JSON. Stacks in order: analysis::top_stacks
+// (analysis/leaks.h).
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/leaks.h"
 #include "analysis/model.h"
 #include "analysis/replay.h"
 #include "analysis/symbols.h"
@@ -58,9 +60,5 @@ std::vector<analysis::Frame> leaf_first(analysis::Symbolizer& s, analysis::Stack
 nlohmann::json stack_json(analysis::Symbolizer& s, analysis::StackId id, std::size_t max_frames);
 // "    #0 f (file.cpp:12) [module]" lines.
 void print_stack(analysis::Symbolizer& s, analysis::StackId id, std::size_t max_frames, const char* indent = "      ");
-
-// Stacks of a domain sorted by metric, largest first (ties: by stack id), non-zero only.
-std::vector<const analysis::StackStats*> top_stacks(const analysis::Model& m, analysis::Domain d,
-                                                    analysis::Metric metric, std::size_t n);
 
 }  // namespace memtide::cli

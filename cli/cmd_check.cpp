@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "analysis/leaks.h"
 #include "analysis/suppressions.h"
 #include "analysis/xml.h"
 #include "cli/analysis_cli.h"
@@ -66,16 +67,12 @@ struct Limit {
   std::string value(uint64_t v) const { return is_bytes ? human_bytes(v) : thousands(v); }
 };
 
-struct Evaluation {
-  // Per leaking stack, what counts: with a complete leak scan, its definite and indirect leaks
-  // (unless --include-reachable), else every block not freed.
-  std::vector<StackStats> counted;
-  std::vector<const StackStats*> leaks;  // unsuppressed, largest first (into `counted`)
+struct Evaluation : CountedLeaks {
+  // Per leaking stack, what counts (CountedLeaks): with a complete leak scan, its definite and
+  // indirect leaks (unless --include-reachable), else every block not freed; `leaks` are the
+  // unsuppressed ones.
   bool scanned = false;                  // leaks are the unreachable blocks
   bool exec_ended = false;               // the image was replaced by exec: nothing leaked
-  uint64_t reachable_bytes = 0, reachable_blocks = 0;  // not counted
-  uint64_t leaked_bytes = 0, leaked_blocks = 0;
-  uint64_t suppressed_bytes = 0, suppressed_blocks = 0;
   std::vector<Limit> limits;
   // When the peak limit is broken: the stacks of the blocks live at the peak, largest first.
   std::vector<const StackStats*> peak_stacks;
@@ -92,39 +89,7 @@ Evaluation evaluate(const Model& m, Symbolizer& sym, SuppressionList& supp, cons
   // An image that exec'd another program leaked nothing: its memory went with it (the blocks it
   // had not freed are still listed by the report). The new program has its own trace.
   e.exec_ended = m.end && m.end->reason == fmt::EndReason::Exec;
-  for (const StackStats* s : e.exec_ended ? std::vector<const StackStats*>{}
-                                          : top_stacks(m, Domain::Heap, Metric::Leaked, SIZE_MAX)) {
-    StackStats c = *s;
-    if (e.scanned) {
-      c.m.leaked_bytes -= s->m.reachable_bytes;
-      c.m.leaked_blocks -= s->m.reachable_blocks;
-      e.reachable_bytes += s->m.reachable_bytes;
-      e.reachable_blocks += s->m.reachable_blocks;
-      if (c.m.leaked_blocks == 0) continue;
-    }
-    e.counted.push_back(c);
-  }
-  std::stable_sort(e.counted.begin(), e.counted.end(), [](const StackStats& a, const StackStats& b) {
-    return a.m.leaked_bytes != b.m.leaked_bytes ? a.m.leaked_bytes > b.m.leaked_bytes : a.stack < b.stack;
-  });
-  std::vector<Frame> frames;
-  for (const StackStats& counted : e.counted) {
-    const StackStats* s = &counted;
-    sym.stack(s->stack, frames);
-    const int i = supp.match(frames);
-    if (i >= 0) {
-      Suppression& x = supp.items()[static_cast<std::size_t>(i)];
-      ++x.stacks;
-      x.blocks += s->m.leaked_blocks;
-      x.bytes += s->m.leaked_bytes;
-      e.suppressed_blocks += s->m.leaked_blocks;
-      e.suppressed_bytes += s->m.leaked_bytes;
-      continue;
-    }
-    e.leaks.push_back(s);
-    e.leaked_blocks += s->m.leaked_blocks;
-    e.leaked_bytes += s->m.leaked_bytes;
-  }
+  if (!e.exec_ended) static_cast<CountedLeaks&>(e) = count_leaks(m, sym, supp, e.scanned);
   auto limit = [](const std::string& name, const std::string& what, const std::string& value, uint64_t actual, bool bytes) {
     Limit l{name, what, !value.empty(), 0, actual, bytes};
     if (l.set) l.limit = *parse_size(value);  // validated by the option's check

@@ -7,9 +7,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
-#include <map>
 #include <nlohmann/json.hpp>
 
+#include "analysis/diff.h"
 #include "cli/analysis_cli.h"
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -26,56 +26,8 @@ struct DiffOptions {
   bool json = false;
 };
 
-struct Side {
-  StackMetrics m;
-  StackId stack;  // one of the stacks merged into the key (for printing)
-  bool present = false;
-};
-struct Entry {
-  Side s[2];
-};
-
-// Key of a stack: its frames by name and place, allocation site first.
-std::string stack_key(Symbolizer& sym, StackId id) {
-  std::string k;
-  for (const Frame& f : leaf_first(sym, id)) {
-    k += frame_label(f);
-    k += '\x1f';
-    k += f.file;
-    k += ':';
-    k += std::to_string(f.line);
-    k += '\x1e';
-  }
-  return k;
-}
-
-void add(StackMetrics& to, const StackMetrics& m) {
-  to.alloc_count += m.alloc_count;
-  to.alloc_bytes += m.alloc_bytes;
-  to.leaked_bytes += m.leaked_bytes;
-  to.leaked_blocks += m.leaked_blocks;
-  to.peak_bytes += m.peak_bytes;
-  to.peak_blocks += m.peak_blocks;
-  to.temp_count += m.temp_count;
-}
-
 std::string signed_bytes(int64_t d) { return (d > 0 ? "+" : d < 0 ? "-" : "±") + human_bytes(static_cast<uint64_t>(d < 0 ? -d : d)); }
 std::string signed_count(int64_t d) { return (d > 0 ? "+" : "") + std::to_string(d); }
-
-int64_t delta(const Entry& e, Metric m) {
-  return static_cast<int64_t>(e.s[1].m.value(m)) - static_cast<int64_t>(e.s[0].m.value(m));
-}
-
-std::vector<const Entry*> top_changes(const std::map<std::string, Entry>& all, Metric m, std::size_t n) {
-  std::vector<const Entry*> v;
-  for (const auto& [k, e] : all)
-    if (delta(e, m) != 0) v.push_back(&e);
-  std::stable_sort(v.begin(), v.end(), [m](const Entry* x, const Entry* y) {
-    return std::llabs(delta(*x, m)) > std::llabs(delta(*y, m));
-  });
-  if (v.size() > n) v.resize(n);
-  return v;
-}
 
 int run_diff(const DiffOptions& o) {
   auto ma = load_model(o.a, {});
@@ -83,16 +35,8 @@ int run_diff(const DiffOptions& o) {
   auto mb = load_model(o.b, {});
   if (!mb) return kExitError;
   Symbolizer sa(*ma), sb(*mb);
-  std::map<std::string, Entry> all;
-  const Model* models[2] = {ma.get(), mb.get()};
   Symbolizer* syms[2] = {&sa, &sb};
-  for (int i = 0; i < 2; ++i)
-    for (const StackStats& s : models[i]->stacks[0]) {
-      Side& side = all[stack_key(*syms[i], s.stack)].s[i];
-      add(side.m, s.m);
-      if (!side.present) side.stack = s.stack;
-      side.present = true;
-    }
+  const StackDiff all(*ma, sa, *mb, sb);
 
   struct Row {
     const char* name;
@@ -126,11 +70,11 @@ int run_diff(const DiffOptions& o) {
     for (const Row& r : rows) {
       if (r.metric == Metric::Count) continue;
       json arr = json::array();
-      for (const Entry* e : top_changes(all, r.metric, o.top)) {
+      for (const StackChange* e : all.largest(r.metric, o.top)) {
         const int side = e->s[1].present ? 1 : 0;
         arr.push_back({{"a_bytes", e->s[0].m.value(r.metric)},
                        {"b_bytes", e->s[1].m.value(r.metric)},
-                       {"delta_bytes", delta(*e, r.metric)},
+                       {"delta_bytes", e->delta(r.metric)},
                        {"a_count", e->s[0].m.blocks(r.metric)},
                        {"b_count", e->s[1].m.blocks(r.metric)},
                        {"only_in", e->s[0].present && e->s[1].present ? json(nullptr) : json(side ? "b" : "a")},
@@ -156,14 +100,14 @@ int run_diff(const DiffOptions& o) {
   }
   for (const Row& r : rows) {
     if (r.metric == Metric::Count) continue;
-    const auto top = top_changes(all, r.metric, o.top);
+    const auto top = all.largest(r.metric, o.top);
     if (top.empty()) continue;
     std::printf("\n%s BYTES: largest changes by stack\n", r.name);
     std::size_t i = 0;
-    for (const Entry* e : top) {
+    for (const StackChange* e : top) {
       const int side = e->s[1].present ? 1 : 0;
       std::string note = !e->s[0].present ? " (only in B)" : !e->s[1].present ? " (only in A)" : "";
-      std::printf("  %2zu. %s (%s -> %s)%s\n", ++i, signed_bytes(delta(*e, r.metric)).c_str(),
+      std::printf("  %2zu. %s (%s -> %s)%s\n", ++i, signed_bytes(e->delta(r.metric)).c_str(),
                   human_bytes(e->s[0].m.value(r.metric)).c_str(), human_bytes(e->s[1].m.value(r.metric)).c_str(),
                   note.c_str());
       print_stack(*syms[side], e->s[side].stack, o.frames);

@@ -14,6 +14,8 @@
 #include <filesystem>
 #include <iostream>
 
+#include "analysis/format.h"
+
 namespace memtide::cli {
 
 void print_error(std::string_view file, std::string_view message) {
@@ -99,18 +101,7 @@ std::string iso_time_utc(uint64_t realtime_ns) {
   return buf;
 }
 
-std::string format_duration(uint64_t ns) {
-  char buf[64];
-  if (ns >= 1000000000u)
-    std::snprintf(buf, sizeof buf, "%.3f s", static_cast<double>(ns) / 1e9);
-  else if (ns >= 1000000u)
-    std::snprintf(buf, sizeof buf, "%.3f ms", static_cast<double>(ns) / 1e6);
-  else if (ns >= 1000u)
-    std::snprintf(buf, sizeof buf, "%.3f us", static_cast<double>(ns) / 1e3);
-  else
-    std::snprintf(buf, sizeof buf, "%llu ns", static_cast<unsigned long long>(ns));
-  return buf;
-}
+std::string format_duration(uint64_t ns) { return analysis::format_duration(ns, analysis::DurationStyle::Fixed3); }
 
 namespace {
 

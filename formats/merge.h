@@ -15,9 +15,9 @@
 //   - A SampleWeight travels with the Alloc it applies to (on_sample_weight right before it);
 //     one that applies to no Alloc is delivered at once.
 //
-// Each block is decoded once (EventDecoder) into an EventBlock: its Allocs and Frees as an
-// array of fixed-size 32-byte events, the rare other timed records as their wire bytes. The
-// merge then walks those arrays: the stream whose head is earliest delivers a whole run of
+// Each block is decoded once (EventDecoder, formats/event_block.h) into an EventBlock: its
+// Allocs and Frees as an array of fixed-size 32-byte events, the rare other timed records as
+// their wire bytes. The merge then walks those arrays: the stream whose head is earliest delivers a whole run of
 // events, up to the head of the next stream, before the heap of stream heads is touched again,
 // so a trace with one busy stream costs no heap operation per event. Memory is the window
 // between two watermarks at 32 bytes per event. EventDecoder needs no merger state, so a
@@ -31,8 +31,7 @@
 //   EventMerger m;
 //   ReadResult r = read_merged(reader, m, visitor);   // or add_block()/finish() by hand
 //
-// Sections: [1] options and statistics  [2] EventBlock, EventDecoder  [3] EventMerger
-//           [4] template members  [5] read_merged
+// Sections: [1] options and statistics  [2] EventMerger  [3] template members  [4] read_merged
 #pragma once
 
 #include <algorithm>
@@ -48,7 +47,9 @@
 #include <utility>
 #include <vector>
 
+#include "formats/check.h"
 #include "formats/decoder.h"
+#include "formats/event_block.h"
 
 namespace memtide::fmt {
 
@@ -75,171 +76,7 @@ struct MergeStats {
 };
 
 // ---------------------------------------------------------------------------------------
-// [2] EventBlock: one block's records, decoded once
-// ---------------------------------------------------------------------------------------
-
-// A timed record. Alloc and Free carry their fields; the rest point into EventBlock's side
-// storage, consumed in order.
-struct MergedEvent {
-  uint64_t time;
-  uint64_t addr;   // Alloc/Free: the address. kEventOther: the stream's time before the record
-  uint64_t size;   // Alloc: the size. Free: the length (munmap), else 0
-  uint32_t stack;  // Alloc: the stack id
-  uint8_t tag;     // Alloc/Free: the wire tag (0x40 + api, 0x60 + api); else kEvent*
-};
-static_assert(sizeof(MergedEvent) == 32);
-
-// The Alloc (`tag` below kTagFreeBase) or the Free (below kEventWide) that an event stands
-// for: `E` has MergedEvent's time, addr, size and stack (a MergedEvent, or a copy of one that
-// keeps its tag elsewhere).
-template <class E>
-[[gnu::always_inline]] inline Alloc event_alloc(const E& e, unsigned tag) {
-  Alloc x;
-  x.time = e.time;
-  x.addr = e.addr;
-  x.size = e.size;
-  x.stack = e.stack;
-  x.api = static_cast<Api>(tag & 31);
-  return x;
-}
-template <class E>
-[[gnu::always_inline]] inline Free event_free(const E& e, unsigned tag) {
-  Free x;
-  x.time = e.time;
-  x.addr = e.addr;
-  x.length = e.size;
-  x.api = static_cast<Api>(tag & 31);
-  return x;
-}
-
-// Tags of the events that are not a plain Alloc/Free (above every Alloc/Free wire tag).
-inline constexpr uint8_t kEventWide = 0x80;      // an Alloc in EventBlock::wide (stack id >= 2^32)
-inline constexpr uint8_t kEventWeighted = 0x81;  // an Alloc in EventBlock::wide after a SampleWeight
-inline constexpr uint8_t kEventOther = 0x82;     // another timed record, its bytes in EventBlock::other
-
-// A growable array of trivially copyable elements that are never value-initialised (an
-// EventBlock's events are written once, in place, by EventDecoder).
-template <class T>
-class PodArray {
-  static_assert(std::is_trivially_copyable_v<T>);
-
- public:
-  PodArray() = default;
-  PodArray(const PodArray&) = delete;
-  PodArray& operator=(const PodArray&) = delete;
-  PodArray(PodArray&& o) noexcept { swap(o); }
-  PodArray& operator=(PodArray&& o) noexcept {
-    swap(o);
-    return *this;
-  }
-  ~PodArray() { std::free(p_); }
-
-  T* data() { return p_; }
-  const T* data() const { return p_; }
-  std::size_t size() const { return n_; }
-  bool empty() const { return n_ == 0; }
-  const T& operator[](std::size_t i) const { return p_[i]; }
-  void clear() { n_ = 0; }
-  // Makes room for `n` elements in all, keeping the first size() ones.
-  void reserve(std::size_t n) {
-    if (n <= cap_) return;
-    void* p;
-    if (n_ == 0) {
-      std::free(p_);
-      p_ = nullptr;
-      p = std::malloc(n * sizeof(T));
-    } else {
-      p = std::realloc(p_, n * sizeof(T));
-    }
-    if (!p) throw std::bad_alloc();
-    p_ = static_cast<T*>(p);
-    cap_ = n;
-  }
-  std::size_t capacity() const { return cap_; }
-  void push_back(const T& x) {
-    if (n_ == cap_) [[unlikely]]
-      reserve(cap_ < 16 ? 16 : cap_ * 2);
-    p_[n_++] = x;
-  }
-  // Counts `k` more elements, written by the caller in place (within the reserved room).
-  void grow_unchecked(std::size_t k) { n_ += k; }
-  void assign(const T* p, std::size_t n) {
-    n_ = 0;
-    reserve(n);
-    if (n) std::memcpy(static_cast<void*>(p_), p, n * sizeof(T));
-    n_ = n;
-  }
-  void swap(PodArray& o) noexcept {
-    std::swap(p_, o.p_);
-    std::swap(n_, o.n_);
-    std::swap(cap_, o.cap_);
-  }
-
- private:
-  T* p_ = nullptr;
-  std::size_t n_ = 0, cap_ = 0;
-};
-
-struct EventBlock {
-  uint32_t stream = 0;
-  uint64_t offset = 0;                 // file offset of the block
-  PodArray<MergedEvent> events;        // timed records in stream order
-  std::vector<Alloc> wide;             // Allocs that do not fit a MergedEvent
-  std::vector<uint8_t> other;          // wire bytes of the other timed records
-  std::vector<uint8_t> immediate;      // wire bytes of untimed and unknown records (file order)
-  std::vector<uint64_t> watermarks;    // times of the block's Watermark records
-  ReadResult result;                   // Corrupt at a bad record: the records before it are here
-
-  // The merger's position.
-  uint64_t seq = 0;
-  std::size_t rd = 0, wide_rd = 0, other_rd = 0;
-
-  // Queued undecoded (EventMerger::add_pending): the block's header and payload, decoded when
-  // it reaches the front of its queue. clear() keeps them (the decoder reads them).
-  bool pending = false;
-  BlockHeader header;
-  PodArray<uint8_t> raw;
-
-  void clear();
-  // Bytes held for the merge window (events and side storage).
-  std::size_t queued_bytes() const {
-    return events.size() * sizeof(MergedEvent) + wide.size() * sizeof(Alloc) + other.size();
-  }
-};
-
-namespace detail {
-// EventDecoder's fast path (merge_fast.h): decodes Allocs and Frees at `p` into `out` (room for
-// `room` events) while they take the fast path, updating the stream registers; stops at the
-// first record that does not (another tag, a varint longer than 8 bytes, a stack id of 2^32 or
-// more, fewer than 41 bytes left). Returns the position after the last decoded record and in
-// `written` the number of events.
-using FastEventsFn = const uint8_t* (*)(const uint8_t* p, const uint8_t* end, StreamRegs& r, MergedEvent* out,
-                                        std::size_t room, std::size_t& written);
-}  // namespace detail
-
-// Decodes blocks into EventBlocks. One per thread: it holds the scratch space.
-class EventDecoder {
- public:
-  // How the Allocs and Frees are decoded (merge_fast.h); the same events either way. Auto: BMI2
-  // when the CPU has it (and its pext is fast), else Portable. Bmi2 where it is not available
-  // falls back to Portable; impl() tells which one is used.
-  enum class Impl : uint8_t { Auto, Portable, Bmi2 };
-  explicit EventDecoder(Impl impl = Impl::Auto);
-  static bool bmi2_available();
-  Impl impl() const { return impl_; }
-  // Decodes every record of `block` into `out` (cleared first). out.result is Ok, or Corrupt at
-  // the first bad record (what decode_block would return); the records before it are kept.
-  void decode(const Block& block, EventBlock& out);
-  DecodeScratch& scratch() { return *scratch_; }
-
- private:
-  std::unique_ptr<DecodeScratch> scratch_;
-  detail::FastEventsFn fast_ = nullptr;
-  Impl impl_ = Impl::Portable;
-};
-
-// ---------------------------------------------------------------------------------------
-// [3] EventMerger
+// [2] EventMerger
 // ---------------------------------------------------------------------------------------
 
 // A visitor that takes the merged records without having them decoded (one that passes them on
@@ -308,6 +145,8 @@ class EventMerger {
   template <class V>
   void finish(V& v) {
     release(0, true, 0, v);
+    // Everything queued was delivered, and the bytes counted in were counted out.
+    MEMTIDE_CHECK(buffered_ == 0);
   }
 
   // An EventBlock whose events have all been delivered, to decode the next block into
@@ -420,7 +259,7 @@ class EventMerger {
 };
 
 // ---------------------------------------------------------------------------------------
-// [4] Template members
+// [3] Template members
 // ---------------------------------------------------------------------------------------
 
 template <class V>
@@ -478,8 +317,12 @@ void EventMerger::deliver_immediate(const EventBlock& b, V& v) {
     const uint8_t* p = b.immediate.data();
     const uint8_t* const end = p + b.immediate.size();
     StreamRegs r;
-    while (p < end)
-      if (decode_record(p, end, r, b.stream, decoder_.scratch(), v) != DecodeError::None) break;  // unreachable: checked
+    while (p < end) {
+      // The decoder checked these records when it set them aside.
+      const DecodeError err = decode_record(p, end, r, b.stream, decoder_.scratch(), v);
+      MEMTIDE_CHECK(err == DecodeError::None);
+      if (err != DecodeError::None) break;
+    }
   }
 }
 
@@ -490,18 +333,26 @@ template <class V>
     const uint8_t* const end = b.other.data() + b.other.size();
     StreamRegs r;
     r.time = e.addr;
+    // The decoder checked this record when it set it aside.
+    DecodeError err;
     if constexpr (RawVisitor<V>) {
       NullVisitor skip;
-      if (decode_record(p, end, r, b.stream, decoder_.scratch(), skip) != DecodeError::None) p = end;  // unreachable
+      err = decode_record(p, end, r, b.stream, decoder_.scratch(), skip);
+      if (err != DecodeError::None) p = end;
       v.on_wire(b.stream, e.addr, b.other.data() + b.other_rd, p);
     } else {
-      if (decode_record(p, end, r, b.stream, decoder_.scratch(), v) != DecodeError::None) p = end;  // unreachable
+      err = decode_record(p, end, r, b.stream, decoder_.scratch(), v);
+      if (err != DecodeError::None) p = end;
     }
+    MEMTIDE_CHECK(err == DecodeError::None);
     const auto n = static_cast<std::size_t>(p - (b.other.data() + b.other_rd));
+    MEMTIDE_CHECK(buffered_ >= n);
     b.other_rd += n;
     buffered_ -= n;
     return;
   }
+  MEMTIDE_CHECK(b.wide_rd < b.wide.size());  // one wide Alloc per kEventWide / kEventWeighted event
+  MEMTIDE_CHECK(buffered_ >= sizeof(Alloc));
   const Alloc& a = b.wide[b.wide_rd++];
   buffered_ -= sizeof(Alloc);
   if (e.tag == kEventWeighted) v.on_sample_weight(b.stream, SampleWeight{a.weight});
@@ -561,6 +412,7 @@ bool EventMerger::two_way(Queue& qa, Queue& qb, uint64_t bound_time, uint64_t bo
   };
   auto settle = [&](Side& s) {
     if (!s.b) return;
+    MEMTIDE_CHECK(buffered_ >= (s.i - s.first) * sizeof(MergedEvent));
     s.b->rd = s.i;
     buffered_ -= (s.i - s.first) * sizeof(MergedEvent);
     stats_.released += s.i - s.first;
@@ -677,7 +529,10 @@ bool EventMerger::run(Queue& q, uint64_t bound_time, uint64_t bound_seq, uint64_
     // The last time this block may deliver up to (inclusive) and stay ahead of the next stream.
     uint64_t bound_last = bound_time;
     if (b.seq > bound_seq) {
-      if (bound_last == 0) return false;  // unreachable: the top stream is ahead of the others
+      // The top of the heap comes first: a head later in the file than the next stream's is not
+      // at time 0 while that one is.
+      MEMTIDE_CHECK(bound_last != 0);
+      if (bound_last == 0) return false;
       --bound_last;
     }
     if (!all && limit == 0) return true;
@@ -702,6 +557,7 @@ bool EventMerger::run(Queue& q, uint64_t bound_time, uint64_t bound_seq, uint64_
       prev = e.time;
       deliver(b, e, v);
     }
+    MEMTIDE_CHECK(buffered_ >= (i - first) * sizeof(MergedEvent));
     buffered_ -= (i - first) * sizeof(MergedEvent);
     stats_.released += i - first;
     stats_.out_of_order += late;
@@ -747,7 +603,7 @@ void EventMerger::release(uint64_t limit, bool all, std::size_t target, V& v) {
       const bool moved = stats_.released != released;
       fill_heap(v);
       if (moved || heap_.size() < 2) continue;
-      // Nothing delivered (unreachable: the root's head comes first): one step the long way.
+      // Nothing delivered: one step the long way.
     }
     Queue& q = queues_[heap_.front().queue];
     uint64_t bound_time = UINT64_MAX, bound_seq = UINT64_MAX;
@@ -800,10 +656,13 @@ void EventMerger::sift_down(const Cmp& later) {
     i = child;
   }
   if (n) heap_[i] = item;
+  // The top is the earliest head, which the release relies on.
+  MEMTIDE_CHECK(n < 2 || !later(heap_[0], heap_[1]));
+  MEMTIDE_CHECK(n < 3 || !later(heap_[0], heap_[2]));
 }
 
 // ---------------------------------------------------------------------------------------
-// [5] read_merged
+// [4] read_merged
 // ---------------------------------------------------------------------------------------
 
 // Reads every remaining block of `reader` through `merger` into `v` in time order, then

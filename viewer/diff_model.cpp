@@ -73,22 +73,6 @@ FlameTree make_diff_flame(std::shared_ptr<const analysis::CallTree> before, std:
   return t;
 }
 
-std::vector<DiffRow> diff_sites(const analysis::CallTree& before, const analysis::CallTree& after) {
-  std::vector<DiffRow> rows;
-  std::unordered_map<std::string_view, std::size_t> index;
-  auto add = [&](const analysis::CallTree& t, bool is_after) {
-    for (uint32_t c : t.root().children) {
-      const analysis::TreeNode& n = t.nodes()[c];
-      auto [it, fresh] = index.try_emplace(n.label, rows.size());
-      if (fresh) rows.push_back({std::string(n.label), std::string(analysis::basename_of(n.module)), 0, 0});
-      (is_after ? rows[it->second].after : rows[it->second].before) += n.total;
-    }
-  };
-  add(before, false);
-  add(after, true);
-  return rows;
-}
-
 std::vector<uint32_t> filter_and_sort_diff(const std::vector<DiffRow>& rows, std::string_view filter, DiffColumn c,
                                           bool ascending) {
   std::vector<uint32_t> idx;
@@ -111,8 +95,8 @@ std::vector<uint32_t> filter_and_sort_diff(const std::vector<DiffRow>& rows, std
     const DiffRow &a = rows[x], &b = rows[y];
     if (c == DiffColumn::Label) return ascending ? a.label < b.label : a.label > b.label;
     if (c == DiffColumn::Delta && !ascending) {  // largest change first, either way
-      const int64_t ka = std::llabs(a.delta()), kb = std::llabs(b.delta());
-      if (ka != kb) return ka > kb;
+      if (analysis::larger_change(a.delta(), b.delta())) return true;
+      if (analysis::larger_change(b.delta(), a.delta())) return false;
       return a.label < b.label;
     }
     const int64_t ka = key(a), kb = key(b);

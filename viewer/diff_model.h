@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "analysis/calltree.h"
+#include "analysis/diff.h"
 #include "viewer/flame_model.h"
 
 namespace memtide::viewer {
@@ -19,14 +20,10 @@ namespace memtide::viewer {
 FlameTree make_diff_flame(std::shared_ptr<const analysis::CallTree> before, std::shared_ptr<const analysis::CallTree> after,
                           bool shape_of_before = false);
 
-struct DiffRow {
-  std::string label, module;
-  uint64_t before = 0, after = 0;
-  int64_t delta() const { return static_cast<int64_t>(after) - static_cast<int64_t>(before); }
-};
-
-// One row per allocation site (first level of bottom-up trees), in both traces or either.
-std::vector<DiffRow> diff_sites(const analysis::CallTree& before_bottom_up, const analysis::CallTree& after_bottom_up);
+// One row per allocation site (first level of bottom-up trees), in both traces or either:
+// analysis::diff_sites.
+using DiffRow = analysis::SiteChange;
+using analysis::diff_sites;
 
 enum class DiffColumn : uint8_t { Label, Before, After, Delta, Count_ };
 std::vector<uint32_t> filter_and_sort_diff(const std::vector<DiffRow>& rows, std::string_view filter, DiffColumn c,

@@ -5,6 +5,7 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "analysis/leaks.h"
 #include "analysis/suppressions.h"
 
 namespace memtide::viewer {
@@ -40,9 +41,8 @@ LeaksData make_leaks(const analysis::Model& m, analysis::Symbolizer& sym, analys
   std::vector<const analysis::StackStats*> leaking;
   for (const analysis::StackStats& s : stacks)
     if (s.m.leaked_blocks) leaking.push_back(&s);
-  std::sort(leaking.begin(), leaking.end(), [](const analysis::StackStats* a, const analysis::StackStats* b) {
-    return a->m.leaked_bytes != b->m.leaked_bytes ? a->m.leaked_bytes > b->m.leaked_bytes : a->stack < b->stack;
-  });
+  std::sort(leaking.begin(), leaking.end(),
+            [](const analysis::StackStats* a, const analysis::StackStats* b) { return analysis::larger_leak(*a, *b); });
   auto rel = [&](uint64_t t) { return t > m.time_base ? t - m.time_base : 0; };
   std::vector<analysis::Frame> frames;
   d.rows.reserve(leaking.size());

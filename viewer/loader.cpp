@@ -1,4 +1,5 @@
-// Sections: [1] thread and requests  [2] building views  [3] jobs: open, window, baseline, refresh
+// Sections: [1] the thread (the requests of the UI thread: loader_requests.cpp)  [2] building views  [3] jobs: choosing one, then one method
+//           per job (open, window, baseline, extend, compare window, refresh)
 #include "viewer/loader.h"
 
 #include <fcntl.h>
@@ -24,6 +25,8 @@ namespace {
 
 // Thrown from a check point when the job's inputs changed: unwinds the job.
 struct Stale {};
+// A check point of a job (throws Stale).
+using Check = std::function<void()>;
 
 uint64_t file_size(const std::string& path) {
   struct stat st {};
@@ -146,7 +149,7 @@ struct Loader::Work {
 };
 
 // ---------------------------------------------------------------------------------------
-// [1] Thread and requests
+// [1] Thread
 // ---------------------------------------------------------------------------------------
 
 Loader::Loader(Options o) : opt_(o), current_(std::make_shared<Snapshot>()), work_(std::make_unique<Work>()) {
@@ -162,103 +165,10 @@ Loader::~Loader() {
   thread_.join();
 }
 
-void Loader::open(const std::string& path) {
-  std::lock_guard lk(mu_);
-  want_.path = path;
-  ++want_.path_gen;
-  want_.window = {};
-  ++want_.window_gen;
-  cv_.notify_all();
-}
-
-void Loader::set_window(TimeRange r) {
-  std::lock_guard lk(mu_);
-  if (r == want_.window) return;
-  want_.window = r;
-  ++want_.window_gen;
-  cv_.notify_all();
-}
-
-void Loader::open_baseline(const std::string& path) {
-  std::lock_guard lk(mu_);
-  want_.baseline = path;
-  ++want_.baseline_gen;
-  cv_.notify_all();
-}
-
-void Loader::close_baseline() { open_baseline({}); }
-
-void Loader::want_metric(Metric m) {
-  const auto i = static_cast<unsigned>(m);
-  if (i >= kMetricCount) return;
-  std::lock_guard lk(mu_);
-  if (want_.metrics[i]) return;
-  want_.metrics[i] = true;
-  cv_.notify_all();
-}
-
-void Loader::want_domain(analysis::Domain d) {
-  const auto i = static_cast<unsigned>(d);
-  if (i >= analysis::kDomainCount) return;
-  std::lock_guard lk(mu_);
-  if (want_.domains[i]) return;
-  want_.domains[i] = true;
-  cv_.notify_all();
-}
-
-void Loader::want_tables() {
-  std::lock_guard lk(mu_);
-  if (want_.tables) return;
-  want_.tables = true;
-  want_.metrics.fill(true);
-  cv_.notify_all();
-}
-
-void Loader::set_paused(bool paused) {
-  std::lock_guard lk(mu_);
-  want_.paused = paused;
-  cv_.notify_all();
-}
-
-void Loader::retire(std::shared_ptr<const Snapshot> old) {
-  if (!old) return;
-  std::lock_guard lk(mu_);
-  retired_.push_back(std::move(old));
-  cv_.notify_all();
-}
-
-std::shared_ptr<const Snapshot> Loader::snapshot() const {
-  std::lock_guard lk(mu_);
-  return current_;
-}
-
-LoaderProgress Loader::progress() const {
-  std::lock_guard lk(mu_);
-  return progress_;
-}
-
 bool Loader::idle() const {
   std::lock_guard lk(mu_);
   return !running_ && want_.path_gen == have_.path_gen && want_.window_gen == have_.window_gen &&
          want_.baseline_gen == have_.baseline_gen && !view_missing_locked() && !compare_missing_locked();
-}
-
-void Loader::set_phase(const char* phase, float fraction) {
-  std::lock_guard lk(mu_);
-  progress_.busy = true;
-  progress_.phase = phase;
-  progress_.fraction = fraction;
-}
-
-std::shared_ptr<Snapshot> Loader::copy_current() const {
-  std::lock_guard lk(mu_);
-  return std::make_shared<Snapshot>(*current_);
-}
-
-void Loader::publish(const std::shared_ptr<Snapshot>& s) {
-  std::lock_guard lk(mu_);
-  s->generation = current_->generation + 1;
-  current_ = s;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -370,10 +280,167 @@ bool Loader::compare_missing_locked() const {
   return c->pending || (c->complete && c->window != current_->view->window);
 }
 
+// One job's inputs (the wanted state when it started) and the views it works with. The checks
+// throw Stale when an input the job depends on has changed since.
+struct Loader::Job {
+  Loader& l;
+  Work& w;
+  Want want;
+  Needs needs;
+  uint64_t path_gen = 0, window_gen = 0, baseline_gen = 0;
+
+  Job(Loader& loader, const Want& wanted)
+      : l(loader),
+        w(*loader.work_),
+        want(wanted),
+        needs(needs_of(wanted)),
+        path_gen(wanted.path_gen),
+        window_gen(wanted.window_gen),
+        baseline_gen(wanted.baseline_gen) {}
+
+  bool stale_path() const {
+    std::lock_guard lk(l.mu_);
+    return l.quit_ || l.want_.path_gen != path_gen;
+  }
+  void check_path() const {
+    if (stale_path()) throw Stale{};
+  }
+  void check_window() const {
+    std::lock_guard lk(l.mu_);
+    if (l.quit_ || l.want_.path_gen != path_gen || l.want_.window_gen != window_gen) throw Stale{};
+  }
+  void check_baseline() const {
+    std::lock_guard lk(l.mu_);
+    if (l.quit_ || l.want_.path_gen != path_gen || l.want_.baseline_gen != baseline_gen) throw Stale{};
+  }
+  void check_compare() const {
+    std::lock_guard lk(l.mu_);
+    if (l.quit_ || l.want_.path_gen != path_gen || l.want_.window_gen != window_gen ||
+        l.want_.baseline_gen != baseline_gen)
+      throw Stale{};
+  }
+  void phase(const char* p, float f) const { l.set_phase(p, f); }
+  std::function<void(const char*, float)> phase_fn() const {
+    return [this](const char* p, float f) { phase(p, f); };
+  }
+
+  analysis::AnalyzeResult analyze(const std::string& path, analysis::ReplayOptions o, const char* what,
+                                  const Check& check) const {
+    o.series_points = l.opt_.series_points;
+    o.progress = [&](uint64_t done, uint64_t size) {
+      phase(what, size ? static_cast<float>(static_cast<double>(done) / static_cast<double>(size)) : -1.f);
+      check();
+    };
+    return analysis::analyze_file(path, o);
+  }
+
+  // The view of window `r` (the whole trace's when it is empty, or when the window cannot be read).
+  std::shared_ptr<const ViewData> window_view(TimeRange r, const Check& check) {
+    w.window_bytes = 0;
+    if (r.empty()) return w.whole;
+    analysis::ReplayOptions o;
+    o.from = r.from;
+    o.to = r.to;
+    o.at = r.to;
+    analysis::AnalyzeResult res;
+    if (w.following && l.opt_.incremental) {
+      // A file still being written: one replay of the range, advanced over what each refresh
+      // appends, as for the whole trace (a new range starts a new one).
+      const bool writer = fmt::is_being_written(w.path);
+      if (!w.live_window || w.live_window->broken() || w.live_window_range != r) {
+        w.live_window.reset();
+        o.series_points = l.opt_.series_points;
+        // (The session outlives this job: its progress refers to the loader and its state.)
+        o.progress = [loader = &l, work = &w](uint64_t done, uint64_t size) {
+          loader->set_phase("reading the window", size ? static_cast<float>(static_cast<double>(done) / size) : -1.f);
+          if (work->window_check) work->window_check();
+        };
+        auto session = std::make_unique<analysis::Session>(std::move(o));
+        res.error = session->open(w.path);
+        if (!res.error.empty()) return w.whole;
+        w.live_window = std::move(session);
+        w.live_window_range = r;
+      }
+      w.window_check = [&] { check(); };
+      const uint64_t before = w.live_window->bytes_read();
+      try {
+        w.live_window->advance();
+      } catch (...) {
+        w.window_check = nullptr;
+        throw;
+      }
+      w.window_check = nullptr;
+      if (!writer) w.live_window->finish();
+      res.model = w.live_window->snapshot();
+      w.window_bytes = w.live_window->bytes_read() - before;
+      if (!writer) w.live_window.reset();
+    } else {
+      res = analyze(w.path, o, "reading the window", check);
+      w.window_bytes = file_size(w.path);
+    }
+    if (!res.ok()) return w.whole;
+    ViewData v;
+    v.window = r;
+    v.model = std::shared_ptr<const analysis::Model>(std::move(res.model));
+    v.summary = std::make_shared<SummaryData>(make_summary(*v.model, w.path, w.following));
+    build_view(v, *w.sym, check, [](const ViewData&) {}, phase_fn(), needs);
+    return std::make_shared<ViewData>(std::move(v));
+  }
+
+  // The baseline analysed for window `r` (the same times since its own start); cached for the
+  // whole trace and the last window.
+  std::shared_ptr<const BaselineView> baseline_for(TimeRange r, const Check& check) {
+    if (!w.baseline) return nullptr;
+    if (r.empty()) return w.baseline_whole;
+    if (w.baseline_window && w.baseline_window->window == r) return w.baseline_window;
+    analysis::ReplayOptions o;
+    o.from = r.from;
+    o.to = r.to;
+    o.at = r.to;
+    analysis::AnalyzeResult res = analyze(w.baseline_path, o, "reading the baseline's window", check);
+    if (!res.ok()) return nullptr;
+    phase("baseline call trees", -1);
+    w.baseline_window = std::make_shared<BaselineView>(make_baseline_view(
+        std::shared_ptr<const analysis::Model>(std::move(res.model)), *w.baseline_sym, r, [&] { check(); }));
+    return w.baseline_window;
+  }
+
+  // Differences of the main trace's view `v` to the baseline for the same window; `pending`
+  // when the baseline's analysis of that window is not made yet.
+  std::shared_ptr<const CompareData> compare_for(const ViewData* v) const {
+    if (w.baseline_path.empty()) return nullptr;
+    std::shared_ptr<const BaselineView> b;
+    if (v && w.baseline)
+      b = v->window.empty() ? w.baseline_whole
+          : w.baseline_window && w.baseline_window->window == v->window ? w.baseline_window
+                                                                          : nullptr;
+    if (b) return std::make_shared<CompareData>(make_compare(w.baseline_path, *b, *v));
+    auto c = std::make_shared<CompareData>();
+    c->path = w.baseline_path;
+    c->error = w.baseline_error;
+    c->window = v ? v->window : TimeRange{};
+    c->pending = w.baseline && v;
+    return c;
+  }
+};
+
+// The most urgent job the wanted state asks for (mu_ held), or None.
+Loader::JobKind Loader::next_job_locked() const {
+  const Work& w = *work_;
+  const bool loaded = w.base != nullptr;
+  if (want_.path_gen != have_.path_gen || w.reopen) return JobKind::Open;
+  if (loaded && want_.window_gen != have_.window_gen) return JobKind::Window;
+  if (want_.baseline_gen != have_.baseline_gen) return JobKind::Baseline;  // the file is open (or failed to)
+  if (loaded && view_missing_locked()) return JobKind::Extend;
+  if (loaded && compare_missing_locked()) return JobKind::CompareWindow;
+  if (w.following && !want_.paused && Clock::now() >= w.next_refresh) return JobKind::Refresh;
+  return JobKind::None;
+}
+
 void Loader::run() {
-  Work& w = *work_;
+  const Work& w = *work_;
   for (;;) {
-    enum class Job { None, Open, Window, Baseline, Extend, CompareWindow, Refresh } job = Job::None;
+    JobKind kind = JobKind::None;
     Want want;
     {
       std::unique_lock lk(mu_);
@@ -389,20 +456,8 @@ void Loader::run() {
           continue;
         }
         if (quit_) return;
-        const bool loaded = w.base != nullptr;
-        if (want_.path_gen != have_.path_gen || w.reopen)
-          job = Job::Open;
-        else if (loaded && want_.window_gen != have_.window_gen)
-          job = Job::Window;
-        else if (want_.baseline_gen != have_.baseline_gen)  // the file is open (or failed to)
-          job = Job::Baseline;
-        else if (loaded && view_missing_locked())
-          job = Job::Extend;
-        else if (loaded && compare_missing_locked())
-          job = Job::CompareWindow;
-        else if (w.following && !want_.paused && Clock::now() >= w.next_refresh)
-          job = Job::Refresh;
-        if (job != Job::None) break;
+        kind = next_job_locked();
+        if (kind != JobKind::None) break;
         if (w.following && !want_.paused)
           cv_.wait_until(lk, w.next_refresh);
         else
@@ -412,347 +467,253 @@ void Loader::run() {
       running_ = true;
       progress_ = {true, "starting", -1};
     }
-    const uint64_t path_gen = want.path_gen, window_gen = want.window_gen, baseline_gen = want.baseline_gen;
-    auto stale_path = [&] {
-      std::lock_guard lk(mu_);
-      return quit_ || want_.path_gen != path_gen;
-    };
-    auto check_path = [&] {
-      if (stale_path()) throw Stale{};
-    };
-    auto check_window = [&] {
-      std::lock_guard lk(mu_);
-      if (quit_ || want_.path_gen != path_gen || want_.window_gen != window_gen) throw Stale{};
-    };
-    auto check_baseline = [&] {
-      std::lock_guard lk(mu_);
-      if (quit_ || want_.path_gen != path_gen || want_.baseline_gen != baseline_gen) throw Stale{};
-    };
-    auto phase = [this](const char* p, float f) { set_phase(p, f); };
-    const Needs needs = needs_of(want);
-    auto analyze = [&](const std::string& path, analysis::ReplayOptions o, const char* what, auto& check) {
-      o.series_points = opt_.series_points;
-      o.progress = [&](uint64_t done, uint64_t size) {
-        set_phase(what, size ? static_cast<float>(static_cast<double>(done) / static_cast<double>(size)) : -1.f);
-        check();
-      };
-      return analysis::analyze_file(path, o);
-    };
-    auto window_view = [&](TimeRange r, auto& check) -> std::shared_ptr<const ViewData> {
-      w.window_bytes = 0;
-      if (r.empty()) return w.whole;
-      analysis::ReplayOptions o;
-      o.from = r.from;
-      o.to = r.to;
-      o.at = r.to;
-      analysis::AnalyzeResult res;
-      if (w.following && opt_.incremental) {
-        // A file still being written: one replay of the range, advanced over what each refresh
-        // appends, as for the whole trace (a new range starts a new one).
-        const bool writer = fmt::is_being_written(w.path);
-        if (!w.live_window || w.live_window->broken() || w.live_window_range != r) {
-          w.live_window.reset();
-          o.series_points = opt_.series_points;
-          o.progress = [this, &w](uint64_t done, uint64_t size) {
-            set_phase("reading the window", size ? static_cast<float>(static_cast<double>(done) / size) : -1.f);
-            if (w.window_check) w.window_check();
-          };
-          auto session = std::make_unique<analysis::Session>(std::move(o));
-          res.error = session->open(w.path);
-          if (!res.error.empty()) return w.whole;
-          w.live_window = std::move(session);
-          w.live_window_range = r;
-        }
-        w.window_check = [&] { check(); };
-        const uint64_t before = w.live_window->bytes_read();
-        try {
-          w.live_window->advance();
-        } catch (...) {
-          w.window_check = nullptr;
-          throw;
-        }
-        w.window_check = nullptr;
-        if (!writer) w.live_window->finish();
-        res.model = w.live_window->snapshot();
-        w.window_bytes = w.live_window->bytes_read() - before;
-        if (!writer) w.live_window.reset();
-      } else {
-        res = analyze(w.path, o, "reading the window", check);
-        w.window_bytes = file_size(w.path);
-      }
-      if (!res.ok()) return w.whole;
-      ViewData v;
-      v.window = r;
-      v.model = std::shared_ptr<const analysis::Model>(std::move(res.model));
-      v.summary = std::make_shared<SummaryData>(make_summary(*v.model, w.path, w.following));
-      build_view(v, *w.sym, check, [](const ViewData&) {}, phase, needs);
-      return std::make_shared<ViewData>(std::move(v));
-    };
-    // The baseline analysed for window `r` (the same times since its own start); cached for
-    // the whole trace and the last window.
-    auto baseline_for = [&](TimeRange r, auto& check) -> std::shared_ptr<const BaselineView> {
-      if (!w.baseline) return nullptr;
-      if (r.empty()) return w.baseline_whole;
-      if (w.baseline_window && w.baseline_window->window == r) return w.baseline_window;
-      analysis::ReplayOptions o;
-      o.from = r.from;
-      o.to = r.to;
-      o.at = r.to;
-      analysis::AnalyzeResult res = analyze(w.baseline_path, o, "reading the baseline's window", check);
-      if (!res.ok()) return nullptr;
-      phase("baseline call trees", -1);
-      w.baseline_window = std::make_shared<BaselineView>(make_baseline_view(
-          std::shared_ptr<const analysis::Model>(std::move(res.model)), *w.baseline_sym, r, [&] { check(); }));
-      return w.baseline_window;
-    };
-    // Differences of the main trace's view `v` to the baseline for the same window; `pending`
-    // when the baseline's analysis of that window is not made yet.
-    auto compare_for = [&](const ViewData* v) -> std::shared_ptr<const CompareData> {
-      if (w.baseline_path.empty()) return nullptr;
-      std::shared_ptr<const BaselineView> b;
-      if (v && w.baseline)
-        b = v->window.empty() ? w.baseline_whole
-            : w.baseline_window && w.baseline_window->window == v->window ? w.baseline_window
-                                                                            : nullptr;
-      if (b) return std::make_shared<CompareData>(make_compare(w.baseline_path, *b, *v));
-      auto c = std::make_shared<CompareData>();
-      c->path = w.baseline_path;
-      c->error = w.baseline_error;
-      c->window = v ? v->window : TimeRange{};
-      c->pending = w.baseline && v;
-      return c;
-    };
-
+    Job j(*this, want);
     try {
-      switch (job) {
-        case Job::Open: {
-          const bool replaced = w.reopen && w.path == want.path;
-          w.path = want.path;
-          w.following = false;
-          w.reopen = false;
-          w.live.reset();
-          w.live_window.reset();
-          const auto t0 = Clock::now();
-          w.identity = identity_of(w.path);
-          w.last_size = file_size(w.path);
-          analysis::AnalyzeResult res;
-          if (opt_.follow && opt_.incremental && fmt::is_being_written(w.path)) {
-            // Still being written: a replay that the refreshes resume.
-            analysis::ReplayOptions o;
-            o.series_points = opt_.series_points;
-            o.progress = [this, &w, path_gen](uint64_t done, uint64_t size) {
-              set_phase(w.live_phase, size ? static_cast<float>(static_cast<double>(done) / size) : -1.f);
-              std::lock_guard lk(mu_);
-              if (quit_ || want_.path_gen != path_gen) throw Stale{};
-            };
-            auto session = std::make_unique<analysis::Session>(std::move(o));
-            res.error = session->open(w.path);
-            if (res.error.empty()) {
-              w.live_phase = "reading";
-              session->advance();
-              res.model = session->snapshot();
-              w.live = std::move(session);
-            }
-          } else {
-            res = analyze(w.path, {}, "reading", check_path);
-          }
-          auto s = std::make_shared<Snapshot>();
-          s->path = w.path;
-          if (!res.ok()) {
-            s->error = res.error.empty() ? "cannot read the file" : res.error;
-            w.sym.reset();
-            w.base.reset();
-            w.whole.reset();
-            check_path();
-            publish(s);
-            std::lock_guard lk(mu_);
-            have_.path_gen = path_gen;
-            have_.window_gen = window_gen;
-            break;
-          }
-          if (replaced)
-            res.model->warnings.insert(res.model->warnings.begin(),
-                                       "the file was replaced (another recording) or cut short while it was followed: read again from its start");
-          w.set_base(std::shared_ptr<const analysis::Model>(std::move(res.model)));
-          w.following = opt_.follow && fmt::is_being_written(w.path);
-          w.next_refresh = Clock::now() + opt_.live_interval;
-          w.refreshes = 1;
-          s->base = w.base;
-          s->live = w.following;
-          s->writer_alive = w.following;
-          s->refreshes = w.refreshes;
-          s->summary = std::make_shared<SummaryData>(make_summary(*w.base, w.path, w.following));
-          s->timeline = std::make_shared<TimelineData>(make_timeline(*w.base));
-          ViewData v;
-          v.model = w.base;
-          v.summary = s->summary;
-          s->view = std::make_shared<ViewData>(v);
-          s->analysis_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-          check_path();
-          publish(s);
-          build_view(
-              v, *w.sym, check_path,
-              [&](const ViewData& part) {
-                auto p = copy_current();
-                p->view = std::make_shared<ViewData>(part);
-                check_path();
-                publish(p);
-              },
-              phase, needs);
-          w.whole = std::make_shared<ViewData>(std::move(v));
-          auto done = copy_current();
-          done->view = w.whole;
-          done->symbol_problems = problems_of(*w.sym);
-          done->analysis_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-          check_path();
-          publish(done);
-          std::lock_guard lk(mu_);
-          have_.path_gen = path_gen;
-          have_.window_gen = 0;  // the window (if any) is analysed next
-          if (!want_.baseline.empty()) have_.baseline_gen = 0;  // differences to the new trace
-          break;
-        }
-        case Job::Window: {
-          auto view = window_view(want.window, check_window);
-          auto s = copy_current();
-          s->view = view;
-          check_window();
-          publish(s);
-          std::lock_guard lk(mu_);
-          have_.window_gen = window_gen;
-          break;
-        }
-        case Job::Baseline: {
-          if (w.baseline_path != want.baseline || want.baseline.empty() || !w.baseline_whole) {
-            w.reset_baseline(want.baseline);
-            if (!want.baseline.empty()) {
-              analysis::AnalyzeResult res = analyze(want.baseline, {}, "reading the baseline", check_baseline);
-              if (!res.ok()) {
-                w.baseline_error = res.error;
-              } else {
-                std::shared_ptr<const analysis::Model> bm(std::move(res.model));
-                auto bsym = std::make_unique<analysis::Symbolizer>(*bm);
-                phase("baseline call trees", -1);
-                auto whole = std::make_shared<BaselineView>(make_baseline_view(bm, *bsym, {}, check_baseline));
-                w.baseline = bm;
-                w.baseline_sym = std::move(bsym);
-                w.baseline_whole = std::move(whole);
-              }
-            }
-          }
-          phase("differences", -1);
-          auto s = copy_current();
-          s->compare = compare_for(s->view.get());
-          check_baseline();
-          publish(s);
-          std::lock_guard lk(mu_);
-          have_.baseline_gen = baseline_gen;
-          break;
-        }
-        case Job::Extend: {  // a view asked for a metric (or the tables) not built yet
-          std::shared_ptr<const ViewData> cur = copy_current()->view;
-          ViewData v = *cur;
-          build_view(v, *w.sym, check_window, [](const ViewData&) {}, phase, needs);
-          auto built = std::make_shared<ViewData>(std::move(v));
-          auto s = copy_current();
-          s->view = built;
-          if (built->window.empty()) w.whole = built;
-          if (!w.baseline_path.empty()) s->compare = compare_for(built.get());
-          check_window();
-          publish(s);
-          break;
-        }
-        case Job::CompareWindow: {  // the selection changed: the baseline follows it
-          auto check_compare = [&] {
-            std::lock_guard lk(mu_);
-            if (quit_ || want_.path_gen != path_gen || want_.window_gen != window_gen ||
-                want_.baseline_gen != baseline_gen)
-              throw Stale{};
-          };
-          std::shared_ptr<const ViewData> view = copy_current()->view;
-          if (!baseline_for(view->window, check_compare)) {
-            auto s = copy_current();  // the baseline cannot be read again: say so, stop asking
-            auto c = std::make_shared<CompareData>(*s->compare);
-            c->pending = false;
-            c->complete = false;
-            c->error = "cannot read the baseline for the selected range";
-            s->compare = c;
-            publish(s);
-            break;
-          }
-          phase("differences", -1);
-          auto s = copy_current();
-          s->compare = compare_for(view.get());
-          check_compare();
-          publish(s);
-          break;
-        }
-        case Job::Refresh: {
-          const uint64_t size = file_size(w.path);
-          const bool writer = fmt::is_being_written(w.path);
-          w.next_refresh = Clock::now() + opt_.live_interval;
-          const FileIdentity id = identity_of(w.path);
-          if (id.head_len == 0) break;  // gone for now (a new recording about to take the path?)
-          if (size < w.last_size || !same_recording(w.identity, id)) {
-            // Another recording now has this path, or the file was cut short: what was read
-            // so far is not in it. The next job reads it from the start.
-            w.reopen = true;
-            break;
-          }
-          if (id.head_len > w.identity.head_len) w.identity = id;
-          if (size == w.last_size && writer) break;  // nothing new yet
-          const auto t0 = Clock::now();
-          analysis::AnalyzeResult res;
-          uint64_t bytes = 0;
-          if (w.live && !w.live->broken()) {
-            // Only the blocks appended since the last refresh; the last one (the writer is
-            // gone) also releases the events after the last watermark.
-            const uint64_t before = w.live->bytes_read();
-            w.live_phase = "refreshing";
-            w.live->advance();
-            if (!writer) w.live->finish();
-            res.model = w.live->snapshot();
-            bytes = w.live->bytes_read() - before;
-          } else {
-            res = analyze(w.path, {}, "refreshing", check_path);
-            bytes = size;
-          }
-          if (!writer) w.live.reset();
-          if (!res.ok()) break;
-          w.last_size = size;
-          w.set_base(std::shared_ptr<const analysis::Model>(std::move(res.model)), opt_.incremental);
-          ViewData v;
-          v.model = w.base;
-          v.summary = std::make_shared<SummaryData>(make_summary(*w.base, w.path, writer));
-          build_view(v, *w.sym, check_path, [](const ViewData&) {}, phase, needs);
-          w.whole = std::make_shared<ViewData>(std::move(v));
-          auto view = window_view(want.window, check_path);
-          auto s = copy_current();
-          s->base = w.base;
-          s->summary = w.whole->summary;
-          s->timeline = std::make_shared<TimelineData>(make_timeline(*w.base));
-          s->view = view;
-          s->writer_alive = writer;
-          s->live = writer;
-          s->symbol_problems = problems_of(*w.sym);
-          s->refreshes = ++w.refreshes;
-          s->refresh_bytes = bytes + w.window_bytes;
-          s->analysis_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-          if (!w.baseline_path.empty()) s->compare = compare_for(view.get());
-          w.following = writer;  // one last refresh after the writer is gone, then stop
-          w.next_refresh = Clock::now() + opt_.live_interval;
-          check_path();
-          publish(s);
-          std::lock_guard lk(mu_);
-          if (want_.window_gen == window_gen) have_.window_gen = window_gen;
-          break;
-        }
-        case Job::None: break;
+      switch (kind) {
+        case JobKind::Open: open_job(j); break;
+        case JobKind::Window: window_job(j); break;
+        case JobKind::Baseline: baseline_job(j); break;
+        case JobKind::Extend: extend_job(j); break;
+        case JobKind::CompareWindow: compare_window_job(j); break;
+        case JobKind::Refresh: refresh_job(j); break;
+        case JobKind::None: break;
       }
     } catch (const Stale&) {
       // The wanted state changed: the loop picks the next job.
     }
   }
+}
+
+// The file to show (a new one, or the followed path now holding another recording).
+void Loader::open_job(Job& j) {
+  Work& w = *work_;
+  const Want& want = j.want;
+  const uint64_t path_gen = j.path_gen, window_gen = j.window_gen;
+  const Check check_path = [&j] { j.check_path(); };
+  const bool replaced = w.reopen && w.path == want.path;
+  w.path = want.path;
+  w.following = false;
+  w.reopen = false;
+  w.live.reset();
+  w.live_window.reset();
+  const auto t0 = Clock::now();
+  w.identity = identity_of(w.path);
+  w.last_size = file_size(w.path);
+  analysis::AnalyzeResult res;
+  if (opt_.follow && opt_.incremental && fmt::is_being_written(w.path)) {
+    // Still being written: a replay that the refreshes resume.
+    analysis::ReplayOptions o;
+    o.series_points = opt_.series_points;
+    o.progress = [this, &w, path_gen](uint64_t done, uint64_t size) {
+      set_phase(w.live_phase, size ? static_cast<float>(static_cast<double>(done) / size) : -1.f);
+      std::lock_guard lk(mu_);
+      if (quit_ || want_.path_gen != path_gen) throw Stale{};
+    };
+    auto session = std::make_unique<analysis::Session>(std::move(o));
+    res.error = session->open(w.path);
+    if (res.error.empty()) {
+      w.live_phase = "reading";
+      session->advance();
+      res.model = session->snapshot();
+      w.live = std::move(session);
+    }
+  } else {
+    res = j.analyze(w.path, {}, "reading", check_path);
+  }
+  auto s = std::make_shared<Snapshot>();
+  s->path = w.path;
+  if (!res.ok()) {
+    s->error = res.error.empty() ? "cannot read the file" : res.error;
+    w.sym.reset();
+    w.base.reset();
+    w.whole.reset();
+    j.check_path();
+    publish(s);
+    std::lock_guard lk(mu_);
+    have_.path_gen = path_gen;
+    have_.window_gen = window_gen;
+    return;
+  }
+  if (replaced)
+    res.model->warnings.insert(res.model->warnings.begin(),
+                               "the file was replaced (another recording) or cut short while it was followed: read again from its start");
+  w.set_base(std::shared_ptr<const analysis::Model>(std::move(res.model)));
+  w.following = opt_.follow && fmt::is_being_written(w.path);
+  w.next_refresh = Clock::now() + opt_.live_interval;
+  w.refreshes = 1;
+  s->base = w.base;
+  s->live = w.following;
+  s->writer_alive = w.following;
+  s->refreshes = w.refreshes;
+  s->summary = std::make_shared<SummaryData>(make_summary(*w.base, w.path, w.following));
+  s->timeline = std::make_shared<TimelineData>(make_timeline(*w.base));
+  ViewData v;
+  v.model = w.base;
+  v.summary = s->summary;
+  s->view = std::make_shared<ViewData>(v);
+  s->analysis_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  j.check_path();
+  publish(s);
+  build_view(
+      v, *w.sym, check_path,
+      [&](const ViewData& part) {
+        auto p = copy_current();
+        p->view = std::make_shared<ViewData>(part);
+        j.check_path();
+        publish(p);
+      },
+      j.phase_fn(), j.needs);
+  w.whole = std::make_shared<ViewData>(std::move(v));
+  auto done = copy_current();
+  done->view = w.whole;
+  done->symbol_problems = problems_of(*w.sym);
+  done->analysis_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  j.check_path();
+  publish(done);
+  std::lock_guard lk(mu_);
+  have_.path_gen = path_gen;
+  have_.window_gen = 0;  // the window (if any) is analysed next
+  if (!want_.baseline.empty()) have_.baseline_gen = 0;  // differences to the new trace
+}
+
+// A time window was selected (or cleared).
+void Loader::window_job(Job& j) {
+  auto view = j.window_view(j.want.window, [&j] { j.check_window(); });
+  auto s = copy_current();
+  s->view = view;
+  j.check_window();
+  publish(s);
+  std::lock_guard lk(mu_);
+  have_.window_gen = j.window_gen;
+}
+
+// A baseline to compare with was opened (or closed).
+void Loader::baseline_job(Job& j) {
+  Work& w = *work_;
+  const Want& want = j.want;
+  const Check check_baseline = [&j] { j.check_baseline(); };
+  if (w.baseline_path != want.baseline || want.baseline.empty() || !w.baseline_whole) {
+    w.reset_baseline(want.baseline);
+    if (!want.baseline.empty()) {
+      analysis::AnalyzeResult res = j.analyze(want.baseline, {}, "reading the baseline", check_baseline);
+      if (!res.ok()) {
+        w.baseline_error = res.error;
+      } else {
+        std::shared_ptr<const analysis::Model> bm(std::move(res.model));
+        auto bsym = std::make_unique<analysis::Symbolizer>(*bm);
+        j.phase("baseline call trees", -1);
+        auto whole = std::make_shared<BaselineView>(make_baseline_view(bm, *bsym, {}, check_baseline));
+        w.baseline = bm;
+        w.baseline_sym = std::move(bsym);
+        w.baseline_whole = std::move(whole);
+      }
+    }
+  }
+  j.phase("differences", -1);
+  auto s = copy_current();
+  s->compare = j.compare_for(s->view.get());
+  j.check_baseline();
+  publish(s);
+  std::lock_guard lk(mu_);
+  have_.baseline_gen = j.baseline_gen;
+}
+
+// A view asked for a metric (or the tables) not built yet.
+void Loader::extend_job(Job& j) {
+  Work& w = *work_;
+  std::shared_ptr<const ViewData> cur = copy_current()->view;
+  ViewData v = *cur;
+  build_view(v, *w.sym, [&j] { j.check_window(); }, [](const ViewData&) {}, j.phase_fn(), j.needs);
+  auto built = std::make_shared<ViewData>(std::move(v));
+  auto s = copy_current();
+  s->view = built;
+  if (built->window.empty()) w.whole = built;
+  if (!w.baseline_path.empty()) s->compare = j.compare_for(built.get());
+  j.check_window();
+  publish(s);
+}
+
+// The selection changed: the baseline follows it.
+void Loader::compare_window_job(Job& j) {
+  std::shared_ptr<const ViewData> view = copy_current()->view;
+  if (!j.baseline_for(view->window, [&j] { j.check_compare(); })) {
+    auto s = copy_current();  // the baseline cannot be read again: say so, stop asking
+    auto c = std::make_shared<CompareData>(*s->compare);
+    c->pending = false;
+    c->complete = false;
+    c->error = "cannot read the baseline for the selected range";
+    s->compare = c;
+    publish(s);
+    return;
+  }
+  j.phase("differences", -1);
+  auto s = copy_current();
+  s->compare = j.compare_for(view.get());
+  j.check_compare();
+  publish(s);
+}
+
+// A followed file: what was appended since the last look.
+void Loader::refresh_job(Job& j) {
+  Work& w = *work_;
+  const Check check_path = [&j] { j.check_path(); };
+  const uint64_t size = file_size(w.path);
+  const bool writer = fmt::is_being_written(w.path);
+  w.next_refresh = Clock::now() + opt_.live_interval;
+  const FileIdentity id = identity_of(w.path);
+  if (id.head_len == 0) return;  // gone for now (a new recording about to take the path?)
+  if (size < w.last_size || !same_recording(w.identity, id)) {
+    // Another recording now has this path, or the file was cut short: what was read so far is
+    // not in it. The next job reads it from the start.
+    w.reopen = true;
+    return;
+  }
+  if (id.head_len > w.identity.head_len) w.identity = id;
+  if (size == w.last_size && writer) return;  // nothing new yet
+  const auto t0 = Clock::now();
+  analysis::AnalyzeResult res;
+  uint64_t bytes = 0;
+  if (w.live && !w.live->broken()) {
+    // Only the blocks appended since the last refresh; the last one (the writer is gone) also
+    // releases the events after the last watermark.
+    const uint64_t before = w.live->bytes_read();
+    w.live_phase = "refreshing";
+    w.live->advance();
+    if (!writer) w.live->finish();
+    res.model = w.live->snapshot();
+    bytes = w.live->bytes_read() - before;
+  } else {
+    res = j.analyze(w.path, {}, "refreshing", check_path);
+    bytes = size;
+  }
+  if (!writer) w.live.reset();
+  if (!res.ok()) return;
+  w.last_size = size;
+  w.set_base(std::shared_ptr<const analysis::Model>(std::move(res.model)), opt_.incremental);
+  ViewData v;
+  v.model = w.base;
+  v.summary = std::make_shared<SummaryData>(make_summary(*w.base, w.path, writer));
+  build_view(v, *w.sym, check_path, [](const ViewData&) {}, j.phase_fn(), j.needs);
+  w.whole = std::make_shared<ViewData>(std::move(v));
+  auto view = j.window_view(j.want.window, check_path);
+  auto s = copy_current();
+  s->base = w.base;
+  s->summary = w.whole->summary;
+  s->timeline = std::make_shared<TimelineData>(make_timeline(*w.base));
+  s->view = view;
+  s->writer_alive = writer;
+  s->live = writer;
+  s->symbol_problems = problems_of(*w.sym);
+  s->refreshes = ++w.refreshes;
+  s->refresh_bytes = bytes + w.window_bytes;
+  s->analysis_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (!w.baseline_path.empty()) s->compare = j.compare_for(view.get());
+  w.following = writer;  // one last refresh after the writer is gone, then stop
+  w.next_refresh = Clock::now() + opt_.live_interval;
+  j.check_path();
+  publish(s);
+  std::lock_guard lk(mu_);
+  if (want_.window_gen == j.window_gen) have_.window_gen = j.window_gen;
 }
 
 }  // namespace memtide::viewer

@@ -89,8 +89,17 @@ class Loader {
     bool view_done = false;
   };
   struct Work;  // the loader thread's own state (symbolizers, whole-trace view)
+  struct Job;   // one job's inputs and the checks that abandon it when they change
+  enum class JobKind : uint8_t { None, Open, Window, Baseline, Extend, CompareWindow, Refresh };
 
   void run();
+  JobKind next_job_locked() const;  // mu_ held
+  void open_job(Job& j);
+  void window_job(Job& j);
+  void baseline_job(Job& j);
+  void extend_job(Job& j);
+  void compare_window_job(Job& j);
+  void refresh_job(Job& j);
   void publish(const std::shared_ptr<Snapshot>& s);
   std::shared_ptr<Snapshot> copy_current() const;
   void set_phase(const char* phase, float fraction);

@@ -27,9 +27,10 @@ std::string end_description(const Model& m, bool recording) {
   if (!m.end) return m.truncated ? "no end record (still being written, or cut)" : "no end record (killed?)";
   const auto& e = *m.end;
   switch (e.reason) {
-    case fmt::EndReason::Exit: return "exit status " + std::to_string(e.status);
-    case fmt::EndReason::ImmediateExit: return "_exit status " + std::to_string(e.status);
-    case fmt::EndReason::QuickExit: return "quick_exit status " + std::to_string(e.status);
+    case fmt::EndReason::Exit:
+    case fmt::EndReason::ImmediateExit:
+    case fmt::EndReason::QuickExit:  // "exit status 0", "_exit status 3": the reason's name (records.h)
+      return std::string(fmt::end_reason_name(e.reason)) + " status " + std::to_string(e.status);
     case fmt::EndReason::Signal: return "killed by " + signal_name(e.status);
     case fmt::EndReason::Exec: return "exec'd another program";
     case fmt::EndReason::Error: return "recording stopped after an error";

@@ -1,6 +1,8 @@
 // Synthetic traces for the analysis tests (tests/trace_builder.h) and helpers to analyse them.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -10,10 +12,13 @@
 
 namespace memtide::test {
 
-// Analyses bytes and fails the test when the trace cannot be opened.
+// Analyses bytes; when the trace cannot be opened, fails the test and returns nullptr.
 inline std::unique_ptr<analysis::Model> analyze(const std::vector<uint8_t>& bytes, analysis::ReplayOptions o = {}) {
   analysis::AnalyzeResult r = analysis::analyze_memory(bytes, o);
-  if (!r.ok()) return nullptr;
+  if (!r.ok()) {
+    ADD_FAILURE() << "the synthetic trace cannot be analysed: " << r.error;
+    return nullptr;
+  }
   return std::move(r.model);
 }
 

@@ -87,6 +87,7 @@ TEST(FlameLayout, NarrowFramesAreMergedIntoOneBlock) {
 TEST(FlameLayout, MergedBlocksBelowAPixelAreDropped) {
   const FlameTree t = sample();
   const FlameLayout l = layout_flame(t, 0, 20, 4);  // d+e = 0.8 px
+  ASSERT_FALSE(l.rects.empty());
   for (const FlameRect& r : l.rects) EXPECT_NE(r.node == kMergedNode && r.value == 4, true);
 }
 

@@ -28,7 +28,7 @@ inline std::string read_file(const std::string& path) {
 // keep it for a look).
 inline std::string temp_dir() {
   // The name lives in a plain array: the atexit handler runs after static strings are gone.
-  static char name[] = "/tmp/memtide-analysis-e2e.XXXXXX";
+  static char name[] = "/tmp/memtide-cli-e2e.XXXXXX";
   static std::string dir = [] {
     const char* d = mkdtemp(name);
     if (d && !std::getenv("MEMTIDE_KEEP_TEST_FILES"))

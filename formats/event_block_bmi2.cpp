@@ -1,4 +1,4 @@
-// EventDecoder's fast path with BMI2 (see merge_fast.h): each varint is one bzhi (its bytes)
+// EventDecoder's fast path with BMI2 (see event_block_fast.h): each varint is one bzhi (its bytes)
 // and one pext (their 7-bit groups) instead of the portable path's ten masks and shifts.
 //
 // Only the functions below are built for BMI2, with a target attribute rather than -mbmi2 for
@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "formats/merge.h"
+#include "formats/event_block.h"
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -18,7 +18,7 @@
 #else
 #define MEMTIDE_FAST_TARGET
 #endif
-#include "formats/merge_fast.h"
+#include "formats/event_block_fast.h"
 
 namespace memtide::fmt::detail {
 

@@ -1,8 +1,8 @@
-// EventDecoder's fast path (internal to formats/merge*.cpp): a run of consecutive Allocs and
+// EventDecoder's fast path (internal to formats/event_block*.cpp): a run of consecutive Allocs and
 // Frees decoded straight into MergedEvents, with two ways of extracting the varints.
 //
-//   - merge.cpp: the portable extraction (SSE2 masks and shifts), the reference;
-//   - merge_bmi2.cpp: the same run with BMI2 (pext, bzhi), chosen at run time when the CPU has
+//   - event_block.cpp: the portable extraction (SSE2 masks and shifts), the reference;
+//   - event_block_bmi2.cpp: the same run with BMI2 (pext, bzhi), chosen at run time when the CPU has
 //     it and executes pext fast (EventDecoder::Impl).
 //
 // Everything here is in an anonymous namespace on purpose: each including file compiles its
@@ -17,7 +17,7 @@
 #include <cstring>
 
 #include "formats/decoder.h"
-#include "formats/merge.h"
+#include "formats/event_block.h"
 
 #ifndef MEMTIDE_FAST_TARGET
 #error "define MEMTIDE_FAST_TARGET (the target attribute of the fast path, or nothing) before the include"
@@ -25,7 +25,7 @@
 
 namespace memtide::fmt::detail {
 
-// merge_bmi2.cpp: the BMI2 run, or nullptr when this build has none (not x86-64).
+// event_block_bmi2.cpp: the BMI2 run, or nullptr when this build has none (not x86-64).
 FastEventsFn bmi2_fast_events();
 // Whether the CPU has BMI1 and BMI2 and its pext is not microcoded (AMD before Zen 3 takes
 // hundreds of cycles for one: the portable path is faster there).
@@ -39,7 +39,7 @@ namespace {
   return v;
 }
 
-// The event tag (merge.h: 0x40 + api for an Alloc, 0x60 + api for a Free) of each wire tag of
+// The event tag (event_block.h: 0x40 + api for an Alloc, 0x60 + api for a Free) of each wire tag of
 // the fast path (0x40..0xFF).
 inline constexpr auto kFastEventTag = [] {
   struct Table {
@@ -58,7 +58,7 @@ inline constexpr auto kFastEventTag = [] {
 // `Varints::get(p, v, len)`: the first four varints at `p` (32 readable bytes), each of at most
 // 8 bytes: v[k] their values, len[k] the bytes taken by varints 0..k; false when they do not
 // fit. (For a Free the varints past its end are garbage, unused.)
-// The FastEventsFn of merge.h with the varint extraction `Varints`.
+// The FastEventsFn of event_block.h with the varint extraction `Varints`.
 template <class Varints>
 [[gnu::always_inline]] MEMTIDE_FAST_TARGET inline const uint8_t* fast_events_run(const uint8_t* p, const uint8_t* end,
                                                                                  StreamRegs& r, MergedEvent* out,

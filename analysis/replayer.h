@@ -1,0 +1,30 @@
+// The replay as the session driver (session.cpp) sees it. The Replayer (replay.cpp) is the
+// visitor that turns merged records into a Model; its handlers inline into the loop that plays
+// a batch, so the class stays inside replay.cpp and the driver holds it by pointer.
+#pragma once
+
+#include <memory>
+
+#include "analysis/batches.h"
+#include "analysis/model.h"
+#include "analysis/replay.h"
+
+namespace memtide::analysis::detail {
+
+class Replayer;
+struct ReplayerDelete {
+  void operator()(Replayer* r) const;
+};
+using ReplayerPtr = std::unique_ptr<Replayer, ReplayerDelete>;
+
+// A replay into `m` with the options `o` (both outlive it).
+ReplayerPtr make_replayer(Model& m, const ReplayOptions& o);
+// Replays a batch of merged events in order.
+void replay_batch(Replayer& rp, const Batch& b, fmt::DecodeScratch& scratch);
+// Replays what `merger` still holds (no more blocks will come).
+void replay_rest(Replayer& rp, fmt::EventMerger& merger);
+// Finishes `out`, a copy of the model being built, as if the trace ended here: leaks, peaks by
+// stack, threads, warnings. The replay's own state is not changed, so it can go on.
+void finish_into(const Replayer& rp, Model& out);
+
+}  // namespace memtide::analysis::detail

@@ -1,0 +1,178 @@
+// The session driver: a resumable replay of one trace (analysis/replay.h). Each advance() reads
+// the blocks appended since the last one on a reader thread that decodes and merges them
+// (batches.h) and replays the merged batches here (replay.cpp); snapshot() finishes a copy of
+// the model. analyze_file is a session advanced once and finished.
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "analysis/batches.h"
+#include "analysis/replay.h"
+#include "analysis/replayer.h"
+#include "formats/decoder.h"
+#include "formats/merge.h"
+#include "formats/reader.h"
+
+namespace memtide::analysis {
+
+using namespace memtide::fmt;
+using detail::BlockSource;
+using detail::ReadItem;
+
+// The session's state: the reader's position, the merger's queues and the replay, kept
+// between calls. Not movable (the Replayer refers to the model and the options): held by
+// pointer.
+struct Session::Impl {
+  ReplayOptions opt;
+  FileReader reader;
+  bool is_file = false;
+  std::string path;
+  Model m;  // being built: finished into copies by snapshot()
+  detail::ReplayerPtr rp = detail::make_replayer(m, opt);
+  EventMerger merger;
+  std::unique_ptr<DecodeScratch> scratch = std::make_unique<DecodeScratch>();  // for the records the replay decodes
+  uint64_t blocks = 0;
+  ReadResult tail;  // Truncated: where the file ends inside a block (for finish())
+  bool open = false, stopped = false, finished = false, broken = false;
+
+  explicit Impl(ReplayOptions o) : opt(std::move(o)) {}
+
+  void opened() {
+    open = true;
+    merger.set_exact_watermarks((reader.info().flags & kFileFlagExactWatermarks) != 0);
+    m.file_size = reader.size();
+    for (const std::string& w : reader.warnings()) m.warnings.push_back(w);
+  }
+
+  Session::Progress advance() {
+    Session::Progress pr;
+    if (!open || stopped || broken) return pr;
+    const uint64_t size = reader.size();
+    m.file_size = std::max(m.file_size, size);
+    const uint64_t start = reader.offset();
+    tail = {};
+    // The reader thread stops after the last complete block; every item it read is taken
+    // below, so the reader's offset is where the next call starts. It merges the blocks with
+    // `merger` meanwhile: the merger is this thread's again once `source` is gone.
+    BlockSource source(reader, merger);
+    try {
+      for (;;) {
+        ReadItem it = source.next();
+        detail::replay_batch(*rp, *it.batch, *scratch);
+        source.give(std::move(it.batch));
+        if (!it.warnings.empty()) {
+          m.corrupt = true;
+          for (std::string& w : it.warnings) m.warnings.push_back(std::move(w));
+        }
+        pr.blocks += it.blocks;
+        // (A file still being written grows while it is read: the size is then the offset reached,
+        // so that the fraction never passes 1.)
+        if (opt.progress && it.blocks && ((blocks + it.blocks) >> 6) != (blocks >> 6))
+          opt.progress(it.offset, std::max(size, it.offset));
+        blocks += it.blocks;
+        const ReadResult& r = it.read;
+        if (r.ok()) continue;
+        if (r.end_of_file()) break;
+        if (r.status == ReadStatus::Truncated) {
+          tail = r;
+          pr.waiting = true;
+          break;
+        }
+        m.corrupt = true;
+        m.warnings.push_back(r.message);
+        if (it.last) {
+          stopped = true;  // no valid block after it
+          break;
+        }
+      }
+    } catch (...) {
+      broken = true;
+      throw;
+    }
+    pr.bytes = reader.offset() - start;
+    return pr;
+  }
+
+  void finish() {
+    if (finished || !open || broken) return;
+    finished = stopped = true;
+    if (tail.status == ReadStatus::Truncated) {
+      const bool growing = is_file && is_being_written(path);
+      m.truncated = true;
+      m.warnings.push_back(growing ? "the trace is still being written: analysed up to offset " +
+                                         std::to_string(tail.offset)
+                                   : tail.message + ": analysed up to the cut");
+    }
+    detail::replay_rest(*rp, merger);
+    for (const ReadResult& e : merger.take_errors()) {
+      m.corrupt = true;
+      m.warnings.push_back(detail::block_warning(e));
+    }
+  }
+
+  std::unique_ptr<Model> snapshot() const {
+    auto out = std::make_unique<Model>(m);
+    if (merger.stats().out_of_order)
+      out->warnings.push_back(std::to_string(merger.stats().out_of_order) + " events were merged out of time order");
+    detail::finish_into(*rp, *out);
+    if (!out->complete && !out->truncated)
+      out->warnings.insert(out->warnings.begin(), "no end record: the process was killed or is still running; "
+                                                  "analysed what was written");
+    return out;
+  }
+};
+
+Session::Session(ReplayOptions options) : p_(std::make_unique<Impl>(std::move(options))) {}
+Session::~Session() = default;
+Session::Session(Session&&) noexcept = default;
+Session& Session::operator=(Session&&) noexcept = default;
+
+std::string Session::open(const std::string& path) {
+  if (OpenResult o = p_->reader.open(path); !o.ok()) return o.message.empty() ? "cannot open the file" : o.message;
+  p_->is_file = true;
+  p_->path = path;
+  p_->opened();
+  return {};
+}
+
+std::string Session::open_memory(std::span<const uint8_t> data) {
+  if (OpenResult o = p_->reader.open_memory(data); !o.ok()) return o.message.empty() ? "not a trace" : o.message;
+  p_->opened();
+  return {};
+}
+
+Session::Progress Session::advance() { return p_->advance(); }
+void Session::finish() { p_->finish(); }
+bool Session::finished() const { return p_->finished; }
+bool Session::broken() const { return p_->broken; }
+std::unique_ptr<Model> Session::snapshot() const { return p_->snapshot(); }
+uint64_t Session::offset() const { return p_->reader.offset(); }
+uint64_t Session::bytes_read() const { return p_->reader.bytes_read(); }
+
+namespace {
+
+// The whole trace: one advance to its end, then finish.
+AnalyzeResult run(Session& s, const ReplayOptions& opt) {
+  s.advance();
+  s.finish();
+  AnalyzeResult res;
+  res.model = s.snapshot();
+  if (opt.progress) opt.progress(res.model->file_size, res.model->file_size);
+  return res;
+}
+
+}  // namespace
+
+AnalyzeResult analyze_file(const std::string& path, const ReplayOptions& options) {
+  Session s(options);
+  if (std::string e = s.open(path); !e.empty()) return {e, nullptr};
+  return run(s, options);
+}
+
+AnalyzeResult analyze_memory(std::span<const uint8_t> data, const ReplayOptions& options) {
+  Session s(options);
+  if (std::string e = s.open_memory(data); !e.empty()) return {e, nullptr};
+  return run(s, options);
+}
+
+}  // namespace memtide::analysis
