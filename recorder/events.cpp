@@ -43,9 +43,10 @@ inline int frames_within_depth(int n, int skip) {
 std::atomic<uint64_t> g_verify_stacks{0}, g_verify_fast{0}, g_verify_diff{0};
 
 // MEMTIDE_UNWIND=verify: both unwinders on every stack; the trace gets libunwind's.
+// `ips` has 2 * cap + 1 slots: the fast side takes the second half (one more slot: fast_backtrace
+// is itself one of our frames).
 MT_NOINLINE int unwind_verified(void** ips, int cap, int& skip, UnwindMemo* memo, const UnwindStart* from) {
-  // One more slot for the fast side: fast_backtrace is itself one of our frames.
-  void** fast = static_cast<void**>(__builtin_alloca(static_cast<size_t>(cap + 1) * sizeof(void*)));
+  void** fast = ips + cap;
   const int nf = fast_backtrace(fast, cap + 1, memo, from);
   const int nl = unw_backtrace(ips, cap);
   skip = skip_own_frames(ips, nl);
@@ -76,9 +77,21 @@ void unwind_verify_report() {
           static_cast<unsigned long long>(all - fast), static_cast<unsigned long long>(g_verify_diff.load()));
 }
 
+// The walk's buffer of a thread without its own state: it records into the process stream,
+// under its mutex, so one buffer serves them all.
+void* g_shared_walk_ips[2 * (kMaxDepth + kExtraFrames) + 1];
+
 MT_NOINLINE uint32_t walk_stack(ThreadState* ts, Stream* stream, const void* frame, const KeptLookup* pre) {
   const int cap = static_cast<int>(recording.opts.max_depth) + kExtraFrames;
-  void** ips = static_cast<void**>(__builtin_alloca(static_cast<size_t>(cap) * sizeof(void*)));
+  MEMTIDE_CHECK(cap <= kMaxDepth + kExtraFrames);
+  void** ips = g_shared_walk_ips;
+  if (ts) {
+    if (MT_UNLIKELY(!ts->walk_ips))
+      ts->walk_ips = static_cast<void**>(mem_alloc_uninit((2 * static_cast<size_t>(cap) + 1) * sizeof(void*)));
+    ips = ts->walk_ips;
+  }
+  if (MT_UNLIKELY(!ips))  // the recorder's heap is out of memory: on the stack after all
+    ips = static_cast<void**>(__builtin_alloca((2 * static_cast<size_t>(cap) + 1) * sizeof(void*)));
   int n = -1;
   int skip = 0;
   UnwindStart start;

@@ -164,6 +164,7 @@ inline void release(const Target& t) {
 // [3] Stack capture
 // ---------------------------------------------------------------------------------------
 inline constexpr int kExtraFrames = 6;  // room for our own frames at the top of an unwound stack
+inline constexpr int kMaxDepth = 1024;  // the largest --max-depth (options.inc)
 
 // Any stack but one found again with its id: unwound, then looked up in the stack table.
 MT_NOINLINE uint32_t walk_stack(ThreadState* ts, Stream* stream, const void* frame, const KeptLookup* pre);

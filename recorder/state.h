@@ -37,6 +37,10 @@ struct ThreadState {
   StackCacheEntry cache[kStackCacheSize];
   UnwindMemo memo;
   TriePath path;
+  // The return addresses of a stack walk (2 * (max_depth + kExtraFrames) + 1 slots, made at
+  // the thread's first walk): on the heap, so that a walk's use of the program's stack does not
+  // grow with --max-depth (a thread may have a 16 KiB stack).
+  void** walk_ips = nullptr;
 };
 
 enum State : int { kUninit = 0, kStarting, kActive, kStopped };

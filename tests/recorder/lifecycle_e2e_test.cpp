@@ -651,3 +651,33 @@ TEST(Lifecycle, TraceDescriptorIsNotSeenByTheProgram) {
     EXPECT_EQ(live(t, 4242), 10u);
   }
 }
+
+// A thread with a 16 KiB stack recurses as deep under memtide as untraced, less what a stack
+// walk takes on it, whatever --max-depth: the walk's buffer is on the heap. With libunwind and
+// --max-depth 1024 the recursion once reached 9 frames of its 30 (the buffers were on the stack).
+TEST(Lifecycle, SmallThreadStacksKeepTheirDepth) {
+  TempDir dir;
+  auto deepest = [&](const std::vector<std::pair<std::string, std::string>>& env) {
+    int n = 4;
+    for (; n <= 64; ++n) {
+      auto e = env;
+      if (!e.empty()) e.emplace_back("MEMTIDE_OUTPUT", (dir.path() / "t.mtide").string());
+      const RunResult r = run({MT_LIFECYCLE, "small-stack", std::to_string(n)}, e, dir.path(), 60);
+      std::error_code ec;
+      fs::remove(dir.path() / "t.mtide", ec);
+      if (r.status != 0) break;
+      EXPECT_EQ(r.out, "small stack: " + std::to_string(n) + " frames\n");
+    }
+    return n - 1;
+  };
+  const int untraced = deepest({});
+  ASSERT_GE(untraced, 10) << "frames of 256 bytes in 16 KiB";
+  for (const char* unwind : {"fast", "libunwind", "verify"}) {
+    for (const char* depth : {"64", "1024"}) {
+      const int traced = deepest({{"LD_PRELOAD", MT_PRELOAD}, {"MEMTIDE_UNWIND", unwind}, {"MEMTIDE_MAX_DEPTH", depth}});
+      // A walk may take about 1 KiB of the thread's stack: 3 of these frames.
+      EXPECT_GE(traced, untraced - 3) << "--unwind " << unwind << " --max-depth " << depth << ": " << traced
+                                      << " frames of the " << untraced << " untraced";
+    }
+  }
+}

@@ -8,6 +8,8 @@
 //                           whatever runs once three ticks passed since abort() was called;
 //                           leaks 6666 x1 and aborts: dies of SIGABRT untraced (abort ends the
 //                           program within a tick); prints "survived abort" if it does not
+//   lifecycle small-stack N a thread with a 16 KiB stack recurses N frames of 256 bytes, each
+//                           allocating and freeing a block; prints "small stack: N frames"
 //   lifecycle exit-thread   a second thread leaks 4444 x1 and calls exit(5) while main waits
 //   lifecycle threads N     N short-lived threads, each leaking one 4321-byte block
 //   lifecycle resident N    N threads at once, each making 2000 allocations (freed at once)
@@ -267,9 +269,35 @@ static int callers(long n) {
   return 0;
 }
 
+// small-stack: each frame holds 256 bytes the compiler cannot drop, and allocates.
+__attribute__((noinline)) int recurse_allocating(int left) {
+  volatile char pad[256];
+  pad[0] = static_cast<char>(left);
+  void* p = malloc(24);
+  const int below = left > 1 ? recurse_allocating(left - 1) : 0;
+  free(p);
+  return below + 1 + (pad[0] == 127 ? 1 : 0);
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) return 2;
   const char* mode = argv[1];
+  if (!std::strcmp(mode, "small-stack") && argc > 2) {
+    static int depth = std::atoi(argv[2]);
+    static int reached = 0;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 16384);
+    pthread_t t;
+    if (pthread_create(&t, &attr, [](void*) -> void* {
+          reached = recurse_allocating(depth);
+          return nullptr;
+        }, nullptr) != 0)
+      return 3;
+    pthread_join(t, nullptr);
+    std::printf("small stack: %d frames\n", reached);
+    return 0;
+  }
   if (!std::strcmp(mode, "fork")) {
     void* a = malloc(5555);
     void* b = malloc(5555);
