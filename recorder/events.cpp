@@ -135,23 +135,6 @@ MT_NOINLINE uint32_t walk_stack(ThreadState* ts, Stream* stream, const void* fra
 // ---------------------------------------------------------------------------------------
 namespace {
 
-// A sampled Alloc: its SampleWeight record, then the Alloc, as one record for the writer.
-void write_weighted_alloc(Stream* s, fmt::Api api, uint64_t addr, uint64_t size, uint32_t stack, uint64_t weight) {
-  constexpr size_t kWeightRoom = 1 + fmt::kLengthSlot + wire::kMaxVarint;
-  uint8_t* w = reserve(s, kWeightRoom + fmt::kMaxAllocRecord);
-  if (MT_UNLIKELY(!w)) return;
-  begin_record(s);
-  const uint64_t t = stream_time(s, event_time(s));
-  MEMTIDE_CHECK(t >= s->last_time && tls_busy > 0);
-  w += fmt::encode_sample_weight(w, kWeightRoom, fmt::SampleWeight{weight});
-  w = fmt::encode_alloc(w, s->recent, api, t - s->last_time, addr, s->last_addr, size, stack);
-  s->last_time = t;
-  s->last_addr = addr;
-  commit(s, w);
-  end_record(s);
-  ++s->allocs;
-}
-
 MT_NOINLINE void on_alloc_slow(fmt::Api api, void* p, size_t size, const void* frame) {
   Target t;
   if (!acquire_slow(t)) return;
@@ -163,7 +146,7 @@ MT_NOINLINE void on_alloc_slow(fmt::Api api, void* p, size_t size, const void* f
     const uint32_t stack = capture_stack(t, frame);
     const auto addr = reinterpret_cast<uint64_t>(p);
     if (weight) {
-      write_weighted_alloc(t.s, api, addr, size, stack, weight);
+      write_alloc(t.s, api, kNow, addr, size, stack, weight);
       sampling::insert(addr);
     } else {
       write_alloc(t.s, api, kNow, addr, size, stack);
@@ -192,18 +175,15 @@ MT_NOINLINE void on_alloc_sampled(fmt::Api api, void* p, size_t size, const void
     BusyScope busy;
     const uint32_t stack = capture_stack(t, frame);
     const auto addr = reinterpret_cast<uint64_t>(p);
-    write_weighted_alloc(t.s, api, addr, size, stack, weight);
+    write_alloc(t.s, api, kNow, addr, size, stack, weight);
     sampling::insert(addr);
   }
   release(t);
 }
 
+// (Exact mode: alloc_hook has taken sampled mode's allocations.)
 void on_alloc(fmt::Api api, void* p, size_t size, const void* frame) {
   if (!p) return;
-  if (MT_UNLIKELY(sampling::active())) {
-    if (const uint64_t weight = sampling::take(size)) on_alloc_sampled(api, p, size, frame, weight);
-    return;
-  }
   ThreadState* ts = own_stream_thread(false);
   if (MT_UNLIKELY(!ts)) {
     on_alloc_slow(api, p, size, frame);
@@ -304,7 +284,7 @@ void on_realloc_end(const ReallocTicket& r, fmt::Api api, void* old_ptr, void* n
       const uint32_t stack = capture_stack(t, frame);
       const auto addr = reinterpret_cast<uint64_t>(new_ptr);
       if (weight) {
-        write_weighted_alloc(t.s, api, addr, size, stack, weight);
+        write_alloc(t.s, api, kNow, addr, size, stack, weight);
         sampling::insert(addr);
       } else if (t.shared || !write_alloc_fast(t.s, api, addr, size, stack)) {
         write_alloc(t.s, api, kNow, addr, size, stack);

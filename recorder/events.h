@@ -27,6 +27,7 @@
 #include <cstdint>
 
 #include "formats/check.h"
+#include "formats/record_builders.h"
 #include "formats/records.h"
 #include "recorder/base.h"
 #include "recorder/clock.h"
@@ -199,12 +200,17 @@ MT_ALWAYS_INLINE uint32_t capture_stack(const Target& t, const void* frame) {
 // after a watermark that vouched for its time.
 inline constexpr uint64_t kNow = 0;
 
-MT_ALWAYS_INLINE void write_alloc(Stream* s, fmt::Api api, uint64_t time, uint64_t addr, uint64_t size, uint32_t stack) {
-  uint8_t* w = reserve(s, fmt::kMaxAllocRecord);
+// `weight` (sampled mode): the Alloc's SampleWeight goes before it, in the same record for the
+// writer; 0 (a constant at the exact call sites, so the test folds away): none.
+MT_ALWAYS_INLINE void write_alloc(Stream* s, fmt::Api api, uint64_t time, uint64_t addr, uint64_t size, uint32_t stack,
+                                  uint64_t weight = 0) {
+  constexpr size_t kWeightRoom = 1 + fmt::kLengthSlot + wire::kMaxVarint;
+  uint8_t* w = reserve(s, fmt::kMaxAllocRecord + (weight ? kWeightRoom : 0));
   if (MT_UNLIKELY(!w)) return;
   begin_record(s);
   const uint64_t t = stream_time(s, time == kNow ? event_time(s) : time);
   MEMTIDE_CHECK(t >= s->last_time && tls_busy > 0);
+  if (weight) w += fmt::encode_sample_weight(w, kWeightRoom, fmt::SampleWeight{weight});
   w = fmt::encode_alloc(w, s->recent, api, t - s->last_time, addr, s->last_addr, size, stack);
   s->last_time = t;
   s->last_addr = addr;

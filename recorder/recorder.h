@@ -39,6 +39,7 @@ void install_exit_status_handler();
 // pointer (__builtin_frame_address(0) in a function compiled with frame pointers), from which
 // the stack is unwound starting at the shim's caller; null: unwound from here, with
 // memtide's own frames skipped.
+// Exact mode only: the shims call alloc_hook, which takes sampled mode's allocations.
 void on_alloc(fmt::Api api, void* p, size_t size, const void* frame = nullptr);
 // The free of `p`, to be recorded (free_hook has decided so).
 void on_free(fmt::Api api, void* p);

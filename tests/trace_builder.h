@@ -96,30 +96,25 @@ class TraceBuilder {
     return *this;
   }
   // Any API: malloc, anonymous mmap (Api::Mmap), a custom pool's block (Api::Custom), ...
-  TraceBuilder& alloc(uint32_t stream, uint64_t t, fmt::Api api, uint64_t addr, uint64_t size, uint64_t stack) {
+  // `weight`: a sampled block standing for that many bytes (its SampleWeight record first).
+  TraceBuilder& alloc(uint32_t stream, uint64_t t, fmt::Api api, uint64_t addr, uint64_t size, uint64_t stack,
+                      uint64_t weight = 0) {
     fmt::Alloc a;
     a.time = start_ + t;
     a.api = api;
     a.addr = addr;
     a.size = size;
     a.stack = stack;
+    a.weight = weight;
     w_.append(stream, a);
     return *this;
   }
   TraceBuilder& malloc(uint32_t stream, uint64_t t, uint64_t addr, uint64_t size, uint64_t stack) {
     return alloc(stream, t, fmt::Api::Malloc, addr, size, stack);
   }
-  // A sampled malloc standing for `weight` bytes (its SampleWeight record, then the Alloc).
+  // A sampled malloc standing for `weight` bytes.
   TraceBuilder& sampled_malloc(uint32_t stream, uint64_t t, uint64_t addr, uint64_t size, uint64_t weight, uint64_t stack) {
-    fmt::Alloc a;
-    a.time = start_ + t;
-    a.api = fmt::Api::Malloc;
-    a.addr = addr;
-    a.size = size;
-    a.stack = stack;
-    a.weight = weight;
-    w_.append(stream, a);
-    return *this;
+    return alloc(stream, t, fmt::Api::Malloc, addr, size, stack, weight);
   }
   // memtide_sample(interval) at `t`: the Marker with the switch in its sampling field.
   TraceBuilder& switch_sampling(uint64_t t, uint64_t interval) {
