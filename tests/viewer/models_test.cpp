@@ -9,6 +9,8 @@
 #include "analysis/symbols.h"
 #include "synthetic_trace.h"
 #include "analysis/suppressions.h"
+#include "formats/sampling.h"
+#include "tests/trace_builder.h"
 #include "viewer/compare_model.h"
 #include "viewer/diff_model.h"
 #include "viewer/leaks_model.h"
@@ -469,6 +471,38 @@ TEST(Summary, ATraceBeingWrittenIsRecordingNotKilled) {
   ASSERT_TRUE(row(live, "state"));
   EXPECT_EQ(row(live, "state")->value, "still recording (the recorder holds the file)");
   EXPECT_FALSE(row(live, "state")->emphasis);
+}
+
+// A sampled trace: the summary's badge and note, every heap figure marked as an estimate, no
+// temporaries; the leaks table's rows carry their samples.
+TEST(Summary, ASampledTraceSaysItsFiguresAreEstimates) {
+  memtide::test::TraceBuilder::Options o;
+  o.sample_interval = 4096;
+  memtide::test::TraceBuilder b(o);
+  b.stack(1, 1, 0, {0x1000});
+  const uint64_t w = fmt::sample_weight(100, 4096);
+  b.sampled_malloc(1, 10, 0x10000, 100, w, 1).sampled_malloc(1, 20, 0x20000, 100, w, 1).free(1, 30, 0x10000);
+  Loaded l = load(b.end(40));
+  const SummaryData d = make_summary(*l.model, "/tmp/s.mtide");
+  EXPECT_EQ(d.sampling_badge, "sampled, 1 in ~4.00 KiB");
+  ASSERT_FALSE(d.warnings.empty());
+  EXPECT_EQ(d.warnings[0], d.sampling_note);
+  EXPECT_NE(d.sampling_note.find("2 samples"), std::string::npos) << d.sampling_note;
+  auto find = [&](const std::string& label) -> const SummaryRow* {
+    for (const auto& sec : d.sections)
+      for (const auto& r : sec.rows)
+        if (r.label == label) return &r;
+    return nullptr;
+  };
+  ASSERT_TRUE(find("allocations") && find("not freed") && find("temporary") && find("sampling"));
+  EXPECT_EQ(find("allocations")->value.substr(0, 1), "~") << find("allocations")->value;
+  EXPECT_EQ(find("not freed")->value.substr(0, 1), "~") << find("not freed")->value;
+  EXPECT_EQ(find("temporary")->value, "not known in a sampled trace");
+  const LeaksData leaks = make_leaks(*l.model, *l.sym);
+  EXPECT_TRUE(leaks.sampled);
+  ASSERT_EQ(leaks.rows.size(), 1u);
+  EXPECT_EQ(leaks.rows[0].samples, 1u);
+  EXPECT_EQ(leaks.rows[0].bytes, w);
 }
 
 }  // namespace
