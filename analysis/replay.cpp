@@ -275,10 +275,9 @@ class Replayer : public NullVisitor {
   std::map<std::tuple<uint64_t, uint8_t, uint8_t>, size_t> mismatch_index_;
   std::map<std::tuple<uint8_t, uint32_t, uint8_t>, size_t> unknown_index_;
   ScanData scan_;  // the leak scan at exit
-  // Sampled recording: the interval in effect (0: exact), whether blocks of an exact period
-  // may be live, and the weights of the live sampled blocks (heap, custom) by address.
+  // Sampled recording: the interval in effect (0: exact), and the weights of the live sampled
+  // blocks (heap, custom) by address.
   uint64_t interval_ = 0;
-  bool exact_blocks_ = false;
   std::unordered_map<uint64_t, uint64_t> weights_[2];
 };
 
@@ -371,7 +370,6 @@ Weighted Replayer::weighted_slow(unsigned map, uint64_t addr, const LiveBlock& b
 // sampled the same way. A kept block stands for kExactKeepFactor blocks from here on; the
 // others leave the estimate (not as frees: their fate is not recorded).
 void Replayer::convert_exact_blocks(uint64_t time) {
-  exact_blocks_ = true;
   for (unsigned map = 0; map < 2; ++map) {
     const Domain d = map == 0 ? Domain::Heap : Domain::Custom;
     DomainState& ds = dom_[static_cast<unsigned>(d)];

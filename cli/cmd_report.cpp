@@ -233,11 +233,11 @@ std::string leak_kinds(const Leaks& x) {
 
 void row(const char* label, const std::string& v) { std::printf("%-11s %s\n", label, v.c_str()); }
 
-// " ± 1.2 MiB, 14 samples": what stands behind an estimate of a sampled trace.
+// "± 1.2 MiB, 14 samples": what stands behind an estimate of a sampled trace.
 std::string behind(uint64_t samples, double var) {
-  std::string out = " (";
-  if (const double ci = ci95(var); ci >= 1) out += "± " + human_bytes(static_cast<uint64_t>(std::llround(ci))) + ", ";
-  return out + count_of(samples, "sample", "samples") + ")";
+  std::string out;
+  if (const double ci = ci95(var); ci >= 1) out = "± " + human_bytes(static_cast<uint64_t>(std::llround(ci))) + ", ";
+  return out + count_of(samples, "sample", "samples");
 }
 
 void print_section(const Model& m, Symbolizer& sym, const char* title, Domain d, Metric metric, const ReportOptions& o) {
@@ -251,7 +251,7 @@ void print_section(const Model& m, Symbolizer& sym, const char* title, Domain d,
     switch (metric) {
       case Metric::Leaked:
         line = human_bytes(s->m.leaked_bytes) + " in " + count_of(s->m.leaked_blocks, "block", "blocks") +
-               (sampled && s->m.leaked_samples ? behind(s->m.leaked_samples, s->m.leaked_var) : "") + ", allocated " +
+               (sampled && s->m.leaked_samples ? " (" + behind(s->m.leaked_samples, s->m.leaked_var) + ")" : "") + ", allocated " +
                rel_time(m, s->m.first_leak_time) + " .. " + rel_time(m, s->m.last_leak_time);
         if (m.leak_scan.complete && d == Domain::Heap) line += " (" + leak_kinds(s->m) + ")";
         break;
@@ -267,7 +267,7 @@ void print_section(const Model& m, Symbolizer& sym, const char* title, Domain d,
         break;
       default:
         line = human_bytes(s->m.alloc_bytes) + " in " + count_of(s->m.alloc_count, "allocation", "allocations") +
-               (sampled && s->m.alloc_samples ? behind(s->m.alloc_samples, s->m.alloc_var) : "");
+               (sampled && s->m.alloc_samples ? " (" + behind(s->m.alloc_samples, s->m.alloc_var) + ")" : "");
         break;
     }
     std::printf("  %2zu. %s\n", ++i, line.c_str());
@@ -308,7 +308,7 @@ void report_text(const Model& m, Symbolizer& sym, const ReportOptions& o) {
                       (m.window_to == UINT64_MAX ? std::string("end") : rel_time(m, m.window_to)) + "]");
   if (m.sampling.sampled())
     row("heap", count_of(h.allocations, "allocation", "allocations") + " (" + human_bytes(h.allocated_bytes) + " " +
-                    behind(m.sampling.samples, m.sampling.allocated_var).substr(2) + ", " +
+                    behind(m.sampling.samples, m.sampling.allocated_var) + "), " +
                     count_of(h.frees, "free", "frees") + ", temporaries not known when sampled");
   else
     row("heap", count_of(h.allocations, "allocation", "allocations") + " (" + human_bytes(h.allocated_bytes) + "), " +
