@@ -12,6 +12,7 @@
 #include <new>
 
 #include "recorder/clock.h"
+#include "recorder/recorder.h"
 #include "recorder/state.h"
 #include "recorder/stream.h"
 #include "recorder/writer.h"
@@ -136,18 +137,21 @@ void mem_thread_ending() {
 }
 
 void* mem_alloc(size_t n) {
+  BusyScope busy(kReentrant);  // (mimalloc maps memory through the hooks)
   if (recording.opts.allocator != AllocatorKind::Mimalloc) return mi_zalloc(n);
   if (MT_UNLIKELY(tls_heap_gone)) return mapped_alloc(n);
   mi_heap_t* h = own_heap();
   return h ? mi_heap_zalloc(h, n) : nullptr;
 }
 void* mem_alloc_uninit(size_t n) {
+  BusyScope busy(kReentrant);
   if (recording.opts.allocator != AllocatorKind::Mimalloc) return mi_malloc(n);
   if (MT_UNLIKELY(tls_heap_gone)) return mapped_alloc(n);
   mi_heap_t* h = own_heap();
   return h ? mi_heap_malloc(h, n) : nullptr;
 }
 void mem_free(void* p) {
+  BusyScope busy(kReentrant);
   if (MT_UNLIKELY(recording.opts.allocator == AllocatorKind::Mimalloc && p && !mi_is_in_heap_region(p))) {
     char* base = static_cast<char*>(p) - kMappedHeader;
     syscall(SYS_munmap, base, *reinterpret_cast<size_t*>(base));

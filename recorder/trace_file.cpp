@@ -152,7 +152,7 @@ void append_end(fmt::EndReason reason, uint64_t status) {
   Stream* s = &recording.shared;
   pthread_mutex_lock(&recording.shared_mutex);
   const uint64_t t = stream_time(s, now_ns());
-  const size_t n = fmt::encode_end(rec, sizeof rec, s->last_time, fmt::End{t, reason, status, allocs, frees, 0});
+  const size_t n = fmt::encode_end(rec, sizeof rec, s->last_time, fmt::End{t, reason, status, allocs, frees, g_lost_events.load(std::memory_order_relaxed)});
   if (n && append_record(s, rec, n)) s->last_time = t;
   pthread_mutex_unlock(&recording.shared_mutex);
 }

@@ -321,9 +321,9 @@ TEST(Ordering, ARecordDelayedAfterItsClockReadIsNotOvertakenByWatermarks) {
   expect_consistent(rep);
 }
 
-// A signal handler that allocates, every 20 us of CPU time, while its thread maps and unmaps
-// memory and churns small blocks: signals land inside the recorder's own work (unwinding a
-// mapping's stack, writing a record), where the handler's malloc and free cannot be recorded.
+// A signal handler that allocates, signalled about every 20 us, while its thread maps and unmaps
+// memory: signals land inside the recorder's own work on the mappings (unwinding a mapping's
+// stack, writing its record), where the handler's malloc and free cannot be recorded.
 // None may vanish: each handler allocation is either in the trace or counted in the End
 // record's lost events (a malloc and its free, both lost together), and the readers say so.
 TEST(Lifecycle, AHandlersEventsDuringTheRecordersWorkAreCountedAsLost) {
@@ -334,7 +334,7 @@ TEST(Lifecycle, AHandlersEventsDuringTheRecordersWorkAreCountedAsLost) {
   ASSERT_EQ(traces.size(), 1u);
   long handled = 0;
   ASSERT_EQ(std::sscanf(r.out.c_str(), "handler allocations %ld", &handled), 1) << r.out;
-  ASSERT_GT(handled, 1000) << "the timer did not fire; the test proves nothing";
+  ASSERT_GT(handled, 50) << "the signals did not arrive; the test proves nothing";
   const Replay rep = replay_trace(traces[0]);
   ASSERT_TRUE(rep.read_ok) << rep.error;
   ASSERT_TRUE(rep.ended);
