@@ -168,6 +168,22 @@ class TreeView {
   uint64_t relatives_serial_ = 0;
 };
 
+// The Growth view (view_growth.cpp); `go` asks the app for another view of a stack.
+class GrowthView {
+ public:
+  void draw(Frame& f);
+  enum class GoTo : uint8_t { None, Flamegraph, Leaks };
+  struct Go {
+    GoTo to = GoTo::None;
+    std::string site;  // the stack's allocation site: the flamegraph's search, the leaks' filter
+  } go;
+  int selected() const { return selected_; }
+
+ private:
+  uint64_t serial_ = 0;
+  int selected_ = -1;  // layer
+};
+
 class CompareView {
  public:
   void draw(Frame& f);
