@@ -93,9 +93,10 @@ TEST(Growth, TheGateFailsOnTheLeakAndPassesWithoutIt) {
   EXPECT_EQ(read_file(junit).find("<failure"), std::string::npos);
 
   // A limit above the leak's rate passes it.
-  EXPECT_EQ(cli("check --max-growth 100MiB/h " + leaking()).status, 0);
+  EXPECT_EQ(cli("check --max-growth 200MiB/h " + leaking()).status, 0);
+  EXPECT_EQ(cli("check --max-growth 100MiB/h " + leaking()).status, 1) << "1.67 MiB/min";
   // With a leak limit too, leaks are judged as ever: the leak was not freed at exit.
-  EXPECT_EQ(cli("check --max-growth 100MiB/h --max-leaked-bytes 1KiB " + leaking()).status, 1);
+  EXPECT_EQ(cli("check --max-growth 200MiB/h --max-leaked-bytes 1KiB " + leaking()).status, 1);
 }
 
 TEST(Growth, TheGatesJsonHasTheLimitAndTheGrowingStacks) {
@@ -128,11 +129,12 @@ TEST(Growth, BadRatesAndWarmUpsAreUsageErrors) {
   EXPECT_EQ(cli("check --max-growth fast/min " + leaking()).status, 2);
   EXPECT_EQ(cli("check --warmup 1s " + leaking()).status, 2) << "--warmup without --max-growth";
   EXPECT_EQ(cli("report --warmup 1s " + leaking()).status, 2) << "--warmup without --growth";
-  const Proc late = cli("check --max-growth 64KiB/min --warmup 1h " + leaking());
+  EXPECT_EQ(cli("report --growth --warmup 1h " + leaking()).status, 2) << "times are s, ms, us, ns or min";
+  const Proc late = cli("check --max-growth 64KiB/min --warmup 100s " + leaking());
   EXPECT_EQ(late.status, 2);
-  EXPECT_NE(late.err.find("cannot judge growth: the warm-up (1 h 0 min) is not shorter than the run"), std::string::npos)
+  EXPECT_NE(late.err.find("cannot judge growth: the warm-up (1 min 40 s) is not shorter than the run"), std::string::npos)
       << late.err;
-  const json j = report(leaking(), "--growth --warmup 1h");
+  const json j = report(leaking(), "--growth --warmup 2min");
   EXPECT_TRUE(j["growth"].empty());
   EXPECT_TRUE(j["growth_window"]["problem"].is_string());
 }
