@@ -85,7 +85,7 @@ bool rose(const StackGrowth& g, uint64_t) {
 
 bool grows(const StackGrowth& g, uint64_t window_ns) {
   const double rise = g.bytes_per_min * static_cast<double>(window_ns) / kNsPerMin;
-  return g.bytes_per_min > 0 && rise > 3 * g.noise_bytes && g.end_bytes > g.start_bytes && g.medians[0] < g.medians[1] &&
+  return g.bytes_per_min > 0 && rise > 3 * g.noise_bytes && g.medians[0] < g.medians[1] &&
          g.medians[1] < g.medians[2] && g.tail_bytes_per_min >= g.bytes_per_min / 3 && g.rises[0] && g.rises[1] &&
          g.rises[2];
 }
@@ -107,10 +107,13 @@ Growth analyze_growth(const Model& m, const GrowthOptions& o) {
   }
   // The window's points: the ends of the interval that holds `from` and of every later one.
   const uint32_t i0 = from <= h.start ? 0 : static_cast<uint32_t>(std::min<uint64_t>((from - h.start) / h.width, h.intervals - 1));
+  // A process that exited freed what it still held in its last moments (a cache's destructor):
+  // its last interval is its teardown, not its life, and is left out.
+  const uint32_t n = m.complete && h.intervals > i0 + kMinGrowthIntervals ? h.intervals - 1 : h.intervals;
   out.from = h.end_of(i0);
-  out.to = h.end;
+  out.to = h.end_of(n - 1);
   out.interval_ns = h.width;
-  out.intervals = h.intervals - i0;
+  out.intervals = n - i0;
   if (out.intervals < kMinGrowthIntervals) {
     out.problem = "the window after the warm-up holds " + std::to_string(out.intervals) + " of the history's intervals (" +
                   format_duration(h.width) + " each), fewer than " + std::to_string(kMinGrowthIntervals) +
@@ -122,6 +125,8 @@ Growth analyze_growth(const Model& m, const GrowthOptions& o) {
   const uint64_t window_ns = out.to - out.from;
   for (const StackHistory::Track& tr : h.tracks) {
     h.dense(tr, bytes, &blocks);
+    bytes.resize(n);
+    blocks.resize(n);
     bytes.erase(bytes.begin(), bytes.begin() + i0);
     blocks.erase(blocks.begin(), blocks.begin() + i0);
     StackGrowth g = stack_growth(times, bytes, blocks);

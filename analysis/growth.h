@@ -3,7 +3,8 @@
 // replay's history of live bytes by stack (analysis/stack_history.h; replay with
 // ReplayOptions::stack_history). Sampled traces: the history holds the weighted estimates.
 //
-// Per stack, over the window's intervals (from the end of the warm-up to the end of the trace):
+// Per stack, over the window's intervals (from the end of the warm-up to the end of the trace;
+// of a process that exited, to the end of its last interval but one, which holds its teardown):
 //   - the rate: the slope of Tukey's resistant line (the medians of the first and last thirds
 //     of the points), robust to the ups and downs of churn and to a few outliers;
 //   - the noise: the spread of the points about that line (1.4826 x the median absolute
@@ -45,7 +46,7 @@ struct StackGrowth {
 
 struct Growth {
   std::string problem;  // why growth could not be judged (no history, too short); else empty
-  uint64_t from = 0, to = 0;  // the window (absolute): the end of the warm-up, the end of the trace
+  uint64_t from = 0, to = 0;  // the window (absolute): the end of the warm-up's interval, the end
   uint64_t interval_ns = 0;
   uint32_t intervals = 0;  // in the window
   std::vector<StackGrowth> growing;  // fastest first

@@ -12,6 +12,9 @@ GrowthData make_growth(const analysis::Model& m, analysis::Symbolizer& sym, std:
   d.growth = analysis::analyze_growth(m, o);
   d.problem = d.growth.problem;
   d.warmup = o.warmup ? *o.warmup : m.duration() / 10;
+  auto rel = [&](uint64_t t) { return t > m.time_base ? t - m.time_base : 0; };
+  d.window_from = rel(d.growth.from);
+  d.window_to = rel(d.growth.to);
   const analysis::StackHistory& h = m.stack_history;
   if (h.empty()) return d;
   for (uint32_t i = 0; i < h.intervals; ++i) d.times.push_back(h.end_of(i) > m.time_base ? h.end_of(i) - m.time_base : 0);
@@ -44,7 +47,8 @@ GrowthData make_growth(const analysis::Model& m, analysis::Symbolizer& sym, std:
   std::vector<uint64_t> rest = total;
   std::vector<analysis::Frame> frames;
   std::vector<uint64_t> window_times;
-  const uint32_t first = h.intervals - d.growth.intervals;
+  uint32_t first = 0;
+  while (first < h.intervals && h.end_of(first) < d.growth.from) ++first;
   for (const auto& [t, g] : chosen) {
     GrowthLayer l;
     l.stack = t->stack.value;
@@ -56,9 +60,10 @@ GrowthData make_growth(const analysis::Model& m, analysis::Symbolizer& sym, std:
       l.g = *g;
     } else if (d.growth.ok()) {  // its figures all the same, for the table
       window_times.clear();
-      for (uint32_t i = first; i < h.intervals; ++i) window_times.push_back(h.end_of(i));
-      l.g = analysis::stack_growth(window_times, std::vector<uint64_t>(l.bytes.begin() + first, l.bytes.end()),
-                                   std::vector<uint64_t>(blocks.begin() + first, blocks.end()));
+      const uint32_t last = first + d.growth.intervals;  // (an exited process's teardown left out)
+      for (uint32_t i = first; i < last; ++i) window_times.push_back(h.end_of(i));
+      l.g = analysis::stack_growth(window_times, std::vector<uint64_t>(l.bytes.begin() + first, l.bytes.begin() + last),
+                                   std::vector<uint64_t>(blocks.begin() + first, blocks.begin() + last));
       l.g.stack = t->stack;
     }
     sym.stack(t->stack, frames);

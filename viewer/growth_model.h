@@ -31,6 +31,7 @@ struct GrowthData {
   analysis::Growth growth;
   std::vector<uint64_t> times;  // the end of each interval, relative to the trace's start
   uint64_t warmup = 0;          // relative
+  uint64_t window_from = 0, window_to = 0;  // growth's window, relative
   std::vector<GrowthLayer> layers;  // bottom to top; the last is the rest of the heap
   uint64_t max_total = 0;           // the highest stacked total
   bool sampled = false;

@@ -54,8 +54,8 @@ void GrowthView::draw(Frame& f) {
   }
   if (d->growth.ok()) {
     ImGui::SameLine(0, 16 * sc);
-    ImGui::TextDisabled("(window %s .. %s, %u intervals of %s%s)", format_duration(d->times[d->times.size() - d->growth.intervals]).c_str(),
-                        format_duration(d->times.back()).c_str(), d->growth.intervals,
+    ImGui::TextDisabled("(window %s .. %s, %u intervals of %s%s)", format_duration(d->window_from).c_str(),
+                        format_duration(d->window_to).c_str(), d->growth.intervals,
                         format_duration(d->growth.interval_ns).c_str(), d->sampled ? "; sampled: estimates" : "");
   }
   if (d->times.empty()) return;
@@ -128,12 +128,12 @@ void GrowthView::draw(Frame& f) {
   if (!ImGui::BeginTable("growth", 7, flags, ImVec2(0, 0))) return;
   ImGui::TableSetupScrollFreeze(0, 1);
   ImGui::TableSetupColumn("stack (allocation site)", ImGuiTableColumnFlags_WidthStretch);
-  ImGui::TableSetupColumn("rate", ImGuiTableColumnFlags_WidthFixed, 100 * sc);
-  ImGui::TableSetupColumn("start of window", ImGuiTableColumnFlags_WidthFixed, 150 * sc);
-  ImGui::TableSetupColumn("end", ImGuiTableColumnFlags_WidthFixed, 150 * sc);
-  ImGui::TableSetupColumn("rose in", ImGuiTableColumnFlags_WidthFixed, 70 * sc);
-  ImGui::TableSetupColumn("module", ImGuiTableColumnFlags_WidthFixed, 120 * sc);
-  ImGui::TableSetupColumn("", ImGuiTableColumnFlags_WidthFixed, 150 * sc);
+  ImGui::TableSetupColumn("rate", ImGuiTableColumnFlags_WidthFixed, 90 * sc);
+  ImGui::TableSetupColumn("start of window", ImGuiTableColumnFlags_WidthFixed, 125 * sc);
+  ImGui::TableSetupColumn("end", ImGuiTableColumnFlags_WidthFixed, 125 * sc);
+  ImGui::TableSetupColumn("rose in", ImGuiTableColumnFlags_WidthFixed, 60 * sc);
+  ImGui::TableSetupColumn("module", ImGuiTableColumnFlags_WidthFixed, 100 * sc);
+  ImGui::TableSetupColumn("", ImGuiTableColumnFlags_WidthFixed, 130 * sc);
   ImGui::TableHeadersRow();
   for (std::size_t k = 0; k < d->layers.size(); ++k) {
     const GrowthLayer& l = d->layers[k];

@@ -99,6 +99,20 @@ TEST(Growth, TheGateFailsOnTheLeakAndPassesWithoutIt) {
   EXPECT_EQ(cli("check --max-growth 200MiB/h --max-leaked-bytes 1KiB " + leaking()).status, 1);
 }
 
+// A soak test's worker is killed, not stopped: its trace has no End record. Growth needs none,
+// so the gate judges what was recorded (leaks would need the end: exit 2 without a leak limit).
+TEST(Growth, AKilledWorkerIsJudgedOnWhatItRecorded) {
+  const std::string t = temp_dir() + "/soak-killed.mtide";
+  const Proc r = sh("(LD_PRELOAD=" MT_PRELOAD " MEMTIDE_OUTPUT=" + t + " exec " MT_SOAK " --seconds 30) & pid=$!; "
+                    "sleep 2.5; kill -KILL $pid; wait $pid; true");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const Proc bad = cli("check --max-growth 64KiB/min " + t);
+  EXPECT_EQ(bad.status, 1) << bad.out << bad.err;
+  EXPECT_NE(bad.err.find("growth judged on what was recorded"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.out.find("leak_slowly"), std::string::npos) << bad.out;
+  EXPECT_EQ(cli("check --max-growth 64KiB/min --max-leaked-bytes 1MiB " + t).status, 2) << "leaks need the end";
+}
+
 TEST(Growth, TheGatesJsonHasTheLimitAndTheGrowingStacks) {
   const Proc r = cli("check --json --max-growth 1MiB/min " + leaking());
   EXPECT_EQ(r.status, 1) << r.err;
