@@ -108,8 +108,11 @@ Growth analyze_growth(const Model& m, const GrowthOptions& o) {
   // The window's points: the ends of the interval that holds `from` and of every later one.
   const uint32_t i0 = from <= h.start ? 0 : static_cast<uint32_t>(std::min<uint64_t>((from - h.start) / h.width, h.intervals - 1));
   // A process that exited freed what it still held in its last moments (a cache's destructor):
-  // its last interval is its teardown, not its life, and is left out.
-  const uint32_t n = m.complete && h.intervals > i0 + kMinGrowthIntervals ? h.intervals - 1 : h.intervals;
+  // its last interval's worth of time is its teardown, not its life, and is left out (the
+  // intervals that end less than a width before the end).
+  uint32_t n = h.intervals;
+  if (m.complete)
+    while (n > i0 + kMinGrowthIntervals && h.end_of(n - 1) + h.width > h.end) --n;
   out.from = h.end_of(i0);
   out.to = h.end_of(n - 1);
   out.interval_ns = h.width;

@@ -4,7 +4,8 @@
 // ReplayOptions::stack_history). Sampled traces: the history holds the weighted estimates.
 //
 // Per stack, over the window's intervals (from the end of the warm-up to the end of the trace;
-// of a process that exited, to the end of its last interval but one, which holds its teardown):
+// of a process that exited, to the last interval end a whole interval before its end, leaving
+// out its teardown):
 //   - the rate: the slope of Tukey's resistant line (the medians of the first and last thirds
 //     of the points), robust to the ups and downs of churn and to a few outliers;
 //   - the noise: the spread of the points about that line (1.4826 x the median absolute

@@ -135,6 +135,7 @@ void GrowthView::draw(Frame& f) {
   ImGui::TableSetupColumn("module", ImGuiTableColumnFlags_WidthFixed, 100 * sc);
   ImGui::TableSetupColumn("", ImGuiTableColumnFlags_WidthFixed, 130 * sc);
   ImGui::TableHeadersRow();
+  buttons_.assign(d->layers.size(), {ImVec2(-1, -1), ImVec2(-1, -1)});
   for (std::size_t k = 0; k < d->layers.size(); ++k) {
     const GrowthLayer& l = d->layers[k];
     ImGui::PushID(static_cast<int>(k));
@@ -169,8 +170,12 @@ void GrowthView::draw(Frame& f) {
       ImGui::TextUnformatted(l.module.c_str());
       ImGui::TableNextColumn();
       if (ImGui::SmallButton("flamegraph")) go = {GoTo::Flamegraph, l.site};
+      const auto centre = [] { return ImVec2((ImGui::GetItemRectMin().x + ImGui::GetItemRectMax().x) / 2,
+                                             (ImGui::GetItemRectMin().y + ImGui::GetItemRectMax().y) / 2); };
+      buttons_[k][0] = centre();
       ImGui::SameLine();
       if (ImGui::SmallButton("leaks")) go = {GoTo::Leaks, l.site};
+      buttons_[k][1] = centre();
     } else {
       for (int c = 0; c < 6; ++c) ImGui::TableNextColumn();
     }

@@ -3,6 +3,7 @@
 // on changes; draw() itself only draws. One file per view: view_<name>.cpp.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -178,10 +179,15 @@ class GrowthView {
     std::string site;  // the stack's allocation site: the flamegraph's search, the leaks' filter
   } go;
   int selected() const { return selected_; }
+  // For tests: the centre of row `layer`'s flamegraph (or leaks) button at the last draw.
+  ImVec2 button(std::size_t layer, bool leaks) const {
+    return layer < buttons_.size() ? buttons_[layer][leaks ? 1 : 0] : ImVec2(-1, -1);
+  }
 
  private:
   uint64_t serial_ = 0;
   int selected_ = -1;  // layer
+  std::vector<std::array<ImVec2, 2>> buttons_;
 };
 
 class CompareView {
