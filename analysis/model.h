@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "analysis/ids.h"
+#include "analysis/stack_history.h"
 #include "analysis/stacks.h"
 #include "formats/records.h"
 
@@ -362,6 +363,8 @@ struct Model {
   Series mmap_series;    // live bytes of anonymous mappings (all of them); empty without mappings
   Series custom_series;  // live bytes of custom pool blocks (all of them); empty without any
   uint64_t peak_rss = 0;
+  // Live heap bytes by stack over time (counted blocks): empty unless ReplayOptions::stack_history.
+  StackHistory stack_history;
 
   Anomalies anomalies;
 

@@ -1,6 +1,8 @@
-// `memtide report FILE [--json] [--top N] [--from T] [--to T] [--at T] [--frames N]`: the analysis of
-// one trace: totals, peak, leaks, and the top stacks by peak, by allocations, by leaks and by
-// temporaries, each frame as function, file:line, module. docs/REPORT_JSON.md is the schema.
+// `memtide report FILE [--json] [--top N] [--from T] [--to T] [--at T] [--frames N] [--growth
+// [--warmup T]]`: the analysis of one trace: totals, peak, leaks, and the top stacks by peak, by
+// allocations, by leaks and by temporaries, each frame as function, file:line, module; with
+// --growth the stacks whose live bytes keep growing (cli/growth_cli.h). docs/REPORT_JSON.md is
+// the schema.
 //
 // Sections: [1] JSON  [2] text  [3] command
 #include <CLI/CLI.hpp>
@@ -9,10 +11,12 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "analysis/growth.h"
 #include "analysis/suppressions.h"
 #include "cli/analysis_cli.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/growth_cli.h"
 
 namespace memtide::cli {
 namespace {
@@ -26,6 +30,8 @@ struct ReportOptions {
   std::size_t top = 10;
   std::size_t frames = 32;
   WindowOptions window;
+  bool growth = false;
+  GrowthCliOptions growth_opt;
 };
 
 
@@ -390,14 +396,21 @@ void report_text(const Model& m, Symbolizer& sym, const ReportOptions& o) {
 int run_report(const ReportOptions& o) {
   ReplayOptions ro;
   o.window.apply(ro);
+  ro.stack_history = o.growth;
   SymbolPreload preload;
   auto model = load_model(o.file, ro, false, &preload);
   if (!model) return kExitError;
   Symbolizer sym(*model, {}, &preload);
-  if (o.json)
-    std::cout << report_json(*model, sym, o).dump(2, ' ', false, json::error_handler_t::replace) << '\n';
-  else
+  const Growth growth = o.growth ? analyze_growth(*model, o.growth_opt.options()) : Growth{};
+  if (o.json) {
+    json j = report_json(*model, sym, o);
+    j["growth"] = o.growth ? growth_json(*model, growth, sym, o.top, o.frames) : json(nullptr);
+    j["growth_window"] = o.growth ? growth_window_json(*model, growth, o.growth_opt, sym, o.top, o.frames) : json(nullptr);
+    std::cout << j.dump(2, ' ', false, json::error_handler_t::replace) << '\n';
+  } else {
     report_text(*model, sym, o);
+    if (o.growth) print_growth(*model, growth, sym, o.top, o.frames);
+  }
   std::cout.flush();
   print_symbol_problems(o.file, sym);
   return kExitOk;
@@ -414,6 +427,10 @@ Command report_command() {
             sub.add_option("--top", o->top, "Stacks listed per section (default 10)")->check(CLI::Range(1, 1000000));
             sub.add_option("--frames", o->frames, "Frames printed per stack (default 32)")->check(CLI::Range(1, 100000));
             o->window.declare(sub, true);
+            auto* growth = sub.add_flag("--growth", o->growth,
+                                        "Also list the stacks whose live bytes keep growing after a warm-up (a "
+                                        "worker's leaks), told apart from caches that fill and hold");
+            o->growth_opt.declare(sub)->needs(growth);
             return [o] { return run_report(*o); };
           }};
 }
