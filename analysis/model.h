@@ -261,6 +261,8 @@ struct ProcessSummary {
   // Set when the program had a malloc of its own, which its allocations went to instead of the
   // recorder's (the `program_malloc` line of the recording's options): where it was defined.
   std::string program_malloc;
+  // The recording began while the process ran (`memtide attach`; the `attached` line).
+  bool attached = false;
 };
 
 // The program as it was started: its argv[0]'s file name ("redis-server"), else the file name of
@@ -364,6 +366,9 @@ struct Model {
   uint64_t peak_rss = 0;
 
   Anomalies anomalies;
+  // An attached trace (ProcessSummary::attached): frees of blocks allocated before the
+  // recording, per domain (analysis/attached.h). Counted here instead of in `anomalies`.
+  std::array<uint64_t, kDomainCount> freed_before_recording{};
 
   const ModuleInfo* module(ModuleId id) const;
   // The module whose executable segments contain `ip` (the latest loaded, when several did).
