@@ -452,11 +452,7 @@ void Replayer::unknown_free(Domain d, uint32_t stream, const Free& f) {
   // recording those of kept addresses, which may have been freed and reused unsampled since.
   if (m_.sampling.sampled() && d != Domain::Mmap) return;
   const unsigned di = static_cast<unsigned>(d);
-  if (m_.process.attached) {  // allocated before the recording began: expected, counted apart
-    ++m_.freed_before_recording[di];
-    if (!m_.has_window()) ++m_.free_api[static_cast<unsigned>(f.api)].calls;
-    return;
-  }
+  if (m_.process.attached) return void(++m_.freed_before_recording[di]);  // made before it: attached.h
   ++m_.anomalies.unknown_free_count[di];
   if (!m_.has_window()) {
     ++dom_[di].t.frees;
