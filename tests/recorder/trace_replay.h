@@ -34,6 +34,9 @@ struct Replay {
   uint64_t double_allocs = 0;   // an address allocated while live
   uint64_t unknown_frees = 0;   // a heap free of an address that is not live
   uint64_t out_of_order = 0;    // merged records whose time went backwards
+  // Per stream: its Allocs and Frees, and those timed the same as the stream's Alloc or Free
+  // before them (a reused time, or a clock that did not move).
+  std::map<uint32_t, std::pair<uint64_t, uint64_t>> events_and_same_times;
 
   uint64_t live_bytes = 0, peak_bytes = 0, peak_time = 0;  // heap blocks only
   std::map<uint64_t, uint64_t> live_by_size;                // size -> blocks live at the end
