@@ -277,6 +277,16 @@ TEST(AttachRefuses, AProcessThatIsNotThere) {
   expect_refused({"detach", "999999999"}, dir.path(), "no process");
 }
 
+TEST(AttachRefuses, ABadOptionBeforeTouchingTheProcess) {
+  TempDir dir;
+  const Spawned target = spawn({MT_STATIC_SLEEPER, "30"}, dir.path(), "static");
+  expect_refused({"attach", std::to_string(target.pid), "--sample", "lots"}, dir.path(), "bad value MEMTIDE_SAMPLE=lots");
+  expect_refused({"attach", std::to_string(target.pid), "--no-such-option", "1"}, dir.path(), "unknown option");
+  expect_refused({"attach", std::to_string(target.pid), "--no-follow"}, dir.path(), "not an option of memtide attach");
+  kill(target.pid, SIGTERM);
+  wait_exit(target);
+}
+
 TEST(AttachRefuses, AStaticallyLinkedProgram) {
   TempDir dir;
   const Spawned target = spawn({MT_STATIC_SLEEPER, "30"}, dir.path(), "static");
