@@ -48,7 +48,10 @@ std::atomic<uint64_t> g_verify_stacks{0}, g_verify_fast{0}, g_verify_diff{0};
 MT_NOINLINE int unwind_verified(void** ips, int cap, int& skip, UnwindMemo* memo, const UnwindStart* from) {
   void** fast = ips + cap;
   const int nf = fast_backtrace(fast, cap + 1, memo, from);
-  const int nl = unw_backtrace(ips, cap);
+  const int nl = [&] {
+    BusyScope busy(kReentrant);  // (libunwind maps its caches)
+    return unw_backtrace(ips, cap);
+  }();
   skip = skip_own_frames(ips, nl);
   g_verify_stacks.fetch_add(1, std::memory_order_relaxed);
   if (nf < 0) return nl;
@@ -125,7 +128,10 @@ MT_NOINLINE uint32_t walk_stack(ThreadState* ts, Stream* stream, const void* fra
   } else if (recording.opts.unwind == UnwindKind::Verify) {
     n = unwind_verified(ips, cap, skip, ts ? &ts->memo : nullptr, from);
   }
-  if (n < 0) n = unw_backtrace(ips, cap);
+  if (n < 0) {
+    BusyScope busy(kReentrant);  // (libunwind maps its caches)
+    n = unw_backtrace(ips, cap);
+  }
   if (recording.opts.unwind != UnwindKind::Verify) skip = skip_own_frames(ips, n);
   return stack_id(ts, stream, ips + skip, frames_within_depth(n, skip));
 }

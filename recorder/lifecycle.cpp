@@ -196,7 +196,7 @@ bool ensure_started() {
   if (s != kUninit || g_dormant) return false;
   if (!backing_ready()) return false;
   {
-    BusyScope busy;
+    BusyScope busy(kReentrant);
     early_init();
   }
   return recording.state.load(std::memory_order_acquire) == kActive;
@@ -220,7 +220,7 @@ void say_if_malloc_is_not_ours() {
 }  // namespace
 
 void start() {
-  BusyScope busy;
+  BusyScope busy(kReentrant);  // (the writer thread's stack, the file, dlsym)
   // Loaded by `memtide attach` (dlopen): nothing starts until attach_start.
   if (loaded_after_libc()) {
     g_dormant = true;
@@ -248,7 +248,7 @@ void start() {
 bool busy() { return tls_busy != 0; }
 
 bool start_attached(const Options& opts, bool set_flush, bool set_counters) {
-  BusyScope busy;
+  BusyScope busy(kReentrant);  // (as start())
   resolve_backing();
   pthread_mutex_lock(&g_start_mutex);
   const int state = recording.state.load();
@@ -432,6 +432,7 @@ namespace {
 // The fork handlers hold every lock of the recorder across the fork, so the busy flag is raised
 // in fork_prepare and lowered by the handler that runs after it, in parent or child.
 void fork_prepare() {
+  tls_busy_scope = 0;  // (restored by the BusyScope that may be around this, when it ends)
   ++tls_busy;
   // Lock order: start -> modules -> shared -> maps -> stacks -> unwind -> registry -> queue.
   pthread_mutex_lock(&g_start_mutex);
@@ -468,6 +469,7 @@ void restart_in_child() {
   recording.start_time = now_ns();
   recording.next_stream.store(1);
   g_clock_epoch.store(0);  // the child's one thread
+  g_lost_events.store(0);
   g_kept_tables.store(0);  // (the parent's threads' tables are not the child's)
   stream_init(&recording.shared, 0, recording.start_time);
   tls_thread = nullptr;  // the parent's state of this thread stays with the parent

@@ -12,6 +12,7 @@
 #include <new>
 
 #include "recorder/clock.h"
+#include "recorder/recorder.h"
 #include "recorder/state.h"
 #include "recorder/stream.h"
 #include "recorder/writer.h"
@@ -135,20 +136,33 @@ void mem_thread_ending() {
   tls_heap_gone = true;
 }
 
+// Without memory from mimalloc (its segments need more address space than a low RLIMIT_AS
+// leaves), the recorder's blocks are mapped one by one: what is recorded is still written.
 void* mem_alloc(size_t n) {
-  if (recording.opts.allocator != AllocatorKind::Mimalloc) return mi_zalloc(n);
-  if (MT_UNLIKELY(tls_heap_gone)) return mapped_alloc(n);
-  mi_heap_t* h = own_heap();
-  return h ? mi_heap_zalloc(h, n) : nullptr;
+  BusyScope busy(kReentrant);  // (mimalloc maps memory through the hooks)
+  void* p = nullptr;
+  if (recording.opts.allocator != AllocatorKind::Mimalloc) {
+    p = mi_zalloc(n);
+  } else if (!tls_heap_gone) {
+    mi_heap_t* h = own_heap();
+    p = h ? mi_heap_zalloc(h, n) : nullptr;
+  }
+  return p ? p : mapped_alloc(n);
 }
 void* mem_alloc_uninit(size_t n) {
-  if (recording.opts.allocator != AllocatorKind::Mimalloc) return mi_malloc(n);
-  if (MT_UNLIKELY(tls_heap_gone)) return mapped_alloc(n);
-  mi_heap_t* h = own_heap();
-  return h ? mi_heap_malloc(h, n) : nullptr;
+  BusyScope busy(kReentrant);
+  void* p = nullptr;
+  if (recording.opts.allocator != AllocatorKind::Mimalloc) {
+    p = mi_malloc(n);
+  } else if (!tls_heap_gone) {
+    mi_heap_t* h = own_heap();
+    p = h ? mi_heap_malloc(h, n) : nullptr;
+  }
+  return p ? p : mapped_alloc(n);
 }
 void mem_free(void* p) {
-  if (MT_UNLIKELY(recording.opts.allocator == AllocatorKind::Mimalloc && p && !mi_is_in_heap_region(p))) {
+  BusyScope busy(kReentrant);
+  if (MT_UNLIKELY(p && !mi_is_in_heap_region(p))) {
     char* base = static_cast<char*>(p) - kMappedHeader;
     syscall(SYS_munmap, base, *reinterpret_cast<size_t*>(base));
     return;

@@ -321,6 +321,34 @@ TEST(Ordering, ARecordDelayedAfterItsClockReadIsNotOvertakenByWatermarks) {
   expect_consistent(rep);
 }
 
+// A signal handler that allocates, signalled about every 20 us, while its thread maps and unmaps
+// memory: signals land inside the recorder's own work on the mappings (unwinding a mapping's
+// stack, writing its record), where the handler's malloc and free cannot be recorded.
+// None may vanish: each handler allocation is either in the trace or counted in the End
+// record's lost events (a malloc and its free, both lost together), and the readers say so.
+TEST(Lifecycle, AHandlersEventsDuringTheRecordersWorkAreCountedAsLost) {
+  TempDir dir;
+  RunResult r;
+  auto traces = traced({MT_SIGNAL_STORM, "alloc", "1500"}, dir.path(), &r);
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_EQ(traces.size(), 1u);
+  long handled = 0;
+  ASSERT_EQ(std::sscanf(r.out.c_str(), "handler allocations %ld", &handled), 1) << r.out;
+  ASSERT_GT(handled, 50) << "the signals did not arrive; the test proves nothing";
+  const Replay rep = replay_trace(traces[0]);
+  ASSERT_TRUE(rep.read_ok) << rep.error;
+  ASSERT_TRUE(rep.ended);
+  EXPECT_EQ(rep.double_allocs, 0u);
+  const auto it = rep.allocs_by_size.find(4321);
+  const uint64_t recorded = it == rep.allocs_by_size.end() ? 0 : it->second;
+  EXPECT_EQ(rep.lost_events % 2, 0u) << "a lost malloc goes with its lost free";
+  EXPECT_EQ(recorded + rep.lost_events / 2, static_cast<uint64_t>(handled))
+      << recorded << " recorded, " << rep.lost_events << " lost events";
+  if (rep.lost_events == 0) return;
+  RunResult info = run({MT_WRAPPER, "info", traces[0]}, {}, dir.path());
+  EXPECT_NE(info.out.find("lost events"), std::string::npos) << info.out;
+}
+
 // One meaning for every option that takes a size (formats/size.h): KB, MB, GB are powers of
 // 1000, KiB, MiB, GiB powers of 1024, a bare number is bytes; a unit letter alone is refused.
 TEST(Options, SizesParseWithDecimalAndBinaryUnits) {

@@ -93,6 +93,7 @@ struct Visitor : fmt::NullVisitor {
     r.ended = true;
     r.end_reason = e.reason;
     r.end_status = e.status;
+    r.lost_events = e.lost_events;
   }
   void on_alloc(uint32_t stream, const fmt::Alloc& a) {
     timed(a.time);
@@ -103,6 +104,7 @@ struct Visitor : fmt::NullVisitor {
     stacks_used.insert(a.stack);
     sized_stacks.emplace_back(a.size, a.stack);
     if (auto& times = r.alloc_times[a.size]; times.size() < 64) times.push_back(a.time);
+    ++r.allocs_by_size[a.size];
     r.max_stack_id_used = std::max(r.max_stack_id_used, a.stack);
     if (!fmt::is_heap(a.api) || a.api == fmt::Api::Custom) return;
     ++r.heap_allocs;
