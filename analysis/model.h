@@ -262,6 +262,8 @@ struct ProcessSummary {
   // Set when the program had a malloc of its own, which its allocations went to instead of the
   // recorder's (the `program_malloc` line of the recording's options): where it was defined.
   std::string program_malloc;
+  // The recording began while the process ran (`memtide attach`; the `attached` line).
+  bool attached = false;
 };
 
 // The program as it was started: its argv[0]'s file name ("redis-server"), else the file name of
@@ -367,6 +369,9 @@ struct Model {
   StackHistory stack_history;
 
   Anomalies anomalies;
+  // An attached trace (ProcessSummary::attached): frees of blocks allocated before the
+  // recording, per domain (analysis/attached.h). Counted here instead of in `anomalies`.
+  std::array<uint64_t, kDomainCount> freed_before_recording{};
 
   const ModuleInfo* module(ModuleId id) const;
   // The module whose executable segments contain `ip` (the latest loaded, when several did).

@@ -72,6 +72,7 @@ class Replayer : public NullVisitor {
     OptionIterator opts(x);
     for (std::string_view name, value; opts.next(name, value);)
       if (name == "program_malloc") p.program_malloc = value;
+      else if (name == "attached") p.attached = value == "1";
     ArgvIterator it(x);
     for (std::string_view a; it.next(a);) p.argv.emplace_back(a);
   }
@@ -452,6 +453,7 @@ void Replayer::unknown_free(Domain d, uint32_t stream, const Free& f) {
   // recording those of kept addresses, which may have been freed and reused unsampled since.
   if (m_.sampling.sampled() && d != Domain::Mmap) return;
   const unsigned di = static_cast<unsigned>(d);
+  if (m_.process.attached) return void(++m_.freed_before_recording[di]);  // made before it: attached.h
   ++m_.anomalies.unknown_free_count[di];
   if (!m_.has_window()) {
     ++dom_[di].t.frees;

@@ -364,6 +364,7 @@ std::string incomplete_reason(const Model& m) {
   if (m.end->reason == fmt::EndReason::Detached)
     return "recording stopped at its size limit (--max-size) while the program went on";
   if (m.end->reason == fmt::EndReason::Error) return "recording stopped after an error";
+  if (m.end->reason == fmt::EndReason::Detach) return "recording was detached (memtide detach) while the program went on";
   if (m.end->lost_events) return std::to_string(m.end->lost_events) + " events were not recorded";
   return "";
 }

@@ -11,6 +11,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "analysis/attached.h"
 #include "analysis/growth.h"
 #include "analysis/suppressions.h"
 #include "cli/analysis_cli.h"
@@ -180,6 +181,8 @@ json report_json(const Model& m, Symbolizer& sym, const ReportOptions& o) {
   }
   j["apis"] = apis;
   j["unknown_frees"] = m.anomalies.unknown_free_count[0];
+  j["attached"] = m.process.attached;
+  j["freed_before_recording"] = m.freed_before_recording[0];
   j["mismatched_frees"] = m.anomalies.mismatch_count;
   j["leaks"] = stack_items(m, sym, Domain::Heap, Metric::Leaked, o);
   j["peak_stacks"] = stack_items(m, sym, Domain::Heap, Metric::Peak, o);
@@ -289,6 +292,8 @@ void report_text(const Model& m, Symbolizer& sym, const ReportOptions& o) {
   std::string state = m.complete ? std::string("complete") : m.truncated ? "truncated" : "incomplete (no end record)";
   if (m.end && m.end->reason == fmt::EndReason::Signal)
     state += ", killed by signal " + std::to_string(m.end->status);
+  else if (m.end && m.end->reason == fmt::EndReason::Detach)
+    state += ", detached while the program went on";
   else if (m.end)
     state += std::string(", ") + std::string(fmt::end_reason_name(m.end->reason)) + " status " + std::to_string(m.end->status);
   row("trace", printable(o.file) + " (" + state + ")");
@@ -297,6 +302,7 @@ void report_text(const Model& m, Symbolizer& sym, const ReportOptions& o) {
                        count_of(m.threads.size(), "thread", "threads") + ", ran " + format_duration(m.duration()));
   if (const std::string note = unrecorded_allocations_note(m.process); m.have_process && !note.empty())
     row("note", printable(note));
+  if (const std::string note = attached_note(m); !note.empty()) row("note", printable(note));
   if (m.sampling.sampled()) {
     std::string what = "1 in ~" + human_bytes(m.sampling.interval()) + " allocated, " +
                        count_of(m.sampling.samples, "sample", "samples") +
