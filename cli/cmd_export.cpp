@@ -5,8 +5,10 @@
 // pprof, .json speedscope, massif.out.* / .massif massif.
 #include <CLI/CLI.hpp>
 
+#include <cerrno>
+#include <cstring>
+#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "cli/analysis_cli.h"
 #include "cli/commands.h"
@@ -54,12 +56,18 @@ int run_export(const ExportOptions& o) {
     print_error(o.file, "--from/--to do not go with --format massif: its snapshots are of the whole heap");
     return kExitError;
   }
+  // Written as it is made (a speedscope file can be hundreds of MB), to a temporary file
+  // renamed at the end.
+  OutputFile file;
+  std::ofstream stream;
   if (o.out != "-") {
-    if (const std::string err = check_output_path(o.out, {o.file}); !err.empty()) {
+    if (const std::string err = file.open(o.out, {o.file}); !err.empty()) {
       print_error(o.out, "cannot write the output file: " + err);
       return kExitError;
     }
+    stream.open(file.write_path(), std::ios::binary | std::ios::trunc);
   }
+  std::ostream& out = o.out != "-" ? stream : std::cout;
   ReplayOptions ro;
   o.window.apply(ro);
   if (format == "massif") ro.series_points = 200;  // massif keeps about 100 snapshots
@@ -68,26 +76,25 @@ int run_export(const ExportOptions& o) {
   if (!model) return kExitError;
   Symbolizer sym(*model, {}, &preload);
 
-  std::ostringstream text;
-  std::string data;
   if (format == "pprof") {
-    data = exporter::pprof_profile(*model, sym, {.inuse_at = !o.window.at.empty(), .source = o.file});
+    const std::string data = exporter::pprof_profile(*model, sym, {.inuse_at = !o.window.at.empty(), .source = o.file});
+    out.write(data.data(), static_cast<std::streamsize>(data.size()));
   } else if (format == "speedscope") {
-    if (const std::string err = exporter::write_speedscope(o.file, *model, sym, {.exporter = "memtide " MEMTIDE_VERSION}, text);
+    if (const std::string err = exporter::write_speedscope(o.file, *model, sym, {.exporter = "memtide " MEMTIDE_VERSION}, out);
         !err.empty()) {
       print_error(o.file, err);
       return kExitError;
     }
   } else {
-    exporter::write_massif(*model, sym, {.source = o.file}, text);
+    exporter::write_massif(*model, sym, {.source = o.file}, out);
   }
-  if (format != "pprof") data = std::move(text).str();
-
-  if (o.out == "-") {
-    std::cout.write(data.data(), static_cast<std::streamsize>(data.size()));
-  } else if (const std::string err = write_whole_file(o.out, data, {o.file}); !err.empty()) {
-    print_error(o.out, "cannot write the output file: " + err);
-    return kExitError;
+  if (o.out != "-") {
+    stream.close();
+    const std::string err = stream ? file.commit() : std::string(std::strerror(errno));
+    if (!err.empty()) {
+      print_error(o.out, "cannot write the output file: " + err);
+      return kExitError;
+    }
   }
   print_symbol_problems(o.file, sym);
   return kExitOk;

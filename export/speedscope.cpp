@@ -47,14 +47,19 @@ class Frames {
  public:
   Frames(const Model& m, Symbolizer& s) : m_(m), sym_(s) {}
 
-  const std::vector<uint32_t>& stack(uint64_t id) {
+  // The stack's JSON array ("[0,4,7]"), made once per stack: a long trace repeats its stacks
+  // millions of times.
+  const std::string& stack(uint64_t id) {
     auto [it, fresh] = stacks_.try_emplace(id);
     if (!fresh) return it->second;
     ips_.clear();
     m_.stack_table.frames(StackId(id), ips_);
+    std::string& text = it->second;
+    text = "[";
     for (uint64_t ip : ips_)
-      for (const Frame& f : sym_.resolve(ip)) it->second.push_back(frame(f));
-    return it->second;
+      for (const Frame& f : sym_.resolve(ip)) text += (text.size() > 1 ? "," : "") + std::to_string(frame(f));
+    text += ']';
+    return text;
   }
   json& frames() { return frames_; }
 
@@ -74,7 +79,7 @@ class Frames {
   Symbolizer& sym_;
   json frames_ = json::array();
   std::unordered_map<std::string, uint32_t> index_;
-  std::unordered_map<uint64_t, std::vector<uint32_t>> stacks_;
+  std::unordered_map<uint64_t, std::string> stacks_;
   std::vector<uint64_t> ips_;
 };
 
@@ -101,34 +106,28 @@ std::string write_speedscope(const std::string& path, const Model& m, Symbolizer
   // A cut or damaged tail was reported by the replay already; what was read is exported.
   (void)fmt::read_records(reader, decoder, c);
 
+  // Written as it is made: a long trace has millions of samples, which a JSON document in
+  // memory would hold at several times their size. Strings go through nlohmann's escaping.
+  auto quoted = [](const std::string& v) { return json(v).dump(-1, ' ', false, json::error_handler_t::replace); };
   Frames frames(m, symbols);
-  json profiles = json::array();
   std::size_t active = 0;
   uint64_t most = 0;
+  out << "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\"profiles\":[";
+  std::size_t index = 0;
   for (const auto& [stream, runs] : c.streams) {
-    json samples = json::array(), weights = json::array();
     uint64_t total = 0;
-    for (const Run& r : runs) {
-      samples.push_back(frames.stack(r.stack));
-      weights.push_back(r.bytes);
-      total += r.bytes;
-    }
-    if (total > most || profiles.empty()) most = total, active = profiles.size();
-    profiles.push_back({{"type", "sampled"},
-                        {"name", thread_name(m, stream)},
-                        {"unit", "bytes"},
-                        {"startValue", 0},
-                        {"endValue", total},
-                        {"samples", std::move(samples)},
-                        {"weights", std::move(weights)}});
+    for (const Run& r : runs) total += r.bytes;
+    if (total > most || index == 0) most = total, active = index;
+    out << (index++ ? "," : "") << "{\"type\":\"sampled\",\"name\":" << quoted(thread_name(m, stream))
+        << ",\"unit\":\"bytes\",\"startValue\":0,\"endValue\":" << total << ",\"samples\":[";
+    for (std::size_t i = 0; i < runs.size(); ++i) out << (i ? "," : "") << frames.stack(runs[i].stack);
+    out << "],\"weights\":[";
+    for (std::size_t i = 0; i < runs.size(); ++i) out << (i ? "," : "") << runs[i].bytes;
+    out << "]}";
   }
-  const json file = {{"$schema", "https://www.speedscope.app/file-format-schema.json"},
-                     {"shared", {{"frames", std::move(frames.frames())}}},
-                     {"profiles", std::move(profiles)},
-                     {"name", "allocations of " + (m.process.exe.empty() ? path : program_label(m.process))},
-                     {"activeProfileIndex", active},
-                     {"exporter", o.exporter}};
-  out << file.dump(-1, ' ', false, json::error_handler_t::replace) << '\n';
+  out << "],\"shared\":{\"frames\":" << frames.frames().dump(-1, ' ', false, json::error_handler_t::replace)
+      << "},\"name\":" << quoted("allocations of " + (m.process.exe.empty() ? path : program_label(m.process)))
+      << ",\"activeProfileIndex\":" << active << ",\"exporter\":" << quoted(o.exporter) << "}\n";
   return {};
 }
 
