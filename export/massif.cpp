@@ -11,6 +11,21 @@ namespace {
 
 using namespace memtide::analysis;
 
+// The format is line-based, and ms_print drops what follows a '#'.
+std::string one_line(std::string s) {
+  for (char& c : s)
+    if (c == '\n' || c == '\r' || c == '#') c = ' ';
+  return s;
+}
+
+// As massif names a code address: "f (file.c:12)", "f (in /lib/libx.so)", "??? (in /lib/libx.so)".
+std::string label(const Frame& f) {
+  const std::string name = f.function.empty() ? std::string("???") : std::string(f.function);
+  if (!f.file.empty()) return name + " (" + std::string(f.file) + ":" + std::to_string(f.line) + ")";
+  if (!f.module.empty()) return name + " (in " + std::string(f.module) + ")";
+  return name;
+}
+
 // A massif heap tree: the root is every allocation function, its children the allocation
 // sites, theirs the callers. A node is a code address (a return address, or one of the
 // functions inlined at it), as massif's nodes are.
@@ -57,10 +72,11 @@ class HeapTree {
       out << indent << 'n' << shown + (folded ? 1 : 0) << ": " << node.bytes << ' '
           << (n == 0 ? "(heap allocation functions) malloc/new/new[], --alloc-fns, etc." : node.label) << '\n';
       // Children are printed after their parent, the folded line last: push in reverse.
-      if (folded)
-        todo.push_back({kFolded + static_cast<uint32_t>(folded_.size()), depth + 1}),
-            folded_.push_back(indent + " n0: " + std::to_string(rest) + " in " + std::to_string(folded) +
-                              (folded == 1 ? " place, below" : " places, all below") + " massif's threshold (" + pct + ")");
+      if (folded) {
+        todo.push_back({kFolded + static_cast<uint32_t>(folded_.size()), depth + 1});
+        folded_.push_back(indent + " n0: " + std::to_string(rest) + " in " + std::to_string(folded) +
+                          (folded == 1 ? " place, below" : " places, all below") + " massif's threshold (" + pct + ")");
+      }
       for (std::size_t i = shown; i-- > 0;) todo.push_back({node.children[i], depth + 1});
       while (!todo.empty() && todo.back().first >= kFolded) {
         out << folded_[todo.back().first - kFolded] << '\n';
@@ -93,13 +109,7 @@ class HeapTree {
     Node n;
     char addr[32];
     std::snprintf(addr, sizeof addr, "0x%" PRIX64 ": ", ip ? ip - 1 : 0);
-    n.label = addr;
-    n.label += f.function.empty() ? (f.module.empty() ? std::string("???") : "??? (in " + std::string(f.module) + ")")
-               : std::string(f.function) + (f.file.empty() ? f.module.empty() ? "" : " (in " + std::string(f.module) + ")"
-                                                           : " (" + std::string(f.file) + ":" + std::to_string(f.line) + ")");
-    // The format is line-based and ms_print strips from '#' on.
-    for (char& ch : n.label)
-      if (ch == '\n' || ch == '\r' || ch == '#') ch = ' ';
+    n.label = addr + one_line(label(f));
     nodes_.push_back(std::move(n));
     nodes_[parent].children.push_back(it->second);
     return it->second;
@@ -117,12 +127,6 @@ struct Snapshot {
   uint64_t time = 0, bytes = 0;
   enum Kind { Empty, Peak, Detailed } kind = Empty;
 };
-
-std::string one_line(std::string s) {
-  for (char& c : s)
-    if (c == '\n' || c == '\r' || c == '#') c = ' ';
-  return s;
-}
 
 }  // namespace
 

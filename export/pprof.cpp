@@ -145,8 +145,10 @@ std::string pprof_profile(const Model& m, Symbolizer& symbols, const PprofOption
     google::protobuf::io::GzipOutputStream::Options go;
     go.format = google::protobuf::io::GzipOutputStream::GZIP;
     google::protobuf::io::GzipOutputStream gz(&sink, go);
-    if (!p.SerializeToZeroCopyStream(&gz) || !gz.Close())
-      throw std::runtime_error("cannot encode the profile" + std::string(gz.ZlibErrorMessage() ? std::string(": ") + gz.ZlibErrorMessage() : ""));
+    if (!p.SerializeToZeroCopyStream(&gz) || !gz.Close()) {
+      const char* why = gz.ZlibErrorMessage();
+      throw std::runtime_error(std::string("cannot encode the profile: ") + (why ? why : "zlib failed"));
+    }
   }
   return out;
 }
