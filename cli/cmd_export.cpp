@@ -114,6 +114,8 @@ Command export_command() {
                            "name (.pb.gz, .json, massif.out.*)")
                 ->check(CLI::IsMember({"pprof", "speedscope", "massif"}));
             o->window.declare(sub, true);
+            sub.get_option("--at")->description("pprof: in use at this time instead of at the end (with --from/--to: "
+                                                "made in the window and still live then)");
             return [o] { return run_export(*o); };
           }};
 }
