@@ -32,10 +32,11 @@ Command summary_command();
 Command flamegraph_command();
 Command diff_command();
 Command symbolize_command();
+Command export_command();
 
 inline std::vector<Command> all_commands() {
   return {info_command(), options_command(), report_command(), check_command(), summary_command(),
-          flamegraph_command(), diff_command(), symbolize_command()};
+          flamegraph_command(), diff_command(), symbolize_command(), export_command()};
 }
 
 }  // namespace memtide::cli
