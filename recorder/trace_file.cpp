@@ -23,6 +23,7 @@
 
 #include "formats/encoder.h"
 #include "formats/record_builders.h"
+#include "recorder/checkpoint.h"
 #include "recorder/recorder.h"
 #include "recorder/sampling.h"
 #include "recorder/state.h"
@@ -113,6 +114,8 @@ void reach_size_limit() {
 }
 
 }  // namespace
+
+uint64_t trace_file_bytes() { return g_file_bytes; }
 
 bool within_size_limit(size_t total) {
   if (recording.opts.max_size && g_file_bytes + total + kEndRoom > recording.opts.max_size) {
@@ -275,7 +278,8 @@ bool open_trace_file(bool child) {
   g_exact_watermarks = membarrier_register();
   uint8_t header[fmt::kFileHeaderSize];
   fmt::encode_file_header(header, fmt::kFileFlagBlockHints | (g_exact_watermarks ? fmt::kFileFlagExactWatermarks : 0) |
-                                      (sampling::active() ? fmt::kFileFlagSampled : 0));
+                                      (sampling::active() ? fmt::kFileFlagSampled : 0) |
+                                      (checkpoints_on() ? fmt::kFileFlagCheckpoints : 0));
   write_all(header, sizeof header);
 
   if (const char* manifest = recording.manifest) {

@@ -26,6 +26,7 @@
 
 #include "formats/encoder.h"
 #include "formats/record_builders.h"
+#include "recorder/checkpoint.h"
 #include "recorder/process.h"
 #include "recorder/recorder.h"
 #include "recorder/state.h"
@@ -58,11 +59,13 @@ struct Registers {
   uint64_t time, addr;
 };
 // Frames [p, p + n) as one block with the given base registers and appends it.
-void write_block(const Stream* s, uint64_t base_time, uint64_t base_addr, const uint8_t* p, size_t n, uint16_t flags) {
+void write_block(uint32_t stream, uint64_t base_time, uint64_t base_addr, const uint8_t* p, size_t n, uint16_t flags) {
   if (!n || g_write_failed) return;
+  if (!(flags & (fmt::kBlockFlagCheckpoint | fmt::kBlockFlagCheckpointData)))
+    checkpoint_note_block(stream, base_time, base_addr, p, n, trace_file_bytes());
   fmt::BlockHeader h;
   h.flags = flags;
-  h.stream = s->index;
+  h.stream = stream;
   h.base_time = base_time;
   h.base_addr = base_addr;
   const size_t need = fmt::block_bound(n);
@@ -127,7 +130,7 @@ void emit(Stream* s, const uint8_t* p, size_t n, uint16_t flags, bool at_start, 
   if (at_start && end && !(flags & fmt::kBlockFlagStacks)) {  // a whole chunk: one block as it is
     s->w_run.time = end->time;
     s->w_run.addr = end->addr;
-    write_block(s, base_time, base_addr, p, n, flags);
+    write_block(s->index, base_time, base_addr, p, n, flags);
     return;
   }
   // The StackDefs of a block that holds some go first, in a block of their own: readers of
@@ -147,10 +150,10 @@ void emit(Stream* s, const uint8_t* p, size_t n, uint16_t flags, bool at_start, 
     s->w_run.addr = end->addr;
   }
   if (stacks) {
-    write_block(s, base_time, base_addr, stacks, r.stacks, fmt::kBlockFlagStacks);  // untimed: same registers
+    write_block(s->index, base_time, base_addr, stacks, r.stacks, fmt::kBlockFlagStacks);  // untimed: same registers
     if (!r.rest_unread) flags &= static_cast<uint16_t>(~fmt::kBlockFlagStacks);
   }
-  write_block(s, base_time, base_addr, out, r.events, flags);
+  write_block(s->index, base_time, base_addr, out, r.events, flags);
 }
 
 // The block hint of chunk bytes [from, to): whether they may hold a StackDef. A record appended
@@ -373,10 +376,12 @@ void flush_pass() {
   // (Without the barrier an exact file gets no watermark in this pass: readers wait longer.)
   const bool marked = (exact || !g_exact_watermarks) && append_watermark(w);
   MEMTIDE_CHECK(!marked || w >= g_last_watermark);
+  const uint64_t complete = exact ? w : g_last_watermark;  // every record timed before it is written below
   if (marked) g_last_watermark = w;
   const bool quiet = marked && w == vouched && !shared_news && g_emitted == emitted;
   g_quiet_passes = quiet ? g_quiet_passes + 1 : 0;
   flush_current(&recording.shared);
+  if (marked) checkpoint_pass(complete);
 }
 
 // An idle program (nothing to write at a flush, its counters unchanged) need not wake the writer
@@ -437,7 +442,10 @@ void* writer_main(void*) {
     // watermark, which must not go back in time there, from being written.
     if (!stop && now >= next_flush) {
       const bool idle = g_quiet_passes >= quiet_passes_needed() && nothing_to_flush();
-      if (!idle) flush_pass();
+      if (!idle) {
+        flush_pass();
+        checkpoint_maybe_write(now_ns(), trace_file_bytes());
+      }
       set_idle_level(idle && !counters_moved ? std::min(g_idle_level + 1, kMaxIdleLevel) : 0);
       counters_moved = false;
       next_flush = now + (flush_ns << g_idle_level);
@@ -499,7 +507,13 @@ void enqueue_chunk(Chunk* c, bool may_wait) {
   }
 }
 
+void writer_write_block(uint32_t stream, uint64_t base_time, uint64_t base_addr, const uint8_t* p, size_t n,
+                        uint16_t flags) {
+  write_block(stream, base_time, base_addr, p, n, flags);
+}
+
 void writer_trace_opened() {
+  checkpoint_trace_opened();
   g_finished = false;
   g_last_watermark = 0;
   g_quiet_passes = 0;
@@ -579,6 +593,7 @@ void writer_reset_after_fork() {
   g_last_watermark = 0;
   g_quiet_passes = 0;
   g_idle_level = 0;  // (the child's clock epoch starts without kEpochIdle)
+  checkpoint_reset_after_fork();
   pthread_mutex_init(&g_done_mutex, nullptr);
   pthread_cond_init(&g_done_cond, nullptr);
   trace_file_reset_after_fork();
