@@ -2,6 +2,9 @@
 // heads, and the reading of a checkpoint's live blocks.
 #include "formats/checkpoint.h"
 
+#include <algorithm>
+
+#include "formats/encoder.h"
 #include "formats/reader.h"
 
 namespace memtide::fmt {
@@ -30,36 +33,70 @@ struct KeepOffset {
   ~KeepOffset() { r.seek(at); }
 };
 
+// The head block at `offset`, parsed into `h`; false when it is not one.
+bool read_head(FileReader& reader, uint64_t offset, CheckpointHead& h) {
+  reader.seek(offset);
+  Block b;
+  if (!reader.next(b).ok() || !(b.header.flags & kBlockFlagCheckpoint) || b.header.stream != 0) return false;
+  bool have = false;
+  const bool ok = each_checkpoint_record(b.payload, [&](std::span<const uint8_t> p) {
+    if (!p.empty() && p[0] == static_cast<uint8_t>(CheckpointOp::Head)) have = true;
+    return parse_checkpoint(p, 0, h, [](CheckpointDomain, const CheckpointEntry&) {});
+  });
+  h.offset = b.offset;
+  return ok && have && h.data_offset <= b.offset && h.replay_from <= b.offset && h.prev < b.offset;
+}
+
+// Scans the block headers from the reader's offset for head blocks (only those are read).
+void scan_heads(FileReader& reader, std::vector<CheckpointHead>& heads) {
+  for (;;) {
+    BlockRef ref;
+    if (!reader.skip(ref).ok()) break;  // the end, a cut or a bad block: the checkpoints before it
+    if (!(ref.header.flags & kBlockFlagCheckpoint) || ref.header.stream != 0) continue;
+    const uint64_t next = reader.offset();
+    CheckpointHead h;
+    if (read_head(reader, ref.offset, h)) heads.push_back(std::move(h));
+    reader.seek(next);
+  }
+}
+
+// The heads by the file header's pointer to the latest and each head's to the one before (a few
+// small reads); false when the pointer is missing or does not lead back to the first.
+bool follow_pointers(FileReader& reader, std::vector<CheckpointHead>& heads) {
+  std::vector<uint8_t> p;
+  if (reader.info().header_size < kCheckpointHeaderSize || !reader.read_bytes(kCheckpointPointerAt, kCheckpointPointerSize, p))
+    return false;
+  if (wire::load_le<uint32_t>(p.data() + 12) != (checksum32(p.data(), 12))) return false;
+  for (uint64_t at = wire::load_le<uint64_t>(p.data()); at;) {
+    CheckpointHead h;
+    if (!read_head(reader, at, h) || (!heads.empty() && h.seq + 1 != heads.back().seq)) return false;
+    at = h.prev;
+    heads.push_back(std::move(h));
+  }
+  if (!heads.empty() && heads.back().seq != 1) return false;
+  std::reverse(heads.begin(), heads.end());
+  return true;
+}
+
 }  // namespace
 
 std::vector<CheckpointHead> find_checkpoints(FileReader& reader) {
   std::vector<CheckpointHead> heads;
   if (!(reader.info().flags & kFileFlagCheckpoints)) return heads;
   KeepOffset keep{reader};
-  reader.seek(reader.info().header_size);
-  std::vector<CheckpointHead::MarkerCopy> carried;
-  for (;;) {
-    BlockRef ref;
-    if (!reader.peek_header(ref).ok()) break;  // the end, a cut or a bad block: the checkpoints before it
-    if (!(ref.header.flags & kBlockFlagCheckpoint) || ref.header.stream != 0) {
-      if (!reader.skip(ref).ok()) break;
-      continue;
+  if (follow_pointers(reader, heads)) {
+    // Checkpoints written after the pointer was last updated (a kill between the two writes).
+    reader.seek(heads.empty() ? reader.info().header_size : heads.back().offset);
+    if (!heads.empty()) {
+      BlockRef ref;
+      reader.skip(ref);
     }
-    Block b;
-    if (!reader.next(b).ok()) break;
-    CheckpointHead h;
-    h.markers = std::move(carried);  // (a head block too full for its markers left some before it)
-    carried.clear();
-    bool have = false;
-    const bool ok = each_checkpoint_record(b.payload, [&](std::span<const uint8_t> p) {
-      if (!p.empty() && p[0] == static_cast<uint8_t>(CheckpointOp::Head)) have = true;
-      return parse_checkpoint(p, 0, h, [](CheckpointDomain, const CheckpointEntry&) {});
-    });
-    if (ok && !have) carried = std::move(h.markers);
-    if (!ok || !have || h.data_offset > b.offset || h.replay_from > b.offset) continue;
-    h.offset = b.offset;
-    heads.push_back(std::move(h));
+    scan_heads(reader, heads);
+    return heads;
   }
+  heads.clear();
+  reader.seek(reader.info().header_size);
+  scan_heads(reader, heads);
   return heads;
 }
 

@@ -27,6 +27,15 @@ namespace memtide::fmt {
 class FileReader;
 
 inline constexpr uint8_t kTagCheckpoint = 0x0F;
+
+// A file with checkpoints has a 48-byte header: the 32 bytes of every file, then at offset 32
+// `u64 last_head` (the offset of the latest checkpoint's head block, 0: none yet), `u32`
+// reserved (0) and `u32 checksum` (low 32 bits of XXH3_64 over [32, 44)). The writer rewrites
+// these 16 bytes after each checkpoint; older readers skip them (header_size). A reader that
+// finds them torn or stale scans the block headers instead.
+inline constexpr uint32_t kCheckpointHeaderSize = 48;
+inline constexpr uint32_t kCheckpointPointerAt = 32;
+inline constexpr uint32_t kCheckpointPointerSize = 16;
 enum class CheckpointOp : uint8_t { Blocks = 1, Threads = 2, Head = 3, Marker = 4 };
 // Live-block domains of a Blocks record: the replay's heap and custom live maps, and the
 // anonymous mappings (whose entries are address ranges).
@@ -55,6 +64,7 @@ struct CheckpointHead {
   uint64_t data_blocks = 0;   // consecutive data blocks from there
   uint64_t interval = 0;      // the sampling interval in force (0: exact)
   uint64_t bytes[kCheckpointDomains] = {}, blocks[kCheckpointDomains] = {};  // live totals
+  uint64_t prev = 0;          // the previous checkpoint's head block (0: none)
   uint64_t offset = 0;        // (readers) the head block's offset
   std::vector<CheckpointThread> threads;  // (readers)
   struct MarkerCopy {
@@ -126,7 +136,7 @@ bool parse_checkpoint(std::span<const uint8_t> payload, uint64_t time, Checkpoin
     bool ok = c.get_varint(head.time) && c.get_varint(head.replay_from) && c.get_varint(head.data_offset) &&
               c.get_varint(head.data_blocks) && c.get_varint(head.interval);
     for (unsigned d = 0; ok && d < kCheckpointDomains; ++d) ok = c.get_varint(head.bytes[d]) && c.get_varint(head.blocks[d]);
-    return ok;  // (fields of later versions follow)
+    return ok && c.get_varint(head.prev);  // (fields of later versions follow)
   }
   if (op == static_cast<uint8_t>(CheckpointOp::Threads)) {
     uint64_t n;

@@ -27,7 +27,7 @@ namespace memtide::fmt {
 //   0  u8[8]  magic "\x8AMTIDE\r\n"  (high bit and CR/LF catch 7-bit and newline mangling)
 //   8  u16    version_major  (a reader refuses a major it does not know; 2 reads 1 and 2)
 //   10 u16    version_minor  (newer minor: read with a warning)
-//   12 u32    header_size    (32 in this version; readers skip any extra bytes)
+//   12 u32    header_size    (32; 48 with checkpoints, formats/checkpoint.h; readers skip any extra bytes)
 //   16 u32    flags          (bit 0: sampled recording; bit 1: blocks carry their hints;
 //                             bit 2: watermarks vouch for their own time)
 //   20 u64    reserved (0)

@@ -18,6 +18,7 @@
 #include "formats/decoder.h"
 #include "formats/sampling.h"
 #include "recorder/base.h"
+#include "recorder/sampling.h"
 #include "recorder/state.h"
 #include "recorder/trace_file.h"
 #include "recorder/writer.h"
@@ -162,7 +163,7 @@ struct State {
   uint64_t seq = 0;
   uint64_t interval = 0;  // sampling interval in force at `applied` (0: exact)
   uint64_t applied = 0;   // every event timed before it is applied
-  uint64_t written_seq = 0, last_time = 0, last_offset = 0, last_time_applied = 0;
+  uint64_t written_seq = 0, last_time = 0, last_offset = 0, last_time_applied = 0, last_head = 0;
   fmt::DecodeScratch* scratch = nullptr;
 };
 State g;
@@ -350,16 +351,25 @@ bool checkpoints_on() {
 }
 
 void checkpoint_trace_opened() {
-  g.written_seq = 0;
-  g.last_offset = 0;
-  g.marks.size = 0;
+  // A new file (a forked child's): its readers know the blocks allocated in it alone.
+  for (LiveTable& t : g.live) {
+    mem_free(t.slots);
+    t = LiveTable{};
+  }
+  g.ranges.release();
+  g.pending.release();
+  g.ready.release();
+  g.counts.release();
+  g.marks.release();
+  g.markers.release();
+  g.mapped = g.seq = g.applied = g.written_seq = g.last_offset = g.last_time_applied = g.last_head = 0;
   g.last_time = now_ns();
-  if (g.seq == 0) g.interval = recording.opts.sample;  // (a forked child keeps its parent's)
+  g.interval = sampling::g_interval.load(std::memory_order_relaxed);
 }
 
 void checkpoint_reset_after_fork() {
-  // The parent's pending events were the parent's to write; its live blocks are the child's.
-  g.pending.size = 0;
+  // (The child opens a trace of its own, checkpoint_trace_opened.)
+  g.failed = false;
 }
 
 void checkpoint_note_block(uint32_t stream, uint64_t base_time, uint64_t base_addr, const uint8_t* p, size_t n,
@@ -492,18 +502,28 @@ void checkpoint_maybe_write(uint64_t now, uint64_t offset) {
   o.flush();
   mem_free(sorted);
 
+  mem_free(o.buf);
+
   // The head block: the threads' markers since the last checkpoint, the per-stream counts, then
-  // the head itself.
-  o.flags = fmt::kBlockFlagCheckpoint;
+  // the head itself, in one block (a reader finds it by the file header's pointer, and from it
+  // the previous ones).
   const uint64_t data_blocks = o.blocks;
+  constexpr size_t kMarkerMax = fmt::kCheckpointPrefix + 4 * wire::kMaxVarint + 1 + sizeof(MarkerCopy::label);
+  constexpr size_t kThreadMax = 8 * wire::kMaxVarint + sizeof(StreamCounts::name);
+  constexpr size_t kMarkerRoom = 8u << 20;  // (later markers wait for the next checkpoint)
+  const size_t markers = std::min(g.markers.size, kMarkerRoom / kMarkerMax);
+  const size_t threads = std::min(g.counts.size, kRecordEntries);
+  o.buf = static_cast<uint8_t*>(mem_alloc_uninit(markers * kMarkerMax + record_max(0) + threads * kThreadMax + 256));
+  if (!o.buf) return fail("out of memory");
+  o.used = 0;
+  o.flags = fmt::kBlockFlagCheckpoint;
   size_t kept = 0;
   for (size_t i = 0; i < g.markers.size; ++i) {
     const MarkerCopy& m = g.markers.data[i];
-    if (m.time >= time) {
+    if (m.time >= time || i >= markers) {
       g.markers.data[kept++] = m;
       continue;
     }
-    if (o.used + 300 + fmt::kCheckpointPrefix > kBlockRaw) o.flush();  // (the head's block is then not the first)
     uint8_t* const r = o.buf + o.used;
     uint8_t* q = r + fmt::kCheckpointPrefix;
     *q++ = static_cast<uint8_t>(fmt::CheckpointOp::Marker);
@@ -521,7 +541,7 @@ void checkpoint_maybe_write(uint64_t now, uint64_t offset) {
   size_t streams = 0;
   auto wanted = [](const StreamCounts& c) { return c.allocs || c.frees || c.start; };
   for (size_t i = 0; i < g.counts.size; ++i) streams += wanted(g.counts.data[i]);
-  streams = std::min(streams, kRecordEntries);  // (the head block's room)
+  streams = std::min(streams, threads);  // (the head block's room)
   p = wire::put_varint(p, streams);
   for (size_t i = 0, put = 0; i < g.counts.size && put < streams; ++i) {
     const StreamCounts& c = g.counts.data[i];
@@ -544,9 +564,14 @@ void checkpoint_maybe_write(uint64_t now, uint64_t offset) {
   p = wire::put_varint(p, g.interval);
   for (const LiveTable& t : g.live) p = wire::put_varint(wire::put_varint(p, t.bytes), t.count);
   p = wire::put_varint(wire::put_varint(p, g.mapped), g.ranges.size);
+  p = wire::put_varint(p, g.last_head);
   o.used += static_cast<size_t>(fmt::checkpoint_close(rec, p) - rec);
+  const uint64_t head = trace_file_bytes();
   o.flush();
   mem_free(o.buf);
+  if (g_write_failed) return;
+  set_checkpoint_pointer(head);
+  g.last_head = head;
 
   ++g.written_seq;
   g.last_time = now;
