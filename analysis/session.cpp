@@ -101,8 +101,12 @@ struct Session::Impl {
       void on_process_info(uint32_t, const ProcessInfo& x) { start = x.monotonic_start_ns; }
     } v;
     const uint64_t at = reader.offset();
-    Block b;
-    if (reader.next(b).ok() && b.header.stream == 0) decode_block(b, *scratch, v);
+    // (Stream 0's first block: the blocks of a thread's stack definitions may come before it.)
+    for (int i = 0; i < 64 && !v.start; ++i) {
+      Block b;
+      if (!reader.next(b).ok()) break;
+      if (b.header.stream == 0) decode_block(b, *scratch, v);
+    }
     reader.seek(at);
     return v.start;
   }

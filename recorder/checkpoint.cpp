@@ -1,7 +1,8 @@
 // Checkpoints (checkpoint.h). The writer decodes the Allocs, Frees and sampling switches of each
-// block it writes into a list of pending events. After a flush pass whose watermark vouches for
-// time W, every event timed before W has been written: those are applied to the live blocks in
-// the readers' order (time, then file order), the rest wait for a later pass. So the live blocks
+// block it writes into its stream's queue of pending events. After a flush pass whose watermark
+// vouches for time W, every event timed before W has been written: those are applied to the live
+// blocks in the readers' order (time, then file order: a merge of the queues), the rest wait for
+// a later pass. So the live blocks
 // are, after each pass, exactly those a reader's replay holds at W, including its treatment of
 // a block allocated twice, of partial munmaps and of a switch from exact to sampled recording
 // (analysis/replay.cpp).
@@ -121,15 +122,35 @@ struct LiveTable {
 // A mapped range [addr, addr + size) of the mmap domain (kept sorted by address).
 using Range = Live;
 
-// A decoded event waiting for a watermark that vouches for it.
-enum : uint8_t { kAlloc, kFree, kSwitch };
-struct Event {
-  uint64_t time, seq, addr, size, stack, weight;
+// An event as it is applied.
+enum : uint8_t { kAlloc, kFree, kSwitch, kWeight };
+struct Op {
+  uint64_t time, addr, size, stack, weight;
   uint32_t stream;
   uint8_t kind, api;
 };
 
+// An event waiting in its stream's queue for a watermark that vouches for it: 32 bytes (the
+// writer holds a flush pass's worth of them). A sampled Alloc is followed by a kWeight event
+// whose addr is its weight. Sizes are kept to 48 bits (no allocation of 256 TiB succeeds).
+constexpr uint64_t kSizeMask = (uint64_t{1} << 48) - 1;
+struct Event {
+  uint64_t time, addr;
+  uint64_t size_api_kind;  // size | api << 48 | kind << 56
+  uint32_t stack;
+  uint32_t block;  // the block's number in the file: the order of equal times across streams
+  uint64_t size() const { return size_api_kind & kSizeMask; }
+  uint8_t api() const { return static_cast<uint8_t>(size_api_kind >> 48); }
+  uint8_t kind() const { return static_cast<uint8_t>(size_api_kind >> 56); }
+};
+static_assert(sizeof(Event) == 32);
+
 // A stream's Alloc and Free records applied, and its thread as its records describe it.
+struct Queue {
+  Array<Event> ev;
+  size_t head;
+};
+
 struct StreamCounts {
   uint64_t allocs, frees;
   uint64_t os_tid, parent, start, exit;
@@ -155,12 +176,12 @@ struct State {
   LiveTable live[2];  // heap, custom
   Array<Range> ranges;
   uint64_t mapped = 0;
-  Array<Event> pending;
-  Array<Event> ready;  // (scratch of checkpoint_pass)
+  Array<Queue> queues;  // by stream: its events in stream (so time) order, from `head` on
+  Array<uint32_t> heap;  // (scratch of checkpoint_pass)
   Array<StreamCounts> counts;
   Array<BlockMark> marks;  // blocks written since the last checkpoint's replay_from
   Array<MarkerCopy> markers;
-  uint64_t seq = 0;
+  uint32_t blocks = 0;  // blocks decoded (wraps: only equal times in one pass compare it)
   uint64_t interval = 0;  // sampling interval in force at `applied` (0: exact)
   uint64_t applied = 0;   // every event timed before it is applied
   uint64_t written_seq = 0, last_time = 0, last_offset = 0, last_time_applied = 0, last_head = 0;
@@ -180,7 +201,7 @@ void fail(const char* why) {
 
 unsigned heap_map(fmt::Api a) { return a == fmt::Api::Custom ? 1 : 0; }
 
-void heap_alloc(const Event& e) {
+void heap_alloc(const Op& e) {
   LiveTable& t = g.live[heap_map(static_cast<fmt::Api>(e.api))];
   if (!e.addr) return;
   if (Live* old = t.find(e.addr)) {  // allocated twice: the replay releases the first
@@ -193,7 +214,7 @@ void heap_alloc(const Event& e) {
   t.bytes += w ? w : size;
 }
 
-void heap_free(const Event& e) {
+void heap_free(const Op& e) {
   LiveTable& t = g.live[heap_map(static_cast<fmt::Api>(e.api))];
   if (Live* b = t.find(e.addr)) {
     t.bytes -= b->weight ? b->weight : b->size();
@@ -225,7 +246,7 @@ void unmap(uint64_t lo, uint64_t hi) {
   }
 }
 
-void mmap_alloc(const Event& e) {
+void mmap_alloc(const Op& e) {
   if (e.size == 0 || e.addr + e.size < e.addr) return;
   unmap(e.addr, e.addr + e.size);
   Array<Range>& r = g.ranges;
@@ -238,7 +259,7 @@ void mmap_alloc(const Event& e) {
   g.mapped += e.size;
 }
 
-void mmap_free(const Event& e) {
+void mmap_free(const Op& e) {
   uint64_t hi;
   if (static_cast<fmt::Api>(e.api) == fmt::Api::Munmap) {
     if (e.size == 0 || e.addr + e.size < e.addr) return;
@@ -286,7 +307,7 @@ StreamCounts* counts_of(uint32_t stream) {
   return &g.counts.data[stream];
 }
 
-void apply(const Event& e) {
+void apply(const Op& e) {
   if (e.kind == kSwitch) return switch_sampling(e.size);
   const auto api = static_cast<fmt::Api>(e.api);
   if (e.api >= fmt::kApiCount) return;  // the replay counts it as a bad record, nothing more
@@ -308,15 +329,27 @@ void apply(const Event& e) {
 
 struct Collect : fmt::NullVisitor {
   bool ok = true;
-  void push(Event e) {
-    e.seq = g.seq++;
-    if (!g.pending.push(e)) ok = false;
+  uint32_t block = 0;
+  void push(uint32_t stream, uint64_t time, uint64_t addr, uint64_t size, uint64_t stack, uint8_t api, uint8_t kind) {
+    if (stream >= g.queues.size) {
+      const size_t n = std::max<size_t>(stream + 1, g.queues.size * 2);
+      if (stream >= (1u << 20) || !g.queues.grow(n)) {
+        ok = false;
+        return;
+      }
+      __builtin_memset(static_cast<void*>(g.queues.data + g.queues.size), 0, (n - g.queues.size) * sizeof(Queue));
+      g.queues.size = n;
+    }
+    if (stack > UINT32_MAX) ok = false;  // (no recorder makes 4 G stack nodes)
+    const uint64_t packed = std::min(size, kSizeMask) | uint64_t{api} << 48 | uint64_t{kind} << 56;
+    if (!g.queues.data[stream].ev.push(Event{time, addr, packed, static_cast<uint32_t>(stack), block})) ok = false;
   }
   void on_alloc(uint32_t s, const fmt::Alloc& a) {
-    push(Event{a.time, 0, a.addr, a.size, a.stack, a.weight, s, kAlloc, static_cast<uint8_t>(a.api)});
+    push(s, a.time, a.addr, a.size, a.stack, static_cast<uint8_t>(a.api), kAlloc);
+    if (a.weight) push(s, a.time, a.weight, 0, 0, 0, kWeight);
   }
   void on_free(uint32_t s, const fmt::Free& f) {
-    push(Event{f.time, 0, f.addr, f.length, 0, 0, s, kFree, static_cast<uint8_t>(f.api)});
+    push(s, f.time, f.addr, f.length, 0, static_cast<uint8_t>(f.api), kFree);
   }
   void on_thread_start(uint32_t, const fmt::ThreadStart& x) {
     if (StreamCounts* c = counts_of(static_cast<uint32_t>(std::min<uint64_t>(x.thread, UINT32_MAX)))) {
@@ -340,7 +373,7 @@ struct Collect : fmt::NullVisitor {
       __builtin_memcpy(c.label, m.label.data(), c.len);
       if (!g.markers.push(c)) ok = false;
     }
-    if (m.switches_sampling()) push(Event{m.time, 0, 0, m.sampling_interval(), 0, 0, s, kSwitch, 0});
+    if (m.switches_sampling()) push(s, m.time, 0, m.sampling_interval(), 0, 0, kSwitch);
   }
 };
 
@@ -357,12 +390,14 @@ void checkpoint_trace_opened() {
     t = LiveTable{};
   }
   g.ranges.release();
-  g.pending.release();
-  g.ready.release();
+  for (size_t i = 0; i < g.queues.size; ++i) g.queues.data[i].ev.release();
+  g.queues.release();
+  g.heap.release();
   g.counts.release();
   g.marks.release();
   g.markers.release();
-  g.mapped = g.seq = g.applied = g.written_seq = g.last_offset = g.last_time_applied = g.last_head = 0;
+  g.blocks = 0;
+  g.mapped = g.applied = g.written_seq = g.last_offset = g.last_time_applied = g.last_head = 0;
   g.last_time = now_ns();
   g.interval = sampling::g_interval.load(std::memory_order_relaxed);
 }
@@ -381,6 +416,7 @@ void checkpoint_note_block(uint32_t stream, uint64_t base_time, uint64_t base_ad
   r.time = base_time;
   r.addr = base_addr;
   Collect v;
+  v.block = g.blocks++;
   for (const uint8_t *q = p, *end = p + n; q < end;)
     if (fmt::decode_record(q, end, r, stream, *g.scratch, v) != fmt::DecodeError::None) break;  // as a reader stops
   if (!v.ok || !g.marks.push(BlockMark{offset, r.time})) fail("out of memory");
@@ -388,22 +424,55 @@ void checkpoint_note_block(uint32_t stream, uint64_t base_time, uint64_t base_ad
 
 void checkpoint_pass(uint64_t w) {
   if (!checkpoints_on() || w < g.applied) return;
-  // The events before w, in the replay's order; the others stay, in file order.
-  Array<Event>& ready = g.ready;
-  ready.size = 0;
-  size_t keep = 0;
-  for (size_t i = 0; i < g.pending.size; ++i) {
-    const Event& e = g.pending.data[i];
-    if (e.time < w) {
-      if (!ready.push(e)) return fail("out of memory");
-    } else {
-      g.pending.data[keep++] = e;
+  // A k-way merge of the streams' queues by (time, file order), the readers' order: a heap of
+  // the streams whose next event is timed before w.
+  Array<uint32_t>& h = g.heap;
+  h.size = 0;
+  auto head = [](uint32_t q) -> const Event& { return g.queues.data[q].ev.data[g.queues.data[q].head]; };
+  auto before = [&](uint32_t a, uint32_t b) {
+    const Event &x = head(a), &y = head(b);
+    return x.time != y.time ? x.time < y.time : static_cast<int32_t>(x.block - y.block) < 0;
+  };
+  auto sift_down = [&](size_t i) {
+    for (;;) {
+      size_t m = i;
+      const size_t l = 2 * i + 1, r = l + 1;
+      if (l < h.size && before(h.data[l], h.data[m])) m = l;
+      if (r < h.size && before(h.data[r], h.data[m])) m = r;
+      if (m == i) return;
+      std::swap(h.data[i], h.data[m]);
+      i = m;
     }
+  };
+  for (uint32_t q = 0; q < g.queues.size; ++q) {
+    const Queue& k = g.queues.data[q];
+    if (k.head < k.ev.size && k.ev.data[k.head].time < w && !h.push(q)) return fail("out of memory");
   }
-  g.pending.size = keep;
-  std::sort(ready.data, ready.data + ready.size,
-            [](const Event& a, const Event& b) { return a.time != b.time ? a.time < b.time : a.seq < b.seq; });
-  for (size_t i = 0; i < ready.size && !g.failed; ++i) apply(ready.data[i]);
+  for (size_t i = h.size / 2; i-- > 0;) sift_down(i);
+  while (h.size && !g.failed) {
+    const uint32_t stream = h.data[0];
+    Queue& k = g.queues.data[stream];
+    // The first of the other streams (one of the root's children); this one's events are
+    // applied up to it without going through the heap.
+    int64_t other = h.size > 1 ? static_cast<int64_t>(h.data[1]) : -1;
+    if (h.size > 2 && before(h.data[2], h.data[1])) other = h.data[2];
+    do {
+      const Event& e = k.ev.data[k.head++];
+      Op op{e.time, e.addr, e.size(), e.stack, 0, stream, e.kind(), e.api()};
+      if (k.head < k.ev.size && k.ev.data[k.head].kind() == kWeight) op.weight = k.ev.data[k.head++].addr;
+      apply(op);
+    } while (k.head < k.ev.size && k.ev.data[k.head].time < w &&
+             (other < 0 || !before(static_cast<uint32_t>(other), stream)));
+    if (k.head == k.ev.size || k.ev.data[k.head].time >= w) h.data[0] = h.data[--h.size];
+    sift_down(0);
+  }
+  for (size_t q = 0; q < g.queues.size; ++q) {  // what is left moves to the front, now and then
+    Queue& k = g.queues.data[q];
+    if (!k.head || k.head < k.ev.size / 2) continue;
+    __builtin_memmove(k.ev.data, k.ev.data + k.head, (k.ev.size - k.head) * sizeof(Event));
+    k.ev.size -= k.head;
+    k.head = 0;
+  }
   g.applied = w;
 }
 
