@@ -14,6 +14,7 @@
 #include "recorder/checkpoint.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "formats/checkpoint.h"
 #include "formats/decoder.h"
@@ -30,6 +31,9 @@ namespace {
 
 using fmt::CheckpointDomain;
 constexpr uint64_t kMaxBlockBytes = (uint64_t{1} << 56) - 1;  // as the replay clamps sizes
+// What an event waiting to be applied counts for in the writer's backpressure, in bytes of
+// queued chunks (a record takes about 5 before compression; its event 32 here).
+constexpr size_t kBacklogWeight = 16;
 
 // A growable array on the recorder's heap (never the program's).
 template <class T>
@@ -73,7 +77,18 @@ struct LiveTable {
   size_t mask = 0, count = 0;
   uint64_t bytes = 0;  // what the blocks stand for, as the replay sums them
 
-  static size_t hash(uint64_t a) { return static_cast<size_t>(fmt::mix_address(a)); }
+  unsigned shift = 64;
+  // A block's home slot, as the replay's LiveMap places it (analysis/live_map.h): each 128 bytes
+  // of the address space map to 8 neighbouring slots, the groups scattered by a Fibonacci hash, so
+  // that blocks an allocator placed together share cache lines here too (a hash of each address
+  // cost a cache miss per event with a million live blocks).
+  size_t hash(uint64_t a) const {
+    const uint64_t group = ((a >> 7) * 0x9E3779B97F4A7C15ull) >> shift;
+    return static_cast<size_t>((group << 3) | ((a >> 4) & 7));
+  }
+  void prefetch(uint64_t a) const {
+    if (slots) __builtin_prefetch(&slots[hash(a) & mask]);
+  }
   Live* find(uint64_t a) {
     if (!slots) return nullptr;
     for (size_t i = hash(a) & mask;; i = (i + 1) & mask) {
@@ -82,7 +97,7 @@ struct LiveTable {
     }
   }
   bool insert(const Live& v) {  // (no block at v.addr)
-    if ((count + 1) * 8 > (mask + 1) * 7 || !slots) {
+    if ((count + 1) * 4 > (mask + 1) * 3 || !slots) {  // (at most 3/4 full: under 4 probes, live_map.h)
       const size_t n = slots ? (mask + 1) * 2 : 4096;
       Live* s = static_cast<Live*>(mem_alloc(n * sizeof(Live)));
       if (!s) return false;
@@ -90,6 +105,7 @@ struct LiveTable {
       const size_t old_n = slots ? mask + 1 : 0;
       slots = s;
       mask = n - 1;
+      shift = 64 - (static_cast<unsigned>(__builtin_ctzll(n)) - 3);
       for (size_t i = 0; i < old_n; ++i)
         if (old[i].addr) place(old[i]);
       mem_free(old);
@@ -188,6 +204,8 @@ struct State {
   fmt::DecodeScratch* scratch = nullptr;
 };
 State g;
+// Events decoded and not yet applied, for the writer's backpressure (checkpoint_backlog).
+std::atomic<size_t> g_backlog{0};
 
 void fail(const char* why) {
   if (g.failed) return;
@@ -330,6 +348,7 @@ void apply(const Op& e) {
 struct Collect : fmt::NullVisitor {
   bool ok = true;
   uint32_t block = 0;
+  size_t pushed = 0;
   void push(uint32_t stream, uint64_t time, uint64_t addr, uint64_t size, uint64_t stack, uint8_t api, uint8_t kind) {
     if (stream >= g.queues.size) {
       const size_t n = std::max<size_t>(stream + 1, g.queues.size * 2);
@@ -343,6 +362,7 @@ struct Collect : fmt::NullVisitor {
     if (stack > UINT32_MAX) ok = false;  // (no recorder makes 4 G stack nodes)
     const uint64_t packed = std::min(size, kSizeMask) | uint64_t{api} << 48 | uint64_t{kind} << 56;
     if (!g.queues.data[stream].ev.push(Event{time, addr, packed, static_cast<uint32_t>(stack), block})) ok = false;
+    ++pushed;
   }
   void on_alloc(uint32_t s, const fmt::Alloc& a) {
     push(s, a.time, a.addr, a.size, a.stack, static_cast<uint8_t>(a.api), kAlloc);
@@ -397,6 +417,7 @@ void checkpoint_trace_opened() {
   g.marks.release();
   g.markers.release();
   g.blocks = 0;
+  g_backlog.store(0, std::memory_order_relaxed);
   g.mapped = g.applied = g.written_seq = g.last_offset = g.last_time_applied = g.last_head = 0;
   g.last_time = now_ns();
   g.interval = sampling::g_interval.load(std::memory_order_relaxed);
@@ -419,8 +440,11 @@ void checkpoint_note_block(uint32_t stream, uint64_t base_time, uint64_t base_ad
   v.block = g.blocks++;
   for (const uint8_t *q = p, *end = p + n; q < end;)
     if (fmt::decode_record(q, end, r, stream, *g.scratch, v) != fmt::DecodeError::None) break;  // as a reader stops
+  g_backlog.fetch_add(v.pushed, std::memory_order_relaxed);
   if (!v.ok || !g.marks.push(BlockMark{offset, r.time})) fail("out of memory");
 }
+
+size_t checkpoint_backlog() { return g_backlog.load(std::memory_order_relaxed) * kBacklogWeight; }
 
 void checkpoint_pass(uint64_t w) {
   if (!checkpoints_on() || w < g.applied) return;
@@ -449,6 +473,7 @@ void checkpoint_pass(uint64_t w) {
     if (k.head < k.ev.size && k.ev.data[k.head].time < w && !h.push(q)) return fail("out of memory");
   }
   for (size_t i = h.size / 2; i-- > 0;) sift_down(i);
+  size_t applied = 0;
   while (h.size && !g.failed) {
     const uint32_t stream = h.data[0];
     Queue& k = g.queues.data[stream];
@@ -457,15 +482,24 @@ void checkpoint_pass(uint64_t w) {
     int64_t other = h.size > 1 ? static_cast<int64_t>(h.data[1]) : -1;
     if (h.size > 2 && before(h.data[2], h.data[1])) other = h.data[2];
     do {
+      if (k.head + 8 < k.ev.size) {  // the slot of an event a few ahead: a large live set is out of the cache
+        const Event& a = k.ev.data[k.head + 8];
+        g.live[heap_map(static_cast<fmt::Api>(a.api()))].prefetch(a.addr);
+      }
+      ++applied;
       const Event& e = k.ev.data[k.head++];
       Op op{e.time, e.addr, e.size(), e.stack, 0, stream, e.kind(), e.api()};
-      if (k.head < k.ev.size && k.ev.data[k.head].kind() == kWeight) op.weight = k.ev.data[k.head++].addr;
+      if (k.head < k.ev.size && k.ev.data[k.head].kind() == kWeight) {
+        op.weight = k.ev.data[k.head++].addr;
+        ++applied;
+      }
       apply(op);
     } while (k.head < k.ev.size && k.ev.data[k.head].time < w &&
              (other < 0 || !before(static_cast<uint32_t>(other), stream)));
     if (k.head == k.ev.size || k.ev.data[k.head].time >= w) h.data[0] = h.data[--h.size];
     sift_down(0);
   }
+  g_backlog.fetch_sub(std::min(applied, g_backlog.load(std::memory_order_relaxed)), std::memory_order_relaxed);
   for (size_t q = 0; q < g.queues.size; ++q) {  // what is left moves to the front, now and then
     Queue& k = g.queues.data[q];
     if (!k.head || k.head < k.ev.size / 2) continue;

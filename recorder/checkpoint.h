@@ -18,6 +18,9 @@ void checkpoint_reset_after_fork();
 // A block of records of `stream` about to be written at file offset `offset`.
 void checkpoint_note_block(uint32_t stream, uint64_t base_time, uint64_t base_addr, const uint8_t* p, size_t n,
                            uint64_t offset);
+// The events decoded and not yet applied, as bytes of queued chunks: an allocating thread waits
+// while the queue and this pass the writer's bound (any thread may read it).
+size_t checkpoint_backlog();
 // A flush pass wrote every record timed before `w`: applies them to the live blocks.
 void checkpoint_pass(uint64_t w);
 // Writes a checkpoint at the time of the last pass when one is due at `now` (file offset

@@ -194,7 +194,7 @@ pthread_cond_t g_space_cond = PTHREAD_COND_INITIALIZER;
 // it stops (exit).
 void wait_for_space_locked() {
   for (int i = 0; i < 200 && recording.writer_running && !recording.writer_stop &&
-                  g_queued.load(std::memory_order_relaxed) > kMaxQueued / 2;
+                  g_queued.load(std::memory_order_relaxed) + checkpoint_backlog() > kMaxQueued / 2;
        ++i) {
     timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -242,6 +242,7 @@ void drain_queue() {
 }
 
 uint64_t g_last_watermark = 0;
+bool g_last_pass = false;  // the final pass, before the End record
 
 // Flushes every stream; frees the state of threads that exited and were fully written.
 // Returns the earliest time a record of theirs that is still not written may have (UINT64_MAX:
@@ -381,7 +382,12 @@ void flush_pass() {
   const bool quiet = marked && w == vouched && !shared_news && g_emitted == emitted;
   g_quiet_passes = quiet ? g_quiet_passes + 1 : 0;
   flush_current(&recording.shared);
-  if (marked) checkpoint_pass(complete);
+  if (marked && !g_last_pass) {  // (no checkpoint follows the last pass)
+    checkpoint_pass(complete);
+    pthread_mutex_lock(&recording.queue_mutex);  // (threads waiting for the backlog to shrink)
+    pthread_cond_broadcast(&g_space_cond);
+    pthread_mutex_unlock(&recording.queue_mutex);
+  }
 }
 
 // An idle program (nothing to write at a flush, its counters unchanged) need not wake the writer
@@ -467,6 +473,7 @@ void* writer_main(void*) {
   // thread sealed since the pass): the queue is written first, as flush_current writes only a
   // stream's next chunk (without it, a trace lost its last counters and its End whenever they
   // did not fit in the chunk: a python3 run in twenty).
+  g_last_pass = true;
   flush_pass();
   if (counter_ns) sample_counters(&recording.shared, /*write=*/true);
   append_end(static_cast<fmt::EndReason>(recording.end_reason), recording.end_status);
@@ -500,7 +507,7 @@ void enqueue_chunk(Chunk* c, bool may_wait) {
   if (queued >= kWakeQueued) pthread_cond_signal(&recording.queue_cond);
   // Backpressure: the writer is this far behind. Wait in short steps while it catches up, and
   // never once it stops (exit) or when the caller holds a lock the writer needs.
-  if (may_wait && queued > kMaxQueued) {
+  if (may_wait && queued + checkpoint_backlog() > kMaxQueued) {
     pthread_mutex_lock(&recording.queue_mutex);
     wait_for_space_locked();
     pthread_mutex_unlock(&recording.queue_mutex);
@@ -514,6 +521,7 @@ void writer_write_block(uint32_t stream, uint64_t base_time, uint64_t base_addr,
 
 void writer_trace_opened() {
   checkpoint_trace_opened();
+  g_last_pass = false;
   g_finished = false;
   g_last_watermark = 0;
   g_quiet_passes = 0;

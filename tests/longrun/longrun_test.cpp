@@ -165,6 +165,29 @@ TEST(Checkpoints, AreWrittenAtTheirIntervalWithTheLiveHeap) {
   EXPECT_EQ(bytes, heads.back().bytes[0]);
 }
 
+TEST(Checkpoints, AreFoundByAScanWhenTheHeaderPointerIsTorn) {
+  const std::string trace = temp_path("torn.mtide");
+  ASSERT_EQ(record_worker(trace, "--seconds 3.5 --threads 2 --rate 4000"), 0);
+  const auto by_pointer = heads_of(trace);
+  ASSERT_GE(by_pointer.size(), 2u);
+  // The 16 bytes at offset 32 (the pointer and its checksum) overwritten: the block headers
+  // are scanned instead, and give the same checkpoints.
+  FILE* f = std::fopen(trace.c_str(), "r+b");
+  ASSERT_NE(f, nullptr);
+  std::fseek(f, fmt::kCheckpointPointerAt, SEEK_SET);
+  const uint8_t junk[fmt::kCheckpointPointerSize] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+  ASSERT_EQ(std::fwrite(junk, 1, sizeof junk, f), sizeof junk);
+  std::fclose(f);
+  const auto by_scan = heads_of(trace);
+  ASSERT_EQ(by_scan.size(), by_pointer.size());
+  for (std::size_t i = 0; i < by_scan.size(); ++i) {
+    EXPECT_EQ(by_scan[i].seq, by_pointer[i].seq);
+    EXPECT_EQ(by_scan[i].offset, by_pointer[i].offset);
+    EXPECT_EQ(by_scan[i].time, by_pointer[i].time);
+    EXPECT_EQ(by_scan[i].markers.size(), by_pointer[i].markers.size());
+  }
+}
+
 TEST(Checkpoints, AWindowFromACheckpointEqualsTheFullReplay) {
   const std::string trace = temp_path("window.mtide");
   ASSERT_EQ(record_worker(trace, "--seconds 5 --threads 3 --rate 4000"), 0);
