@@ -239,11 +239,11 @@ ReallocTicket on_realloc_begin(void* old_ptr) {
       // took its watermark's time before this one's.
       __atomic_exchange_n(&ts->stream.pending_time, 1, __ATOMIC_SEQ_CST);
       __builtin_ia32_lfence();
-      r.free_time = now_ns();
+      r.free_time = event_time_now(&ts->stream);
       __atomic_store_n(&ts->stream.pending_time, r.free_time, __ATOMIC_RELEASE);
       r.pending = &ts->stream;
     } else {
-      r.free_time = now_ns();
+      r.free_time = shared_time_now();
     }
     r.armed = true;
   }
@@ -279,7 +279,7 @@ void on_realloc_end(const ReallocTicket& r, fmt::Api api, void* old_ptr, void* n
     BusyScope busy;
     // A reused time belongs to its own stream (pausing in between may send the records elsewhere).
     if (r.armed)
-      write_free(t.s, api, !r.reused || t.s == r.reused ? r.free_time : now_ns(), reinterpret_cast<uint64_t>(old_ptr), 0);
+      write_free(t.s, api, !r.reused || t.s == r.reused ? r.free_time : event_time_now(t.s), reinterpret_cast<uint64_t>(old_ptr), 0);
     if (new_ptr && !recording.paused.load(std::memory_order_relaxed)) {
       const uint32_t stack = capture_stack(t, frame);
       const auto addr = reinterpret_cast<uint64_t>(new_ptr);

@@ -248,7 +248,7 @@ void mark(const char* label) {
     uint8_t buf[1100];
     if (reserve(t.s, sizeof buf)) {  // room first, then the clock (see write_alloc)
       begin_record(t.s);
-      const uint64_t now = stream_time(t.s, now_ns());
+      const uint64_t now = stream_time(t.s, event_time_now(t.s));
       const size_t n = fmt::encode_marker(buf, sizeof buf, t.s->last_time,
                                           fmt::Marker{now, std::string_view(label, strnlen(label, 1024))});
       if (n && append_record(t.s, buf, n)) t.s->last_time = now;
@@ -274,7 +274,7 @@ uint64_t set_sampling(uint64_t bytes) {
       else
         std::snprintf(label, sizeof label, "memtide: exact recording");
       begin_record(t.s);
-      const uint64_t now = stream_time(t.s, now_ns());
+      const uint64_t now = stream_time(t.s, event_time_now(t.s));
       const size_t n = fmt::encode_marker(buf, sizeof buf, t.s->last_time,
                                           fmt::Marker{now, std::string_view(label, std::strlen(label)), interval + 1});
       if (n && append_record(t.s, buf, n)) t.s->last_time = now;

@@ -22,11 +22,26 @@ TscClock g_tsc;
 std::atomic<uint64_t> g_clock_epoch{0};
 
 uint64_t event_time_read(Stream* s, uint64_t e) {
-  // (Never the process stream: a thread that records into it set kEpochShared first.)
   // The clock is read after the epoch was (now_ns orders the reading after earlier loads; the
-  // system clock does the same): a reading paired with an epoch is never older.
-  s->reuse_epoch = e;
-  s->reuse_left = (e & kEpochIdle) ? 0 : kReuseEvents;
+  // system clock does the same): a reading paired with an epoch is never older. Ownership is
+  // taken, or the tick made shared, before the reading (clock.h).
+  s->reuse_left = 0;
+  const uint64_t me = s->index != 0 && s->index <= kMaxOwnerIndex ? uint64_t{s->index} + 1 : 0;
+  while (!(e & kEpochShared)) {
+    const uint64_t owner = (e & kOwnerMask) >> kOwnerShift;
+    if (owner == 0 && me != 0) {
+      if (!g_clock_epoch.compare_exchange_weak(e, e | (me << kOwnerShift), std::memory_order_seq_cst,
+                                               std::memory_order_relaxed))
+        continue;  // (e reloaded: another thread took the tick, or the writer ticked)
+      e |= me << kOwnerShift;
+    } else if (owner != me || me == 0) {
+      g_clock_epoch.fetch_or(kEpochShared, std::memory_order_seq_cst);
+      break;
+    }
+    s->reuse_epoch = e;
+    s->reuse_left = (e & kEpochIdle) ? 0 : kReuseEvents;
+    break;
+  }
   return now_ns();
 }
 

@@ -153,7 +153,6 @@ ThreadState* create_thread_state() {
   ts->tid = static_cast<pid_t>(syscall(SYS_gettid));
   thread_stack_bounds(&ts->memo);
   const uint32_t index = recording.next_stream.fetch_add(1, std::memory_order_relaxed);
-  if (index >= 2) clock_share();  // a second thread records (before its first event)
   stream_init(&ts->stream, index, now_ns());
   pthread_mutex_lock(&recording.registry_mutex);
   ts->stream.reg_next = recording.registry;
@@ -202,9 +201,8 @@ bool acquire_slow(Target& t, bool even_paused) {
     t = Target{tls_thread, &tls_thread->stream, false};
     return true;
   }
-  // A thread without its own stream records into the process stream: it counts as a second
-  // thread for event times (event_time), as it may be one.
-  clock_share();
+  // A thread without its own stream records into the process stream (which never owns the
+  // time: event_time_read).
   pthread_mutex_lock(&recording.shared_mutex);
   t = Target{nullptr, &recording.shared, true};
   return true;

@@ -425,8 +425,9 @@ void* writer_main(void*) {
       const uint64_t now = now_ns();
       uint64_t wake = next_flush < next_counter ? next_flush : next_counter;
       if (calibrating) wake = std::min(wake, tsc_calibrate_due());
-      // While events may reuse times, they are never older than the last wake (event_time).
-      if (!(g_clock_epoch.load(std::memory_order_relaxed) & (kEpochShared | kEpochIdle)))
+      // While events may reuse times, they are never older than the last wake (event_time);
+      // a tick also gives the time back to whichever thread records alone after it.
+      if (!(g_clock_epoch.load(std::memory_order_relaxed) & kEpochIdle))
         wake = std::min(wake, last_tick + kClockTickNs);
       if (now >= wake) break;
       timespec ts;
