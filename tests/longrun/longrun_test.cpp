@@ -194,6 +194,30 @@ TEST(Checkpoints, AWindowFromACheckpointEqualsTheFullReplay) {
   expect_windows_match(trace, 4);
 }
 
+std::string run_out(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return out;
+  char buf[65536];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
+TEST(Checkpoints, AWindowsReportAndFlamegraphAreTheFullReplays) {
+  const std::string trace = temp_path("cli.mtide");
+  ASSERT_EQ(record_worker(trace, "--seconds 4.5 --threads 2 --rate 4000"), 0);
+  ASSERT_GE(heads_of(trace).size(), 2u);
+  for (const std::string args : {"report --json --from 2.5s --to 3.5s --at 4s", "report --from 2s --top 5",
+                                 "flamegraph -o - --from 2.2s --to 4s"}) {
+    SCOPED_TRACE(args);
+    const std::string cmd = std::string(MT_CLI) + " " + args + " " + trace + " 2>&1";
+    const std::string part = run_out(cmd), full = run_out("MEMTIDE_FULL_REPLAY=1 " + cmd);
+    EXPECT_GT(full.size(), 100u);
+    EXPECT_EQ(part, full);
+  }
+}
+
 TEST(Checkpoints, ASampledWindowFromACheckpointEqualsTheFullReplay) {
   const std::string trace = temp_path("sampled.mtide");
   ASSERT_EQ(record_worker(trace, "--seconds 5 --threads 2 --rate 4000", "MEMTIDE_SAMPLE=4096"), 0);
