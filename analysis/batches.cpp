@@ -225,6 +225,7 @@ bool BlockSource::read_some(EventDecoder& decoder) {
     }
     ++it.blocks;
     it.offset = reader_.offset();
+    if (block_.header.flags & kBlockFlagCheckpointData) continue;  // a checkpoint's live blocks: state, not events
     if (pending_ok(block_.header)) {
       merger_.add_pending(block_, w);
     } else {

@@ -5,7 +5,8 @@
 //   [1] Per-domain working state (live sets, per-stack counters, lazy peak snapshot)
 //   [2] Replayer: record handlers
 //   [3] Heap-like domains (heap, custom): alloc / free
-//   [4] Mmap domain: ranges, partial munmap, mremap
+//   [4] Mmap domain: ranges, partial munmap, mremap (replay_mmap.cpp, with the seeding from a
+//       checkpoint)
 //   [5] Finishing: leaks, peaks, model (into a copy: the replay can go on)
 //   [6] Playing the reader thread's batches (the interface of replayer.h; the Session that
 //       drives it is session.cpp)
@@ -26,7 +27,9 @@
 #include "analysis/live_map.h"
 #include "analysis/reach.h"
 #include "analysis/replay_state.h"
+#include "analysis/replay_class.h"
 #include "analysis/replayer.h"
+#include "formats/checkpoint.h"
 #include "formats/decoder.h"
 #include "formats/merge.h"
 #include "formats/reader.h"
@@ -38,250 +41,9 @@ using namespace memtide::fmt;
 
 // ---------------------------------------------------------------------------------------
 // [1] Working state: replay_state.h
+// [2] Replayer: replay_class.h
 // ---------------------------------------------------------------------------------------
-// [2] Replayer
-// ---------------------------------------------------------------------------------------
 
-class Replayer : public NullVisitor {
- public:
-  Replayer(Model& m, const ReplayOptions& o) : m_(m), opt_(o), windowed_(o.from || o.to) {
-    for (auto& d : dom_) d.per_stack = o.per_stack;
-    if (o.stack_history && o.per_stack) dom_[0].history = std::make_unique<HistoryRecorder>(), dom_[0].next_mark = 0;
-    m_.per_stack = o.per_stack;
-    m_.heap_series = Series(o.series_points);
-    m_.rss_series = Series(o.series_points);
-    m_.mmap_series = Series(o.series_points);
-    m_.custom_series = Series(o.series_points);
-  }
-
-  void on_process_info(uint32_t, const ProcessInfo& x) {
-    if (m_.have_process) return;
-    m_.have_process = true;
-    ProcessSummary& p = m_.process;
-    p.pid = x.pid;
-    p.ppid = x.ppid;
-    p.realtime_start_ns = x.realtime_start_ns;
-    p.monotonic_start_ns = x.monotonic_start_ns;
-    p.page_size = x.page_size;
-    p.mode = x.mode;
-    p.sample_interval = x.sample_interval;
-    interval_ = x.mode == RecordingMode::Sampled ? x.sample_interval : 0;
-    if (interval_) m_.sampling.note(0, interval_);
-    p.exe = x.exe;
-    p.cwd = x.cwd;
-    OptionIterator opts(x);
-    for (std::string_view name, value; opts.next(name, value);)
-      if (name == "program_malloc") p.program_malloc = value;
-      else if (name == "attached") p.attached = value == "1";
-    ArgvIterator it(x);
-    for (std::string_view a; it.next(a);) p.argv.emplace_back(a);
-  }
-  void on_module_load(uint32_t, const ModuleLoad& x) {
-    note_time(x.time);
-    m_.modules.push_back(module_info(x));
-    if (opt_.on_module) opt_.on_module(m_.modules.back());
-  }
-  void on_module_unload(uint32_t, const ModuleUnload& x) {
-    note_time(x.time);
-    unload_module(m_, x);
-  }
-  void on_thread_start(uint32_t, const ThreadStart& x) {
-    note_time(x.time);
-    ThreadInfo& t = thread(static_cast<uint32_t>(x.thread));
-    t.os_tid = x.os_tid;
-    t.parent = static_cast<uint32_t>(x.parent);
-    t.start_time = x.time;
-  }
-  void on_thread_name(uint32_t, const ThreadName& x) {
-    note_time(x.time);
-    thread(static_cast<uint32_t>(x.thread)).name = x.name;
-  }
-  void on_thread_exit(uint32_t, const ThreadExit& x) {
-    note_time(x.time);
-    thread(static_cast<uint32_t>(x.thread)).exit_time = x.time;
-  }
-  void on_stack_def(uint32_t, const StackDef& x) { m_.stack_table.define(x.first_id, x.parent_id, x.ips, x.count); }
-  void on_counters(uint32_t, const Counters& x) {
-    note_time(x.time);
-    m_.rss_series.add(x.time, x.rss_bytes);
-    m_.peak_rss = std::max(m_.peak_rss, x.rss_bytes);
-  }
-  void on_marker(uint32_t s, const Marker& x) {
-    note_time(x.time);
-    if (x.switches_sampling()) switch_sampling(x.time, x.sampling_interval());
-    if (m_.markers.size() >= 100000) {
-      ++m_.markers_dropped;
-      return;
-    }
-    m_.markers.push_back({x.time, ThreadId(s), std::string(x.label)});
-  }
-  void on_watermark(uint32_t, const Watermark& x) { note_time(x.time); }
-  // memtide_sample(): the recording switched between exact and sampled (a Marker's field).
-  void switch_sampling(uint64_t time, uint64_t interval) {
-    if (interval_ == 0 && interval != 0 && (live_[0].size() || live_[1].size())) convert_exact_blocks(time);
-    interval_ = interval;
-    m_.sampling.note(time, interval);
-  }
-  void on_end(uint32_t, const End& x) {
-    note_time(x.time);
-    m_.complete = true;
-    m_.end = x;
-  }
-  void on_symbols(uint32_t, const Symbols& x) { add_embedded(m_, x); }
-  void on_scan(uint32_t, const Scan& x) { scan_.add(x); }
-
-  void on_alloc(uint32_t stream, const Alloc& a) {
-    if (windowed_)
-      alloc<true>(stream, a);
-    else
-      alloc<false>(stream, a);
-  }
-  void on_free(uint32_t stream, const Free& f) {
-    if (windowed_)
-      free<true>(stream, f);
-    else
-      free<false>(stream, f);
-  }
-  // W: whether the statistics have a window (from/to), so that a block may not be counted;
-  // the replay of a whole trace (no window) is compiled without those tests.
-  bool windowed() const { return windowed_; }
-  template <bool W>
-  [[gnu::always_inline]] void alloc(uint32_t stream, const Alloc& a) {
-    note_time(a.time);
-    ++m_.events;
-    const uint64_t bytes = std::min<uint64_t>(a.size, kMaxBlockBytes);
-    switch (api_class(a.api)) {
-      case ApiClass::Heap: [[likely]] heap_alloc<Domain::Heap, W>(stream, a, bytes); return;
-      case ApiClass::Mmap: mmap_alloc(stream, a, std::min<uint64_t>(a.weight ? a.weight : a.size, kMaxBlockBytes)); return;
-      case ApiClass::Custom: heap_alloc<Domain::Custom, W>(stream, a, bytes); return;
-      case ApiClass::Bad: ++m_.anomalies.bad_records; return;
-    }
-  }
-  template <bool W>
-  [[gnu::always_inline]] void free(uint32_t stream, const Free& f) {
-    note_time(f.time);
-    ++m_.events;
-    switch (api_class(f.api)) {
-      case ApiClass::Heap: [[likely]] heap_free<Domain::Heap, W>(stream, f); return;
-      case ApiClass::Mmap: mmap_free(stream, f); return;
-      case ApiClass::Custom: heap_free<Domain::Custom, W>(stream, f); return;
-      case ApiClass::Bad: ++m_.anomalies.bad_records; return;
-    }
-  }
-
-  // The heap's live map slot where the block at `addr` would be (play(): a few events ahead,
-  // so that the slot is in cache when its event comes).
-  [[gnu::always_inline]] void prefetch_heap_block(uint64_t addr) const { live_[0].prefetch(addr); }
-
-  // Finishes `out`, a copy of the model being built, as if the trace ended here: leaks, peaks
-  // by stack, threads, warnings. The replay's own state is not changed, so it can go on.
-  void finish_into(Model& out) const;
-
- private:
-  [[gnu::always_inline]] void note_time(uint64_t t) {
-    if (!based_) [[unlikely]]
-      set_base(t);
-    if (t > m_.last_time) m_.last_time = t;
-    if (t > m_.at_time && !at_done_) [[unlikely]]
-      snapshot_at();
-  }
-  void set_base(uint64_t first) {
-    based_ = true;
-    apply_base(m_, first);
-  }
-  void apply_base(Model& m, uint64_t first) const {
-    m.first_time = first;
-    m.time_base = m.have_process && m.process.monotonic_start_ns && m.process.monotonic_start_ns <= first
-                      ? m.process.monotonic_start_ns
-                      : first;
-    m.last_time = first;
-    if (opt_.from) m.window_from = m.time_base + *opt_.from;
-    if (opt_.to) m.window_to = *opt_.to > UINT64_MAX - m.time_base ? UINT64_MAX : m.time_base + *opt_.to;
-    if (opt_.at) m.at_time = *opt_.at > UINT64_MAX - m.time_base ? UINT64_MAX - 1 : m.time_base + *opt_.at;
-  }
-  void snapshot_at() {
-    at_done_ = true;
-    for (auto& d : dom_) d.snapshot_at();
-  }
-  bool counted(uint64_t t) const { return t >= m_.window_from && t <= m_.window_to; }
-
-  ThreadInfo& thread(uint32_t id) {
-    auto [it, fresh] = thread_index_.try_emplace(id, static_cast<uint32_t>(m_.threads.size()));
-    if (fresh) {
-      m_.threads.emplace_back();
-      m_.threads.back().id = ThreadId(id);
-    }
-    return m_.threads[it->second];
-  }
-  // Per-thread counters of the stream, or nullptr for an implausible stream number.
-  [[gnu::always_inline]] ThreadWork* thread_work(uint32_t stream) {
-    if (stream < threads_size_) [[likely]]
-      return &threads_data_[stream];
-    if (stream >= kMaxThreadSlots) return nullptr;
-    threads_.resize(stream + 1);
-    threads_data_ = threads_.data();
-    threads_size_ = threads_.size();
-    return &threads_[stream];
-  }
-
-  // The domain of an api (one lookup for every event), or Bad for an unknown one.
-  enum class ApiClass : uint8_t { Heap, Mmap, Custom, Bad };
-  static ApiClass api_class(Api a) {
-    static constexpr struct Table {
-      ApiClass c[256];
-      constexpr Table() : c{} {
-        for (unsigned i = 0; i < 256; ++i) {
-          const Domain d = domain_of(static_cast<Api>(i));
-          c[i] = i >= kApiCount ? ApiClass::Bad : d == Domain::Mmap ? ApiClass::Mmap : d == Domain::Custom ? ApiClass::Custom : ApiClass::Heap;
-        }
-      }
-    } table;
-    return table.c[static_cast<uint8_t>(a)];
-  }
-  // A heap-like domain's block (D: Heap or Custom; W: windowed()).
-  template <Domain D, bool W>
-  void heap_alloc(uint32_t stream, const Alloc& a, uint64_t bytes);
-  template <Domain D, bool W>
-  void heap_free(uint32_t stream, const Free& f);
-  template <Domain D, bool W>
-  void release(uint64_t addr, const LiveBlock& b, uint64_t time);
-  // What the live block at `addr` stands for; a sampled one's weight is forgotten if `forget`.
-  Weighted weighted(unsigned map, uint64_t addr, const LiveBlock& b, bool forget) {
-    if (!b.sampled) [[likely]]
-      return {b.bytes, 1};
-    return weighted_slow(map, addr, b, forget);
-  }
-  [[gnu::noinline]] Weighted weighted_slow(unsigned map, uint64_t addr, const LiveBlock& b, bool forget);
-  void convert_exact_blocks(uint64_t time);
-  void unknown_free(Domain d, uint32_t stream, const Free& f);
-  void mmap_alloc(uint32_t stream, const Alloc& a, uint64_t bytes);
-  void mmap_free(uint32_t stream, const Free& f);
-  uint64_t unmap(uint64_t lo, uint64_t hi, uint64_t time);
-
-  Model& m_;
-  const ReplayOptions& opt_;
-  uint64_t mmap_all_live_ = 0, custom_all_live_ = 0;  // every live mapping / custom block, for the series
-  bool based_ = false;
-  bool at_done_ = false;
-  const bool windowed_;
-  DomainState dom_[kDomainCount];
-  LiveMap<LiveBlock> live_[2];  // heap, custom
-  uint64_t heap_all_live_ = 0;  // every live heap block, for the series
-  std::vector<ThreadWork> threads_;  // by stream
-  ThreadWork* threads_data_ = nullptr;  // threads_'s data and size, for thread_work()
-  std::size_t threads_size_ = 0;
-  std::unordered_map<uint32_t, uint32_t> thread_index_;
-  std::map<uint64_t, MapRange> ranges_;  // mmap: start -> range
-  std::unordered_map<uint64_t, Mapping> mappings_;
-  uint64_t next_mapping_ = 1;
-  std::map<std::tuple<uint64_t, uint8_t, uint8_t>, size_t> mismatch_index_;
-  std::map<std::tuple<uint8_t, uint32_t, uint8_t>, size_t> unknown_index_;
-  ScanData scan_;  // the leak scan at exit
-  // Sampled recording: the interval in effect (0: exact), and the weights of the live sampled
-  // blocks (heap, custom) by address.
-  uint64_t interval_ = 0;
-  std::unordered_map<uint64_t, uint64_t> weights_[2];
-};
 
 // ---------------------------------------------------------------------------------------
 // [3] Heap-like domains
@@ -294,7 +56,7 @@ template <Domain D, bool W>
   LiveMap<LiveBlock>& live = live_[d == Domain::Heap ? 0 : 1];
   auto [blk, fresh] = live.insert(a.addr);
   if (!fresh) [[unlikely]] {
-    ++m_.anomalies.double_allocs;
+    if (!W || a.time >= m_.window_from) ++m_.anomalies.double_allocs;  // (a window's: from its start)
     const LiveBlock old = *blk;
     release<D, W>(a.addr, old, a.time);
   }
@@ -452,6 +214,7 @@ void Replayer::unknown_free(Domain d, uint32_t stream, const Free& f) {
   // A sampled trace records the frees of sampled blocks, and after a switch from exact
   // recording those of kept addresses, which may have been freed and reused unsampled since.
   if (m_.sampling.sampled() && d != Domain::Mmap) return;
+  if (m_.has_window() && f.time < m_.window_from) return;  // a window's anomalies are from its start on
   const unsigned di = static_cast<unsigned>(d);
   if (m_.process.attached) return void(++m_.freed_before_recording[di]);  // made before it: attached.h
   ++m_.anomalies.unknown_free_count[di];
@@ -463,105 +226,6 @@ void Replayer::unknown_free(Domain d, uint32_t stream, const Free& f) {
                                                 m_.anomalies.unknown_frees.size());
   if (fresh) m_.anomalies.unknown_frees.push_back({f.api, ThreadId(stream), 0, f.addr, f.time});
   ++m_.anomalies.unknown_frees[it->second].count;
-}
-
-// ---------------------------------------------------------------------------------------
-// [4] Mmap domain
-// ---------------------------------------------------------------------------------------
-
-// Removes [lo, hi) from the live mappings; returns the bytes that were mapped.
-uint64_t Replayer::unmap(uint64_t lo, uint64_t hi, uint64_t time) {
-  if (hi <= lo) return 0;
-  DomainState& ds = dom_[static_cast<unsigned>(Domain::Mmap)];
-  uint64_t removed = 0;
-  auto it = ranges_.upper_bound(lo);
-  if (it != ranges_.begin()) --it;
-  while (it != ranges_.end() && it->first < hi) {
-    const uint64_t start = it->first;
-    const MapRange r = it->second;
-    if (r.end <= lo) {
-      ++it;
-      continue;
-    }
-    const uint64_t cut_lo = std::max(start, lo), cut_hi = std::min(r.end, hi);
-    const uint64_t n = cut_hi - cut_lo;
-    removed += n;
-    mmap_all_live_ -= std::min(mmap_all_live_, n);
-    it = ranges_.erase(it);
-    if (start < cut_lo) ranges_[start] = {cut_lo, r.mapping};
-    if (cut_hi < r.end) {
-      it = ranges_.insert_or_assign(cut_hi, MapRange{r.end, r.mapping}).first;
-      ++it;
-    }
-    auto mit = mappings_.find(r.mapping);
-    if (mit == mappings_.end()) continue;
-    Mapping& mp = mit->second;
-    mp.live -= std::min(mp.live, n);
-    const bool gone = mp.live == 0;
-    if (mp.counted) ds.change(mp.stack, -static_cast<int64_t>(n), gone ? -1 : 0, time);
-    if (gone) mappings_.erase(mit);
-  }
-  if (removed) m_.mmap_series.add(time, mmap_all_live_);
-  return removed;
-}
-
-void Replayer::mmap_alloc(uint32_t stream, const Alloc& a, uint64_t bytes) {
-  DomainState& ds = dom_[static_cast<unsigned>(Domain::Mmap)];
-  if (a.size == 0 || a.addr + a.size < a.addr) {
-    ++m_.anomalies.bad_records;
-    return;
-  }
-  unmap(a.addr, a.addr + a.size, a.time);  // MAP_FIXED over an existing mapping replaces it
-  if (ThreadWork* tw = thread_work(stream)) ++tw->allocs;
-  const bool c = counted(a.time);
-  const uint64_t id = next_mapping_++;
-  ranges_[a.addr] = {a.addr + a.size, id};
-  mmap_all_live_ += a.size;
-  m_.mmap_series.add(a.time, mmap_all_live_);
-  Mapping& mp = mappings_[id];
-  mp = {a.size, a.time, kNoStack, c};
-  if (!c) return;
-  ++ds.t.allocations;
-  ds.t.allocated_bytes += bytes;
-  ApiCount& ac = m_.alloc_api[static_cast<unsigned>(a.api)];
-  ++ac.calls;
-  ac.bytes += bytes;
-  mp.stack = ds.index(a.stack);
-  if (mp.stack != kNoStack) {
-    ++ds.work[mp.stack].m.alloc_count;
-    ds.work[mp.stack].m.alloc_bytes += bytes;
-  }
-  ds.change(mp.stack, static_cast<int64_t>(a.size), 1, a.time);
-}
-
-void Replayer::mmap_free(uint32_t stream, const Free& f) {
-  DomainState& ds = dom_[static_cast<unsigned>(Domain::Mmap)];
-  if (ThreadWork* tw = thread_work(stream)) ++tw->frees;
-  uint64_t hi;
-  if (f.api == Api::Munmap) {
-    if (f.length == 0 || f.addr + f.length < f.addr) {
-      ++m_.anomalies.bad_records;
-      return;
-    }
-    hi = f.addr + f.length;
-  } else {  // mremap's old mapping: from addr to the end of the range that holds it
-    auto it = ranges_.upper_bound(f.addr);
-    if (it == ranges_.begin() || std::prev(it)->second.end <= f.addr) {
-      unknown_free(Domain::Mmap, stream, f);
-      return;
-    }
-    hi = std::prev(it)->second.end;
-  }
-  const uint64_t n = unmap(f.addr, hi, f.time);
-  if (n == 0) {
-    unknown_free(Domain::Mmap, stream, f);
-    return;
-  }
-  ++ds.t.frees;
-  ds.t.freed_bytes += n;
-  ApiCount& fc = m_.free_api[static_cast<unsigned>(f.api)];
-  ++fc.calls;
-  fc.bytes += n;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -697,6 +361,8 @@ void Replayer::finish_into(Model& out) const {
       t.frees = threads_[id].frees;
       out.threads.push_back(std::move(t));
     }
+  // (A replay from a checkpoint has the threads' markers before it first.)
+  std::stable_sort(out.markers.begin(), out.markers.end(), [](const auto& a, const auto& b) { return a.time < b.time; });
   std::sort(out.threads.begin(), out.threads.end(),
             [](const ThreadInfo& a, const ThreadInfo& b) { return a.id < b.id; });
   sort_embedded(out);
@@ -795,5 +461,6 @@ void replay_batch(Replayer& rp, const Batch& b, DecodeScratch& scratch) {
 void replay_rest(Replayer& rp, EventMerger& merger) { merger.finish(rp); }
 
 void finish_into(const Replayer& rp, Model& out) { rp.finish_into(out); }
+
 
 }  // namespace memtide::analysis::detail

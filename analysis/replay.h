@@ -36,6 +36,9 @@ namespace memtide::analysis {
 
 struct ReplayOptions {
   // Window of allocations to count, relative to the start of the trace (ns). Unset: unbounded.
+  // With `from`, the replay starts at the latest checkpoint at or before it (and before `at`):
+  // the model is the same, but for the whole-run figures that only the events before the
+  // checkpoint make (the heap's series and the threads' names before it).
   std::optional<uint64_t> from, to;
   // "Live at" time for Metric::LiveAt, relative to the start (ns). Unset: not computed.
   std::optional<uint64_t> at;
@@ -89,6 +92,9 @@ class Session {
   // now, series so far. The session goes on unchanged.
   std::unique_ptr<Model> snapshot() const;
 
+  // The checkpoint a windowed replay started from (its number in the file, 1...), 0 when it
+  // replayed from the start (formats/checkpoint.h; MEMTIDE_FULL_REPLAY=1 forces that).
+  uint64_t checkpoint() const;
   uint64_t offset() const;      // file offset of the next block to read
   uint64_t bytes_read() const;  // bytes fetched from the file since open (FileReader::bytes_read)
 

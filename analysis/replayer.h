@@ -8,6 +8,7 @@
 #include "analysis/batches.h"
 #include "analysis/model.h"
 #include "analysis/replay.h"
+#include "formats/checkpoint.h"
 
 namespace memtide::analysis::detail {
 
@@ -26,5 +27,15 @@ void replay_rest(Replayer& rp, fmt::EventMerger& merger);
 // Finishes `out`, a copy of the model being built, as if the trace ended here: leaks, peaks by
 // stack, threads, warnings. The replay's own state is not changed, so it can go on.
 void finish_into(const Replayer& rp, Model& out);
+
+// A windowed replay from a checkpoint: each of its live blocks (not counted: made before the
+// window), then its head, after which the events timed before it are skipped (they are in it).
+void seed(Replayer& rp, fmt::CheckpointDomain d, const fmt::CheckpointEntry& e);
+void seed_done(Replayer& rp, const fmt::CheckpointHead& h);
+// A Marker of a thread's stream timed before the checkpoint (in the heads up to it).
+void seed_marker(Replayer& rp, const fmt::CheckpointHead::MarkerCopy& m);
+// Replays one block's records in file order, outside the merge (the blocks before a
+// checkpoint's replay_from: their events, all before it, are skipped).
+fmt::ReadResult replay_block(Replayer& rp, const fmt::Block& b, fmt::DecodeScratch& scratch);
 
 }  // namespace memtide::analysis::detail

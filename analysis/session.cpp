@@ -3,12 +3,14 @@
 // (batches.h) and replays the merged batches here (replay.cpp); snapshot() finishes a copy of
 // the model. analyze_file is a session advanced once and finished.
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <utility>
 
 #include "analysis/batches.h"
 #include "analysis/replay.h"
 #include "analysis/replayer.h"
+#include "formats/checkpoint.h"
 #include "formats/decoder.h"
 #include "formats/merge.h"
 #include "formats/reader.h"
@@ -34,6 +36,7 @@ struct Session::Impl {
   uint64_t blocks = 0;
   ReadResult tail;  // Truncated: where the file ends inside a block (for finish())
   bool open = false, stopped = false, finished = false, broken = false;
+  uint64_t from_checkpoint = 0;  // the checkpoint the replay started from (its seq), 0: the start
 
   explicit Impl(ReplayOptions o) : opt(std::move(o)) {}
 
@@ -42,6 +45,70 @@ struct Session::Impl {
     merger.set_exact_watermarks((reader.info().flags & kFileFlagExactWatermarks) != 0);
     m.file_size = reader.size();
     for (const std::string& w : reader.warnings()) m.warnings.push_back(w);
+    start_from_checkpoint();
+  }
+
+  // A window (--from) starts from the latest checkpoint at or before it (and before --at): its
+  // live blocks, then the process stream and the stack definitions of the blocks before the
+  // first that may hold a record timed after it, then every block from there, its events timed
+  // before the checkpoint skipped. MEMTIDE_FULL_REPLAY=1 replays from the start instead.
+  void start_from_checkpoint() {
+    const char* full = std::getenv("MEMTIDE_FULL_REPLAY");
+    if (!opt.from || (full && *full && std::string(full) != "0")) return;
+    const std::vector<CheckpointHead> heads = find_checkpoints(reader);
+    const uint64_t base = start_time();
+    if (heads.empty() || base == 0) return;
+    uint64_t t = base + std::min<uint64_t>(*opt.from, UINT64_MAX - base);
+    if (opt.at) t = std::min(t, base + std::min<uint64_t>(*opt.at, UINT64_MAX - base));
+    const CheckpointHead* h = checkpoint_before(heads, t);
+    if (!h) return;
+    std::vector<std::pair<CheckpointDomain, CheckpointEntry>> live;
+    live.reserve(h->blocks[0] + h->blocks[1] + h->blocks[2]);
+    if (std::string e = read_checkpoint(reader, *h, [&](CheckpointDomain d, const CheckpointEntry& x) { live.emplace_back(d, x); });
+        !e.empty()) {
+      m.warnings.push_back(e + ": replayed from the start");
+      return;
+    }
+    for (const auto& [d, x] : live) detail::seed(*rp, d, x);
+    for (const CheckpointHead& k : heads) {
+      if (k.seq > h->seq) break;
+      for (const CheckpointHead::MarkerCopy& mk : k.markers) detail::seed_marker(*rp, mk);
+    }
+    detail::seed_done(*rp, *h);
+    from_checkpoint = h->seq;
+    // The blocks before replay_from: stream 0 (process, modules, counters, markers) and the
+    // stack definitions; the others are stepped over by their headers.
+    while (reader.offset() < h->replay_from) {
+      BlockRef ref;
+      if (!reader.peek_header(ref).ok()) break;
+      const uint16_t f = ref.header.flags;
+      const bool wanted = (ref.header.stream == 0 && !(f & (kBlockFlagCheckpoint | kBlockFlagCheckpointData))) ||
+                          (f & kBlockFlagStacks);
+      Block b;
+      const ReadResult r = wanted ? reader.next(b) : reader.skip(ref);
+      if (!r.ok()) break;
+      if (wanted) {
+        if (ReadResult d = detail::replay_block(*rp, b, *scratch); !d.ok()) m.warnings.push_back(detail::block_warning(d));
+      }
+    }
+    reader.seek(h->replay_from);
+  }
+
+  // The recording's start (ProcessInfo, the first record of the file), 0 when not found.
+  uint64_t start_time() {
+    struct First : NullVisitor {
+      uint64_t start = 0;
+      void on_process_info(uint32_t, const ProcessInfo& x) { start = x.monotonic_start_ns; }
+    } v;
+    const uint64_t at = reader.offset();
+    // (Stream 0's first block: the blocks of a thread's stack definitions may come before it.)
+    for (int i = 0; i < 64 && !v.start; ++i) {
+      Block b;
+      if (!reader.next(b).ok()) break;
+      if (b.header.stream == 0) decode_block(b, *scratch, v);
+    }
+    reader.seek(at);
+    return v.start;
   }
 
   Session::Progress advance() {
@@ -146,6 +213,7 @@ void Session::finish() { p_->finish(); }
 bool Session::finished() const { return p_->finished; }
 bool Session::broken() const { return p_->broken; }
 std::unique_ptr<Model> Session::snapshot() const { return p_->snapshot(); }
+uint64_t Session::checkpoint() const { return p_->from_checkpoint; }
 uint64_t Session::offset() const { return p_->reader.offset(); }
 uint64_t Session::bytes_read() const { return p_->reader.bytes_read(); }
 

@@ -23,7 +23,9 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "analysis/format.h"
 #include "cli/common.h"
+#include "formats/checkpoint.h"
 #include "formats/decoder.h"
 #include "formats/reader.h"
 
@@ -99,7 +101,19 @@ struct InfoCollector : NullVisitor {
   void on_scan(uint32_t, const Scan&) { count(RecordType::Scan); }
   void on_alloc(uint32_t, const Alloc& x) { timed(RecordType::Alloc, x.time); }
   void on_free(uint32_t, const Free& x) { timed(RecordType::Free, x.time); }
-  void on_unknown(uint32_t, uint8_t tag, std::span<const uint8_t>) { ++unknown[tag]; }
+  void on_unknown(uint32_t, uint8_t tag, std::span<const uint8_t> payload) {
+    if (tag != kTagCheckpoint) {
+      ++unknown[tag];
+      return;
+    }
+    ++checkpoint_records;  // (2.2) a checkpoint's head, or its live blocks
+    CheckpointHead h;
+    if (!payload.empty() && payload[0] == static_cast<uint8_t>(CheckpointOp::Head) &&
+        parse_checkpoint(payload, 0, h, [](CheckpointDomain, const CheckpointEntry&) {}))
+      checkpoints.push_back(h);
+  }
+  uint64_t checkpoint_records = 0;
+  std::vector<CheckpointHead> checkpoints;
 
   uint64_t n(RecordType t) const { return counts[static_cast<unsigned>(t)]; }
   uint64_t events() const { return n(RecordType::Alloc) + n(RecordType::Free); }
@@ -212,6 +226,13 @@ void print_text(const Summary& s) {
   char bpe[64] = "-";
   if (c.events()) std::snprintf(bpe, sizeof bpe, "%.2f bytes/event", static_cast<double>(s.size) / static_cast<double>(c.events()));
   row("events", std::to_string(c.events()) + " alloc+free, " + bpe);
+  if (!c.checkpoints.empty()) {
+    const uint64_t base = c.process ? c.process->info.monotonic_start_ns : 0;
+    const CheckpointHead &a = c.checkpoints.front(), &b = c.checkpoints.back();
+    auto at = [base](uint64_t t) { return format_duration(t >= base ? t - base : 0); };
+    row("checkpoints", std::to_string(c.checkpoints.size()) + ", at " + at(a.time) + " to " + at(b.time) + "; the last: " +
+                           std::to_string(b.blocks[0]) + " live heap blocks (" + memtide::analysis::format_bytes(b.bytes[0], memtide::analysis::BytesStyle::Text) + ")");
+  }
   if (c.end && c.end->lost_events) row("lost events", std::to_string(c.end->lost_events));
   row("state", state_line(s));
 }
@@ -265,6 +286,12 @@ void print_json(const Summary& s) {
     j["first_time_ns"] = j["last_time_ns"] = j["duration_ns"] = nullptr;
   }
   j["events"] = c.events();
+  json cps = json::array();
+  const uint64_t base = c.process ? c.process->info.monotonic_start_ns : 0;
+  for (const CheckpointHead& h : c.checkpoints)
+    cps.push_back({{"seq", h.seq}, {"time_ns", h.time >= base ? h.time - base : 0}, {"replay_from", h.replay_from},
+                   {"heap_bytes", h.bytes[0]}, {"heap_blocks", h.blocks[0]}, {"mmap_bytes", h.bytes[2]}});
+  j["checkpoints"] = cps;
   j["bytes_per_event"] = c.events() ? json(static_cast<double>(s.size) / static_cast<double>(c.events())) : json(nullptr);
   if (c.end)
     j["end"] = {{"reason", end_reason_name(c.end->reason)},

@@ -94,6 +94,12 @@ void encode_file_header(uint8_t* out, uint32_t flags) {
   wire::store_le<uint32_t>(out + 28, checksum32(out, 28));
 }
 
+void encode_checkpoint_pointer(uint8_t* out, uint64_t last_head) {
+  wire::store_le<uint64_t>(out, last_head);
+  wire::store_le<uint32_t>(out + 8, 0);
+  wire::store_le<uint32_t>(out + 12, checksum32(out, 12));
+}
+
 std::size_t block_bound(std::size_t raw_size) {
   return kBlockHeaderSize + static_cast<std::size_t>(LZ4_compressBound(static_cast<int>(raw_size))) + raw_size;
 }

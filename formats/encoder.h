@@ -96,5 +96,7 @@ std::size_t encode_block(const BlockHeader& hdr, const uint8_t* raw, std::size_t
 
 // Low 32 bits of XXH3_64: the checksum used for headers and payloads.
 uint32_t checksum32(const void* data, std::size_t n);
+// The 16 bytes at offset 32 of a file with checkpoints (formats/checkpoint.h).
+void encode_checkpoint_pointer(uint8_t* out, uint64_t last_head);
 
 }  // namespace memtide::fmt

@@ -164,6 +164,15 @@ OpenResult FileReader::read_file_header() {
   return {};
 }
 
+bool FileReader::read_bytes(uint64_t off, std::size_t n, std::vector<uint8_t>& out) const {
+  std::vector<uint8_t> buf;
+  std::size_t got = 0;
+  const uint8_t* p = read_at(off, n, buf, got);
+  if (!p || got < n) return false;
+  out.assign(p, p + n);
+  return true;
+}
+
 // ---------------------------------------------------------------------------------------
 // FileReader: blocks
 // ---------------------------------------------------------------------------------------

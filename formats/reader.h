@@ -148,6 +148,10 @@ class FileReader {
   // header and moves offset() there. False (offset unchanged) when there is none.
   bool resync();
 
+  // Copies the n bytes at `off` into `out`; false when the file does not hold them (or on an
+  // I/O error). For the parts of a file outside its blocks (a header's later fields).
+  bool read_bytes(uint64_t off, std::size_t n, std::vector<uint8_t>& out) const;
+
   // Current size of the file (it may grow while a recorder writes it).
   uint64_t size() const;
   // Whether a recorder still holds its lock on the file (see is_being_written).

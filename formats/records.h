@@ -27,14 +27,14 @@ namespace memtide::fmt {
 //   0  u8[8]  magic "\x8AMTIDE\r\n"  (high bit and CR/LF catch 7-bit and newline mangling)
 //   8  u16    version_major  (a reader refuses a major it does not know; 2 reads 1 and 2)
 //   10 u16    version_minor  (newer minor: read with a warning)
-//   12 u32    header_size    (32 in this version; readers skip any extra bytes)
+//   12 u32    header_size    (32; 48 with checkpoints, formats/checkpoint.h; readers skip any extra bytes)
 //   16 u32    flags          (bit 0: sampled recording; bit 1: blocks carry their hints;
 //                             bit 2: watermarks vouch for their own time)
 //   20 u64    reserved (0)
 //   28 u32    checksum: low 32 bits of XXH3_64 over bytes [0, 28)
 inline constexpr uint8_t kFileMagic[8] = {0x8A, 'M', 'T', 'I', 'D', 'E', '\r', '\n'};
 inline constexpr uint16_t kVersionMajor = 2;
-inline constexpr uint16_t kVersionMinor = 1;
+inline constexpr uint16_t kVersionMinor = 2;
 // The oldest major this reader reads. 2.0 added the short Alloc and Free forms (tags
 // 0x80..0xFF, reserved in 1.x and never written by a 1.x writer); the rest of 1.3 is unchanged.
 inline constexpr uint16_t kOldestVersionMajor = 1;
@@ -47,6 +47,9 @@ inline constexpr uint32_t kFileFlagBlockHints = 1u << 1;
 // it) or in an earlier block, so a reader may release everything before a watermark as soon as
 // it reads it. Without this flag that holds only once the next watermark has been read.
 inline constexpr uint32_t kFileFlagExactWatermarks = 1u << 2;
+// Since 2.2: the writer records checkpoints (formats/checkpoint.h), each head in a block flagged
+// kBlockFlagCheckpoint, so that a scan of the block headers finds them all.
+inline constexpr uint32_t kFileFlagCheckpoints = 1u << 3;
 
 // Block header: 48 bytes, then `stored_size` payload bytes.
 //   0  u32  magic "MTBK" (0x4B42544D little-endian)
@@ -70,6 +73,11 @@ inline constexpr uint32_t kMaxBlockPayload = 16u << 20;
 // holding a Symbols record has kBlockFlagSymbols; a flag on a block without them is allowed.
 inline constexpr uint16_t kBlockFlagStacks = 1u << 0;
 inline constexpr uint16_t kBlockFlagSymbols = 1u << 1;
+// Since 2.2: a block holding a checkpoint's head (kBlockFlagCheckpoint) or its live blocks
+// (kBlockFlagCheckpointData), and nothing else. Readers that replay from the start skip the
+// latter by its header.
+inline constexpr uint16_t kBlockFlagCheckpoint = 1u << 2;
+inline constexpr uint16_t kBlockFlagCheckpointData = 1u << 3;
 
 enum class BlockKind : uint8_t { Records = 0, Count };
 enum class Codec : uint8_t { None = 0, Lz4 = 1, Count };

@@ -21,8 +21,10 @@
 #include <cstdio>
 #include <cstring>
 
+#include "formats/checkpoint.h"
 #include "formats/encoder.h"
 #include "formats/record_builders.h"
+#include "recorder/checkpoint.h"
 #include "recorder/recorder.h"
 #include "recorder/sampling.h"
 #include "recorder/state.h"
@@ -63,6 +65,9 @@ namespace {
 // recording: the block that would have passed it and everything after it are dropped, and one
 // more block, the End record's, is written in the room kept for it (kEndRoom).
 uint64_t g_file_bytes = 0;
+// The header has the checkpoint pointer, and the descriptor writes at an offset (not O_APPEND,
+// as after reopen_trace_file).
+bool g_pointer_ok = false;
 bool g_capped = false, g_capped_ended = false;
 constexpr uint64_t kEndRoom = 256;
 
@@ -132,6 +137,18 @@ void reach_size_limit() {
 }
 
 }  // namespace
+
+uint64_t trace_file_bytes() { return g_file_bytes; }
+
+void set_checkpoint_pointer(uint64_t head) {
+  if (!g_pointer_ok || g_write_failed) return;
+  uint8_t p[fmt::kCheckpointPointerSize];
+  fmt::encode_checkpoint_pointer(p, head);
+  pthread_mutex_lock(&g_fd_mutex);
+  // (A torn write is seen by its checksum: readers then scan the block headers.)
+  if (pwrite(recording.fd, p, sizeof p, fmt::kCheckpointPointerAt) != static_cast<ssize_t>(sizeof p)) g_pointer_ok = false;
+  pthread_mutex_unlock(&g_fd_mutex);
+}
 
 bool within_size_limit(size_t total) {
   if (recording.opts.max_size && g_file_bytes + total + kEndRoom > recording.opts.max_size) {
@@ -292,10 +309,19 @@ bool open_trace_file(bool child) {
   writer_trace_opened();
 
   g_exact_watermarks = membarrier_register();
-  uint8_t header[fmt::kFileHeaderSize];
+  uint8_t header[fmt::kCheckpointHeaderSize];
   fmt::encode_file_header(header, fmt::kFileFlagBlockHints | (g_exact_watermarks ? fmt::kFileFlagExactWatermarks : 0) |
-                                      (sampling::active() ? fmt::kFileFlagSampled : 0));
-  write_all(header, sizeof header);
+                                      (sampling::active() ? fmt::kFileFlagSampled : 0) |
+                                      (checkpoints_on() ? fmt::kFileFlagCheckpoints : 0));
+  size_t header_size = fmt::kFileHeaderSize;
+  g_pointer_ok = checkpoints_on();
+  if (g_pointer_ok) {  // the pointer to the latest checkpoint (formats/checkpoint.h)
+    header_size = fmt::kCheckpointHeaderSize;
+    wire::store_le<uint32_t>(header + 12, fmt::kCheckpointHeaderSize);
+    wire::store_le<uint32_t>(header + 28, fmt::checksum32(header, 28));
+    fmt::encode_checkpoint_pointer(header + fmt::kCheckpointPointerAt, 0);
+  }
+  write_all(header, header_size);
 
   if (const char* manifest = recording.manifest) {
     const int mfd = open(manifest, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
@@ -315,6 +341,7 @@ bool open_trace_file(bool child) {
 // ---------------------------------------------------------------------------------------
 bool reopen_trace_file() {
   const int fd = open(recording.path, O_WRONLY | O_APPEND | O_CLOEXEC);
+  g_pointer_ok = false;  // (pwrite would append)
   if (fd < 0) return false;
   recording.fd = high_trace_fd(fd);
   flock(recording.fd, LOCK_EX | LOCK_NB);

@@ -20,6 +20,10 @@ extern bool g_write_failed;
 void stop_writing(const char* why);
 // Appends bytes to the file, unless its descriptor is no longer the trace's.
 void write_all(const uint8_t* p, size_t n);
+// Bytes written to the trace file so far: the offset of the next block.
+uint64_t trace_file_bytes();
+// Points the file header at the latest checkpoint's head block (formats/checkpoint.h).
+void set_checkpoint_pointer(uint64_t head);
 // Whether a block of `total` bytes may be written without passing the size limit, with room
 // left for the End record; if not, recording stops (the program goes on).
 bool within_size_limit(size_t total);

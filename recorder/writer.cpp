@@ -26,6 +26,7 @@
 
 #include "formats/encoder.h"
 #include "formats/record_builders.h"
+#include "recorder/checkpoint.h"
 #include "recorder/process.h"
 #include "recorder/recorder.h"
 #include "recorder/state.h"
@@ -58,11 +59,13 @@ struct Registers {
   uint64_t time, addr;
 };
 // Frames [p, p + n) as one block with the given base registers and appends it.
-void write_block(const Stream* s, uint64_t base_time, uint64_t base_addr, const uint8_t* p, size_t n, uint16_t flags) {
+void write_block(uint32_t stream, uint64_t base_time, uint64_t base_addr, const uint8_t* p, size_t n, uint16_t flags) {
   if (!n || g_write_failed) return;
+  if (!(flags & (fmt::kBlockFlagCheckpoint | fmt::kBlockFlagCheckpointData)))
+    checkpoint_note_block(stream, base_time, base_addr, p, n, trace_file_bytes());
   fmt::BlockHeader h;
   h.flags = flags;
-  h.stream = s->index;
+  h.stream = stream;
   h.base_time = base_time;
   h.base_addr = base_addr;
   const size_t need = fmt::block_bound(n);
@@ -131,7 +134,7 @@ void emit(Stream* s, const uint8_t* p, size_t n, uint16_t flags, bool at_start, 
   if (at_start && end && !(flags & fmt::kBlockFlagStacks)) {  // a whole chunk: one block as it is
     s->w_run.time = end->time;
     s->w_run.addr = end->addr;
-    write_block(s, base_time, base_addr, p, n, flags);
+    write_block(s->index, base_time, base_addr, p, n, flags);
     return;
   }
   // The StackDefs of a block that holds some go first, in a block of their own: readers of
@@ -151,10 +154,10 @@ void emit(Stream* s, const uint8_t* p, size_t n, uint16_t flags, bool at_start, 
     s->w_run.addr = end->addr;
   }
   if (stacks) {
-    write_block(s, base_time, base_addr, stacks, r.stacks, fmt::kBlockFlagStacks);  // untimed: same registers
+    write_block(s->index, base_time, base_addr, stacks, r.stacks, fmt::kBlockFlagStacks);  // untimed: same registers
     if (!r.rest_unread) flags &= static_cast<uint16_t>(~fmt::kBlockFlagStacks);
   }
-  write_block(s, base_time, base_addr, out, r.events, flags);
+  write_block(s->index, base_time, base_addr, out, r.events, flags);
 }
 
 // The block hint of chunk bytes [from, to): whether they may hold a StackDef. A record appended
@@ -197,8 +200,6 @@ pthread_cond_t g_space_cond = PTHREAD_COND_INITIALIZER;
 // a loss bounded by the flush interval (about two of them under such load).
 std::atomic<uint64_t> g_written_up_to{0};
 
-// With queue_mutex held: waits in short steps while the writer is far behind, and never once
-// it stops (exit).
 // The writer has written nothing recorded in the last two flush intervals (it is starved of CPU,
 // or still busy with a large pass): wait, in short steps, for a pass to begin and end.
 void wait_for_pass() {
@@ -222,9 +223,11 @@ void wait_for_pass() {
   pthread_mutex_unlock(&recording.queue_mutex);
 }
 
+// With queue_mutex held: waits in short steps while the writer is far behind, and never once
+// it stops (exit).
 void wait_for_space_locked() {
   for (int i = 0; i < 200 && recording.writer_running && !recording.writer_stop &&
-                  g_queued.load(std::memory_order_relaxed) > kMaxQueued / 2;
+                  g_queued.load(std::memory_order_relaxed) + checkpoint_backlog() > kMaxQueued / 2;
        ++i) {
     timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -272,6 +275,7 @@ void drain_queue() {
 }
 
 uint64_t g_last_watermark = 0;
+bool g_last_pass = false;  // the final pass, before the End record
 
 // Flushes every stream; frees the state of threads that exited and were fully written.
 // Returns the earliest time a record of theirs that is still not written may have (UINT64_MAX:
@@ -407,12 +411,14 @@ void flush_pass() {
   // (Without the barrier an exact file gets no watermark in this pass: readers wait longer.)
   const bool marked = (exact || !g_exact_watermarks) && append_watermark(w);
   MEMTIDE_CHECK(!marked || w >= g_last_watermark);
+  const uint64_t complete = exact ? w : g_last_watermark;  // every record timed before it is written below
   if (marked) g_last_watermark = w;
   const bool quiet = marked && w == vouched && !shared_news && g_emitted == emitted;
   g_quiet_passes = quiet ? g_quiet_passes + 1 : 0;
   flush_current(&recording.shared);
   g_written_up_to.store(pass_began, std::memory_order_relaxed);
-  pthread_mutex_lock(&recording.queue_mutex);
+  if (marked && !g_last_pass) checkpoint_pass(complete);  // (no checkpoint follows the last pass)
+  pthread_mutex_lock(&recording.queue_mutex);  // (threads waiting for the pass, or the backlog to shrink)
   pthread_cond_broadcast(&g_space_cond);
   pthread_mutex_unlock(&recording.queue_mutex);
 }
@@ -484,8 +490,12 @@ void* writer_main(void*) {
     // watermark, which must not go back in time there, from being written.
     if (!stop && now >= next_flush) {
       const bool idle = g_quiet_passes >= quiet_passes_needed() && nothing_to_flush();
-      if (!idle) flush_pass();
-      else g_written_up_to.store(now, std::memory_order_relaxed);
+      if (!idle) {
+        flush_pass();
+        checkpoint_maybe_write(now_ns(), trace_file_bytes());
+      } else {
+        g_written_up_to.store(now, std::memory_order_relaxed);
+      }
       set_idle_level(idle && !counters_moved ? std::min(g_idle_level + 1, kMaxIdleLevel) : 0);
       counters_moved = false;
       next_flush = now + (flush_ns << g_idle_level);
@@ -507,6 +517,7 @@ void* writer_main(void*) {
   // thread sealed since the pass): the queue is written first, as flush_current writes only a
   // stream's next chunk (without it, a trace lost its last counters and its End whenever they
   // did not fit in the chunk: a python3 run in twenty).
+  g_last_pass = true;
   flush_pass();
   if (counter_ns) sample_counters(&recording.shared, /*write=*/true);
   append_end(static_cast<fmt::EndReason>(recording.end_reason), recording.end_status);
@@ -540,7 +551,7 @@ void enqueue_chunk(Chunk* c, bool may_wait) {
   if (queued >= kWakeQueued) pthread_cond_signal(&recording.queue_cond);
   // Backpressure: the writer is this far behind. Wait in short steps while it catches up, and
   // never once it stops (exit) or when the caller holds a lock the writer needs.
-  if (may_wait && queued > kMaxQueued) {
+  if (may_wait && queued + checkpoint_backlog() > kMaxQueued) {
     pthread_mutex_lock(&recording.queue_mutex);
     wait_for_space_locked();
     pthread_mutex_unlock(&recording.queue_mutex);
@@ -548,7 +559,14 @@ void enqueue_chunk(Chunk* c, bool may_wait) {
   if (may_wait) wait_for_pass();
 }
 
+void writer_write_block(uint32_t stream, uint64_t base_time, uint64_t base_addr, const uint8_t* p, size_t n,
+                        uint16_t flags) {
+  write_block(stream, base_time, base_addr, p, n, flags);
+}
+
 void writer_trace_opened() {
+  checkpoint_trace_opened();
+  g_last_pass = false;
   g_finished = false;
   g_last_watermark = 0;
   g_quiet_passes = 0;
@@ -628,6 +646,7 @@ void writer_reset_after_fork() {
   g_last_watermark = 0;
   g_quiet_passes = 0;
   g_idle_level = 0;  // (the child's clock epoch starts without kEpochIdle)
+  checkpoint_reset_after_fork();
   pthread_mutex_init(&g_done_mutex, nullptr);
   pthread_cond_init(&g_done_cond, nullptr);
   trace_file_reset_after_fork();

@@ -1,0 +1,249 @@
+// Checkpoints of a real recording (the example worker under LD_PRELOAD): written at their
+// interval, found by a scan of the block headers (also in a file cut by SIGKILL), and a window
+// replayed from one equals the same window replayed from the start.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "analysis/replay.h"
+#include "formats/checkpoint.h"
+#include "formats/reader.h"
+#include "model_equal.h"
+
+namespace memtide::test {
+namespace {
+
+using analysis::ReplayOptions;
+using analysis::Session;
+
+std::string temp_path(const std::string& name) {
+  static const std::string dir = [] {
+    char t[] = "/tmp/memtide-longrun.XXXXXX";
+    const char* d = mkdtemp(t);
+    return std::string(d ? d : "/tmp");
+  }();
+  return dir + "/" + name;
+}
+
+// Records the worker into `trace` with checkpoints every second; `env` adds variables.
+int record_worker(const std::string& trace, const std::string& args, const std::string& env = "") {
+  std::remove(trace.c_str());
+  const std::string cmd = "LD_PRELOAD=" MT_PRELOAD " MEMTIDE_OUTPUT=" + trace + " MEMTIDE_CHECKPOINT_INTERVAL=1 " + env +
+                          " " MT_WORKER " " + args + " >/dev/null 2>&1";
+  return std::system(cmd.c_str());
+}
+
+std::vector<fmt::CheckpointHead> heads_of(const std::string& trace) {
+  fmt::FileReader r;
+  EXPECT_TRUE(r.open(trace).ok());
+  return fmt::find_checkpoints(r);
+}
+
+struct Replayed {
+  std::unique_ptr<analysis::Model> model;
+  uint64_t checkpoint = 0, bytes_read = 0;
+};
+
+Replayed replay(const std::string& trace, ReplayOptions o, bool full) {
+  if (full) setenv("MEMTIDE_FULL_REPLAY", "1", 1);
+  Session s(o);
+  Replayed r;
+  EXPECT_EQ(s.open(trace), "");
+  s.advance();
+  s.finish();
+  r.model = s.snapshot();
+  r.checkpoint = s.checkpoint();
+  r.bytes_read = s.bytes_read();
+  unsetenv("MEMTIDE_FULL_REPLAY");
+  return r;
+}
+
+// The window's figures: everything but the whole-run series, which start at the checkpoint.
+void expect_same_window(const analysis::Model& a, const analysis::Model& b) {
+  EXPECT_EQ(a.complete, b.complete);
+  EXPECT_EQ(a.time_base, b.time_base);
+  EXPECT_EQ(a.last_time, b.last_time);
+  EXPECT_EQ(a.peak_rss, b.peak_rss);
+  for (unsigned d = 0; d < analysis::kDomainCount; ++d) {
+    expect_same_totals(a.totals[d], b.totals[d], d);
+    const auto sa = sorted_stacks(a.stacks[d]), sb = sorted_stacks(b.stacks[d]);
+    ASSERT_EQ(sa.size(), sb.size()) << "domain " << d;
+    for (std::size_t i = 0; i < sa.size(); ++i) {
+      SCOPED_TRACE("domain " + std::to_string(d) + " stack " + std::to_string(sa[i].stack.value));
+      ASSERT_EQ(sa[i].stack.value, sb[i].stack.value);
+      const analysis::StackMetrics &x = sa[i].m, &y = sb[i].m;
+      EXPECT_EQ(x.alloc_count, y.alloc_count);
+      EXPECT_EQ(x.alloc_bytes, y.alloc_bytes);
+      EXPECT_EQ(x.temp_count, y.temp_count);
+      EXPECT_EQ(x.leaked_blocks, y.leaked_blocks);
+      EXPECT_EQ(x.leaked_bytes, y.leaked_bytes);
+      EXPECT_EQ(x.peak_blocks, y.peak_blocks);
+      EXPECT_EQ(x.peak_bytes, y.peak_bytes);
+      EXPECT_EQ(x.at_bytes, y.at_bytes);
+      EXPECT_EQ(x.first_leak_time, y.first_leak_time);
+      EXPECT_EQ(x.last_leak_time, y.last_leak_time);
+    }
+  }
+  for (std::size_t i = 0; i < a.alloc_api.size(); ++i) {
+    EXPECT_EQ(a.alloc_api[i].calls, b.alloc_api[i].calls) << i;
+    EXPECT_EQ(a.alloc_api[i].bytes, b.alloc_api[i].bytes) << i;
+    EXPECT_EQ(a.free_api[i].calls, b.free_api[i].calls) << i;
+    EXPECT_EQ(a.free_api[i].bytes, b.free_api[i].bytes) << i;
+  }
+  EXPECT_EQ(a.anomalies.unknown_free_count, b.anomalies.unknown_free_count);
+  EXPECT_EQ(a.anomalies.mismatch_count, b.anomalies.mismatch_count);
+  EXPECT_EQ(a.anomalies.double_allocs, b.anomalies.double_allocs);
+  ASSERT_EQ(a.threads.size(), b.threads.size());
+  for (std::size_t i = 0; i < a.threads.size(); ++i) {
+    EXPECT_EQ(a.threads[i].id, b.threads[i].id);
+    EXPECT_EQ(a.threads[i].os_tid, b.threads[i].os_tid);
+    EXPECT_EQ(a.threads[i].name, b.threads[i].name);
+    EXPECT_EQ(a.threads[i].allocations, b.threads[i].allocations);
+    EXPECT_EQ(a.threads[i].frees, b.threads[i].frees);
+  }
+  ASSERT_EQ(a.markers.size(), b.markers.size());
+  for (std::size_t i = 0; i < a.markers.size(); ++i) {
+    EXPECT_EQ(a.markers[i].time, b.markers[i].time);
+    EXPECT_EQ(a.markers[i].label, b.markers[i].label);
+  }
+  EXPECT_EQ(a.modules.size(), b.modules.size());
+}
+
+// Windows at several places of `trace`: each from a checkpoint (and reading less of the file),
+// equal to the full replay's.
+void expect_windows_match(const std::string& trace, uint64_t seconds) {
+  const uint64_t s = 1'000'000'000;
+  struct W {
+    uint64_t from, to;
+    std::optional<uint64_t> at;
+  };
+  for (const W& w : {W{s + s / 2, 2 * s, std::nullopt}, W{2 * s + s / 3, seconds * s, 3 * s},
+                     W{(seconds - 1) * s, seconds * s + s, std::nullopt}}) {
+    SCOPED_TRACE("window from " + std::to_string(w.from) + " to " + std::to_string(w.to));
+    ReplayOptions o;
+    o.from = w.from;
+    o.to = w.to;
+    o.at = w.at;
+    const Replayed full = replay(trace, o, true), part = replay(trace, o, false);
+    EXPECT_EQ(full.checkpoint, 0u);
+    EXPECT_GT(part.checkpoint, 0u);
+    EXPECT_LT(part.bytes_read, full.bytes_read);
+    EXPECT_GT(full.model->totals[0].allocations, 0u);
+    expect_same_window(*full.model, *part.model);
+  }
+}
+
+TEST(Checkpoints, AreWrittenAtTheirIntervalWithTheLiveHeap) {
+  const std::string trace = temp_path("interval.mtide");
+  ASSERT_EQ(record_worker(trace, "--seconds 5 --threads 2 --rate 4000"), 0);
+  const auto heads = heads_of(trace);
+  ASSERT_GE(heads.size(), 2u);
+  for (std::size_t i = 0; i < heads.size(); ++i) {
+    EXPECT_EQ(heads[i].seq, i + 1);
+    EXPECT_LE(heads[i].replay_from, heads[i].data_offset);
+    EXPECT_GT(heads[i].blocks[0], 0u);  // the worker's cache grows: never an empty heap
+    if (i) {
+      EXPECT_GT(heads[i].time, heads[i - 1].time);
+      EXPECT_GE(heads[i].blocks[0], heads[i - 1].blocks[0] / 2);
+    }
+  }
+  // The live heap at the checkpoint is the one a replay up to its time holds.
+  fmt::FileReader r;
+  ASSERT_TRUE(r.open(trace).ok());
+  uint64_t n = 0, bytes = 0;
+  EXPECT_EQ(fmt::read_checkpoint(r, heads.back(),
+                                 [&](fmt::CheckpointDomain d, const fmt::CheckpointEntry& e) {
+                                   if (d == fmt::CheckpointDomain::Heap) ++n, bytes += e.size;
+                                 }),
+            "");
+  EXPECT_EQ(n, heads.back().blocks[0]);
+  EXPECT_EQ(bytes, heads.back().bytes[0]);
+}
+
+TEST(Checkpoints, AreFoundByAScanWhenTheHeaderPointerIsTorn) {
+  const std::string trace = temp_path("torn.mtide");
+  ASSERT_EQ(record_worker(trace, "--seconds 3.5 --threads 2 --rate 4000"), 0);
+  const auto by_pointer = heads_of(trace);
+  ASSERT_GE(by_pointer.size(), 2u);
+  // The 16 bytes at offset 32 (the pointer and its checksum) overwritten: the block headers
+  // are scanned instead, and give the same checkpoints.
+  FILE* f = std::fopen(trace.c_str(), "r+b");
+  ASSERT_NE(f, nullptr);
+  std::fseek(f, fmt::kCheckpointPointerAt, SEEK_SET);
+  const uint8_t junk[fmt::kCheckpointPointerSize] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+  ASSERT_EQ(std::fwrite(junk, 1, sizeof junk, f), sizeof junk);
+  std::fclose(f);
+  const auto by_scan = heads_of(trace);
+  ASSERT_EQ(by_scan.size(), by_pointer.size());
+  for (std::size_t i = 0; i < by_scan.size(); ++i) {
+    EXPECT_EQ(by_scan[i].seq, by_pointer[i].seq);
+    EXPECT_EQ(by_scan[i].offset, by_pointer[i].offset);
+    EXPECT_EQ(by_scan[i].time, by_pointer[i].time);
+    EXPECT_EQ(by_scan[i].markers.size(), by_pointer[i].markers.size());
+  }
+}
+
+TEST(Checkpoints, AWindowFromACheckpointEqualsTheFullReplay) {
+  const std::string trace = temp_path("window.mtide");
+  ASSERT_EQ(record_worker(trace, "--seconds 5 --threads 3 --rate 4000"), 0);
+  expect_windows_match(trace, 4);
+}
+
+std::string run_out(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return out;
+  char buf[65536];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
+TEST(Checkpoints, AWindowsReportAndFlamegraphAreTheFullReplays) {
+  const std::string trace = temp_path("cli.mtide");
+  ASSERT_EQ(record_worker(trace, "--seconds 4.5 --threads 2 --rate 4000"), 0);
+  ASSERT_GE(heads_of(trace).size(), 2u);
+  for (const std::string args : {"report --json --from 2.5s --to 3.5s --at 4s", "report --from 2s --top 5",
+                                 "flamegraph -o - --from 2.2s --to 4s"}) {
+    SCOPED_TRACE(args);
+    const std::string cmd = std::string(MT_CLI) + " " + args + " " + trace + " 2>&1";
+    const std::string part = run_out(cmd), full = run_out("MEMTIDE_FULL_REPLAY=1 " + cmd);
+    EXPECT_GT(full.size(), 100u);
+    EXPECT_EQ(part, full);
+  }
+}
+
+TEST(Checkpoints, ASampledWindowFromACheckpointEqualsTheFullReplay) {
+  const std::string trace = temp_path("sampled.mtide");
+  ASSERT_EQ(record_worker(trace, "--seconds 5 --threads 2 --rate 4000", "MEMTIDE_SAMPLE=4096"), 0);
+  expect_windows_match(trace, 4);
+}
+
+TEST(Checkpoints, AFileCutBySigkillKeepsItsCheckpoints) {
+  const std::string trace = temp_path("killed.mtide");
+  std::remove(trace.c_str());
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    setenv("LD_PRELOAD", MT_PRELOAD, 1);
+    setenv("MEMTIDE_OUTPUT", trace.c_str(), 1);
+    setenv("MEMTIDE_CHECKPOINT_INTERVAL", "1", 1);
+    execl(MT_WORKER, MT_WORKER, "--seconds", "60", "--threads", "2", "--rate", "4000", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  sleep(6);
+  kill(pid, SIGKILL);
+  int st;
+  waitpid(pid, &st, 0);
+  const auto heads = heads_of(trace);
+  ASSERT_GE(heads.size(), 2u);
+  expect_windows_match(trace, 4);
+}
+
+}  // namespace
+}  // namespace memtide::test
