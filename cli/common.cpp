@@ -210,6 +210,28 @@ std::string write_whole_file(const std::string& path, std::string_view data, con
   return out.commit();
 }
 
+std::string check_options_from_env(std::vector<std::string>& args) {
+  const char* env = std::getenv(kCheckOptionsEnv);
+  if (!env) return "";
+  std::string word;
+  auto take = [&]() -> std::string {
+    if (word.empty()) return "";
+    if (word[0] == '-') return "'" + word + "': give the option's name without dashes (error-exitcode=23)";
+    args.push_back("--" + word);
+    word.clear();
+    return "";
+  };
+  for (const char* c = env;; ++c) {
+    if (*c == 0 || *c == ' ' || *c == ':' || *c == '\t' || *c == '\n') {
+      if (std::string err = take(); !err.empty()) return err;
+      if (*c == 0) break;
+    } else {
+      word += *c;
+    }
+  }
+  return "";
+}
+
 namespace {
 int g_stdout_errno = 0;
 FILE* g_saved_stdout = nullptr;

@@ -32,6 +32,11 @@ std::string format_duration(uint64_t ns);
 // line has not that shape.
 bool manifest_trace_path(const std::string& line, std::string& path);
 
+// The options of MEMTIDE_CHECK_OPTIONS as `memtide check` arguments ("name=value" and "name",
+// separated by spaces or colons, to "--name=value" and "--name"); empty, else what is wrong.
+inline constexpr const char* kCheckOptionsEnv = "MEMTIDE_CHECK_OPTIONS";
+std::string check_options_from_env(std::vector<std::string>& args);
+
 // Every file a command writes goes through OutputFile: written under a temporary name in the
 // same directory (mode 0600: traces and what is made from them hold addresses), then renamed
 // over `path` in one step, so that a failure or an interruption leaves what was there before.

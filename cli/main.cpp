@@ -7,6 +7,8 @@
 #include <cstring>
 #include <exception>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -38,8 +40,20 @@ int main(int argc, char** argv) {
     }
   }
 
+  // MEMTIDE_CHECK_OPTIONS gives `check` options before the command line's, which win (as
+  // LSAN_OPTIONS does for LeakSanitizer): "error-exitcode=23 suppressions=ci/memtide.supp".
+  std::vector<std::string> args(argv, argv + argc);
+  if (argc >= 2 && args[1] == "check") {
+    std::vector<std::string> env_args;
+    if (const std::string err = check_options_from_env(env_args); !err.empty()) {
+      std::cerr << "memtide: MEMTIDE_CHECK_OPTIONS: " << printable(err) << '\n';
+      return kExitError;
+    }
+    args.insert(args.begin() + 2, env_args.begin(), env_args.end());
+  }
   try {
-    app.parse(argc, argv);
+    std::vector<std::string> reversed(args.rbegin(), args.rend() - 1);  // (CLI11 takes them last first)
+    app.parse(reversed);
   } catch (const CLI::ParseError& e) {
     // --help / --version exit 0; every usage error exits 2 (CLI11's own codes vary).
     const int code = app.exit(e);
