@@ -118,7 +118,8 @@ Evaluation evaluate(const Model& m, Symbolizer& sym, SuppressionList& supp, cons
 // [2] Text
 // ---------------------------------------------------------------------------------------
 
-std::string stack_text(Symbolizer& sym, StackId id, std::size_t max_frames, const char* indent) {
+// For the terminal (`tty`: styled, frame_line) or a file (JUnit, suppressions: whole names).
+std::string stack_text(Symbolizer& sym, StackId id, std::size_t max_frames, const char* indent, bool tty = false) {
   std::string out;
   std::size_t i = 0;
   const auto frames = leaf_first(sym, id);
@@ -127,7 +128,7 @@ std::string stack_text(Symbolizer& sym, StackId id, std::size_t max_frames, cons
       out += std::string(indent) + "... " + count_of(frames.size() - i, "more frame", "more frames") + "\n";
       break;
     }
-    out += std::string(indent) + "#" + std::to_string(i++) + " " + printable(format_frame(f)) + "\n";
+    out += (tty ? frame_line(f, indent, i++) : std::string(indent) + "#" + std::to_string(i++) + " " + printable(format_frame(f))) + "\n";
   }
   return out;
 }
@@ -154,7 +155,8 @@ void print_text(const Model& m, Symbolizer& sym, const SuppressionList& supp, co
                 human_bytes(m.sampling.interval()).c_str(), count_of(m.sampling.samples, "sample", "samples").c_str());
   for (const Limit& l : e.limits) {
     if (!l.set) continue;
-    std::printf("  %s %s: %s (limit %s)\n", l.broken() ? "FAIL" : "ok  ", l.what.c_str(), l.value(l.actual).c_str(),
+    std::printf("  %s %s: %s (limit %s)\n", l.broken() ? paint("FAIL", "1;31").c_str() : paint("ok  ", "32").c_str(),
+                l.what.c_str(), l.value(l.actual).c_str(),
                 l.value(l.limit).c_str());
   }
   if (e.exec_ended)
@@ -182,7 +184,7 @@ void print_text(const Model& m, Symbolizer& sym, const SuppressionList& supp, co
       std::printf("  %zu. %s in %s%s, allocated %s .. %s\n", ++i, human_bytes(s->m.leaked_bytes).c_str(),
                   count_of(s->m.leaked_blocks, "block", "blocks").c_str(), kinds.c_str(),
                   rel_time(m, s->m.first_leak_time).c_str(), rel_time(m, s->m.last_leak_time).c_str());
-      std::fputs(stack_text(sym, s->stack, o.frames, "      ").c_str(), stdout);
+      std::fputs(stack_text(sym, s->stack, o.frames, "      ", true).c_str(), stdout);
     }
   }
   if (!e.peak_stacks.empty()) {
@@ -198,7 +200,7 @@ void print_text(const Model& m, Symbolizer& sym, const SuppressionList& supp, co
       }
       std::printf("  %zu. %s in %s\n", ++i, human_bytes(s->m.peak_bytes).c_str(),
                   count_of(s->m.peak_blocks, "block", "blocks").c_str());
-      std::fputs(stack_text(sym, s->stack, o.frames, "      ").c_str(), stdout);
+      std::fputs(stack_text(sym, s->stack, o.frames, "      ", true).c_str(), stdout);
     }
   }
   bool header = false;
@@ -216,7 +218,7 @@ void print_text(const Model& m, Symbolizer& sym, const SuppressionList& supp, co
   for (const Suppression& x : supp.items())
     if (!x.builtin && !x.stacks) std::printf("  unused: leak:%s (%s)\n", x.pattern.c_str(), x.origin.c_str());
   if (o.gen_suppressions && !e.leaks.empty()) print_suppressions(m, sym, e, o);
-  std::printf("\n%s\n", e.failed() ? "memtide check: FAILED" : "memtide check: passed");
+  std::printf("\nmemtide check: %s\n", e.failed() ? paint("FAILED", "1;31").c_str() : paint("passed", "32").c_str());
 }
 
 // ---------------------------------------------------------------------------------------

@@ -23,11 +23,27 @@ int main(int argc, char** argv) {
     return std::string("memtide: ") + e.what() + " (see --help)\n";
   });
 
+  // How text for a person looks, for every command (given before or after the command's name).
+  bool full_names = false;
+  std::string color = "auto";
+  app.add_flag("--full-names", full_names, "Print C++ names whole (default: template arguments shortened to <...>)");
+  app.add_option("--color", color, "Colour in the text output: auto (on a terminal, unless NO_COLOR is set), always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
+
   const std::vector<Command> commands = all_commands();
   std::vector<std::pair<CLI::App*, std::function<int()>>> actions;
   for (const Command& c : commands) {
     CLI::App* sub = app.add_subcommand(std::string(c.name), std::string(c.description));
+    sub->fallthrough();
     actions.emplace_back(sub, c.setup(*sub));
+  }
+  // `memtide-cli help [CMD]`: the command's --help.
+  if (argc >= 2 && std::string_view(argv[1]) == "help") {
+    if (argc == 2) return std::cout << app.help(), kExitOk;
+    for (auto& [sub, action] : actions)
+      if (sub->get_name() == argv[2]) return std::cout << sub->help(), kExitOk;
+    std::cerr << "memtide: unknown command '" << printable(argv[2]) << "' (see memtide help)\n";
+    return kExitError;
   }
 
   // A first word that names no command: CLI11 would call it a missing subcommand.
@@ -60,6 +76,7 @@ int main(int argc, char** argv) {
     return code == 0 ? kExitOk : kExitError;
   }
 
+  set_style(full_names, color);
   try {
     for (auto& [sub, action] : actions) {
       if (!sub->parsed()) continue;
