@@ -60,15 +60,32 @@ inline uint64_t now_ns() {
 // bumps g_clock_epoch at each wake (at least every kClockTickNs, unless it idles: kEpochIdle)
 // and before each pass takes its watermark's time; a changed epoch makes the next event read
 // the clock, so a reused time is never older than the writer's last wake, and a record begun
-// after a pass's barrier is timed after that pass's watermark. Once a second thread records
-// (kEpochShared), every event reads the clock: a free by one thread must be timed before the
-// allocation that reuses the block in another. The thread that sets the bit does so before its
-// first event, and a block it frees reaches another thread's allocation through the
-// allocator's own synchronisation, so that thread sees the bit by then.
+// after a pass's barrier is timed after that pass's watermark.
+//
+// "Only one thread records" is decided per tick, not once for the run: each tick starts with no
+// owner, the first thread to time an event in it becomes the owner (a compare-and-swap of the
+// epoch word, once per tick), and only the owner reuses times. Any other thread that times an
+// event in the same tick sets kEpochShared before it reads the clock, which ends the owner's
+// reuse (its epoch no longer matches) until the next tick. A free by one thread is therefore
+// never timed after the allocation that reuses the block in another: if the other thread's
+// event came first in the tick, the owner sees the shared bit (the block reached it through
+// the allocator's own synchronisation, after the bit was set); if the owner's reused time was
+// read in an earlier tick, it was read before the tick's bump, and the other thread's clock
+// reading is after it. A worker whose main thread only waits for its pool then pays for one
+// clock reading per kReuseEvents events, as a single-threaded program does.
+//
+// The epoch word: kEpochShared, kEpochIdle, the owner (its stream index plus one; 0: none yet)
+// and the tick count.
 inline constexpr uint64_t kEpochShared = 1ull << 63;
 // Set while the writer idles (wakes up to kMaxIdleLevel doublings less often, writer.cpp): no
 // event reuses a time then, since the next wake may be far.
 inline constexpr uint64_t kEpochIdle = 1ull << 62;
+inline constexpr unsigned kOwnerShift = 33;
+inline constexpr uint64_t kOwnerMask = ((1ull << 29) - 1) << kOwnerShift;
+inline constexpr uint64_t kTickMask = (1ull << kOwnerShift) - 1;
+// Streams that never own the time (the process stream, index 0, which several threads share;
+// an index past what the owner field holds) set kEpochShared before every event's time instead.
+inline constexpr uint64_t kMaxOwnerIndex = (1ull << 29) - 2;
 inline constexpr uint32_t kReuseEvents = 63;
 inline constexpr uint64_t kClockTickNs = 10000000;
 extern std::atomic<uint64_t> g_clock_epoch;
@@ -76,9 +93,13 @@ extern std::atomic<uint64_t> g_clock_epoch;
 // then holds back the watermark of every pass that sees it, however long it stays begun.
 extern std::atomic<bool> g_exact_watermarks;
 
-// Writer: a new epoch (every reused time from now on is at least this recent).
-inline void clock_tick() { g_clock_epoch.fetch_add(1, std::memory_order_seq_cst); }
-// A second thread records: from now on every event reads the clock.
-inline void clock_share() { g_clock_epoch.fetch_or(kEpochShared, std::memory_order_seq_cst); }
+// Writer: a new epoch (every reused time from now on is at least this recent), with no owner
+// and not shared.
+inline void clock_tick() {
+  uint64_t e = g_clock_epoch.load(std::memory_order_relaxed);
+  while (!g_clock_epoch.compare_exchange_weak(e, (e & kEpochIdle) | ((e + 1) & kTickMask), std::memory_order_seq_cst,
+                                              std::memory_order_relaxed)) {
+  }
+}
 
 }  // namespace memtide::rec

@@ -48,7 +48,10 @@ std::atomic<uint64_t> g_verify_stacks{0}, g_verify_fast{0}, g_verify_diff{0};
 MT_NOINLINE int unwind_verified(void** ips, int cap, int& skip, UnwindMemo* memo, const UnwindStart* from) {
   void** fast = ips + cap;
   const int nf = fast_backtrace(fast, cap + 1, memo, from);
-  const int nl = unw_backtrace(ips, cap);
+  const int nl = [&] {
+    BusyScope busy(kReentrant);  // (libunwind maps its caches)
+    return unw_backtrace(ips, cap);
+  }();
   skip = skip_own_frames(ips, nl);
   g_verify_stacks.fetch_add(1, std::memory_order_relaxed);
   if (nf < 0) return nl;
@@ -125,7 +128,10 @@ MT_NOINLINE uint32_t walk_stack(ThreadState* ts, Stream* stream, const void* fra
   } else if (recording.opts.unwind == UnwindKind::Verify) {
     n = unwind_verified(ips, cap, skip, ts ? &ts->memo : nullptr, from);
   }
-  if (n < 0) n = unw_backtrace(ips, cap);
+  if (n < 0) {
+    BusyScope busy(kReentrant);  // (libunwind maps its caches)
+    n = unw_backtrace(ips, cap);
+  }
   if (recording.opts.unwind != UnwindKind::Verify) skip = skip_own_frames(ips, n);
   return stack_id(ts, stream, ips + skip, frames_within_depth(n, skip));
 }
@@ -239,11 +245,11 @@ ReallocTicket on_realloc_begin(void* old_ptr) {
       // took its watermark's time before this one's.
       __atomic_exchange_n(&ts->stream.pending_time, 1, __ATOMIC_SEQ_CST);
       __builtin_ia32_lfence();
-      r.free_time = now_ns();
+      r.free_time = event_time_now(&ts->stream);
       __atomic_store_n(&ts->stream.pending_time, r.free_time, __ATOMIC_RELEASE);
       r.pending = &ts->stream;
     } else {
-      r.free_time = now_ns();
+      r.free_time = shared_time_now();
     }
     r.armed = true;
   }
@@ -279,7 +285,7 @@ void on_realloc_end(const ReallocTicket& r, fmt::Api api, void* old_ptr, void* n
     BusyScope busy;
     // A reused time belongs to its own stream (pausing in between may send the records elsewhere).
     if (r.armed)
-      write_free(t.s, api, !r.reused || t.s == r.reused ? r.free_time : now_ns(), reinterpret_cast<uint64_t>(old_ptr), 0);
+      write_free(t.s, api, !r.reused || t.s == r.reused ? r.free_time : event_time_now(t.s), reinterpret_cast<uint64_t>(old_ptr), 0);
     if (new_ptr && !recording.paused.load(std::memory_order_relaxed)) {
       const uint32_t stack = capture_stack(t, frame);
       const auto addr = reinterpret_cast<uint64_t>(new_ptr);

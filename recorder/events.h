@@ -200,13 +200,16 @@ MT_ALWAYS_INLINE uint32_t capture_stack(const Target& t, const void* frame) {
 // after a watermark that vouched for its time.
 inline constexpr uint64_t kNow = 0;
 
+// An Alloc or Free that found no room (the recorder's memory ran out): counted, as End's lost_events.
+inline void note_lost_event() { g_lost_events.fetch_add(1, std::memory_order_relaxed); }
+
 // `weight` (sampled mode): the Alloc's SampleWeight goes before it, in the same record for the
 // writer; 0 (a constant at the exact call sites, so the test folds away): none.
 MT_ALWAYS_INLINE void write_alloc(Stream* s, fmt::Api api, uint64_t time, uint64_t addr, uint64_t size, uint32_t stack,
                                   uint64_t weight = 0) {
   constexpr size_t kWeightRoom = 1 + fmt::kLengthSlot + wire::kMaxVarint;
   uint8_t* w = reserve(s, fmt::kMaxAllocRecord + (weight ? kWeightRoom : 0));
-  if (MT_UNLIKELY(!w)) return;
+  if (MT_UNLIKELY(!w)) return note_lost_event();
   begin_record(s);
   const uint64_t t = stream_time(s, time == kNow ? event_time(s) : time);
   MEMTIDE_CHECK(t >= s->last_time && tls_busy > 0);
@@ -221,7 +224,7 @@ MT_ALWAYS_INLINE void write_alloc(Stream* s, fmt::Api api, uint64_t time, uint64
 
 MT_ALWAYS_INLINE void write_free(Stream* s, fmt::Api api, uint64_t time, uint64_t addr, uint64_t length) {
   uint8_t* w = reserve(s, fmt::kMaxFreeRecord);
-  if (MT_UNLIKELY(!w)) return;
+  if (MT_UNLIKELY(!w)) return note_lost_event();
   begin_record(s);
   const uint64_t t = stream_time(s, time == kNow ? event_time(s) : time);
   MEMTIDE_CHECK(t >= s->last_time && tls_busy > 0);

@@ -194,7 +194,7 @@ bool ensure_started() {
   if (s != kUninit) return false;
   if (!backing_ready()) return false;
   {
-    BusyScope busy;
+    BusyScope busy(kReentrant);
     early_init();
   }
   return recording.state.load(std::memory_order_acquire) == kActive;
@@ -218,7 +218,7 @@ void say_if_malloc_is_not_ours() {
 }  // namespace
 
 void start() {
-  BusyScope busy;
+  BusyScope busy(kReentrant);  // (the writer thread's stack, the file, dlsym)
   resolve_backing();
   early_init();
   pthread_mutex_lock(&g_start_mutex);
@@ -259,7 +259,7 @@ void mark(const char* label) {
     uint8_t buf[1100];
     if (reserve(t.s, sizeof buf)) {  // room first, then the clock (see write_alloc)
       begin_record(t.s);
-      const uint64_t now = stream_time(t.s, now_ns());
+      const uint64_t now = stream_time(t.s, event_time_now(t.s));
       const size_t n = fmt::encode_marker(buf, sizeof buf, t.s->last_time,
                                           fmt::Marker{now, std::string_view(label, strnlen(label, 1024))});
       if (n && append_record(t.s, buf, n)) t.s->last_time = now;
@@ -285,7 +285,7 @@ uint64_t set_sampling(uint64_t bytes) {
       else
         std::snprintf(label, sizeof label, "memtide: exact recording");
       begin_record(t.s);
-      const uint64_t now = stream_time(t.s, now_ns());
+      const uint64_t now = stream_time(t.s, event_time_now(t.s));
       const size_t n = fmt::encode_marker(buf, sizeof buf, t.s->last_time,
                                           fmt::Marker{now, std::string_view(label, std::strlen(label)), interval + 1});
       if (n && append_record(t.s, buf, n)) t.s->last_time = now;
@@ -434,6 +434,7 @@ namespace {
 // The fork handlers hold every lock of the recorder across the fork, so the busy flag is raised
 // in fork_prepare and lowered by the handler that runs after it, in parent or child.
 void fork_prepare() {
+  tls_busy_scope = 0;  // (restored by the BusyScope that may be around this, when it ends)
   ++tls_busy;
   // Lock order: start -> modules -> shared -> maps -> stacks -> unwind -> registry -> queue.
   pthread_mutex_lock(&g_start_mutex);
@@ -470,6 +471,7 @@ void restart_in_child() {
   recording.start_time = now_ns();
   recording.next_stream.store(1);
   g_clock_epoch.store(0);  // the child's one thread
+  g_lost_events.store(0);
   g_kept_tables.store(0);  // (the parent's threads' tables are not the child's)
   stream_init(&recording.shared, 0, recording.start_time);
   tls_thread = nullptr;  // the parent's state of this thread stays with the parent

@@ -62,7 +62,8 @@ inline uint32_t mapping_stack(const Target& t, const void* frame) {
 }  // namespace
 
 void on_mmap(void* p, size_t length, int flags, int fd, const void* frame) {
-  if (p == MAP_FAILED || !(flags & MAP_ANONYMOUS) || fd > 0 || tls_busy) return;
+  if (p == MAP_FAILED || !(flags & MAP_ANONYMOUS) || fd > 0) return;
+  if (tls_busy) return note_busy_reentry();
   Target t;
   if (!acquire(t)) return;
   {
@@ -79,7 +80,8 @@ void on_mmap(void* p, size_t length, int flags, int fd, const void* frame) {
 }
 
 void on_munmap_begin(void* p, size_t length) {
-  if (tls_busy || !g_nmaps) return;
+  if (tls_busy) return note_busy_reentry();
+  if (!g_nmaps) return;
   const uintptr_t lo = reinterpret_cast<uintptr_t>(p);
   pthread_mutex_lock(&maps_mutex);
   const bool hit = maps_remove(lo, lo + length);
@@ -95,7 +97,8 @@ void on_munmap_begin(void* p, size_t length) {
 }
 
 void on_mremap(void* old_p, size_t old_len, void* new_p, size_t new_len, const void* frame) {
-  if (tls_busy || new_p == MAP_FAILED || !g_nmaps) return;
+  if (tls_busy) return note_busy_reentry();
+  if (new_p == MAP_FAILED || !g_nmaps) return;
   const uintptr_t lo = reinterpret_cast<uintptr_t>(old_p);
   pthread_mutex_lock(&maps_mutex);
   const bool hit = maps_remove(lo, lo + old_len);

@@ -120,26 +120,42 @@ bool busy();
 // Set while the calling thread runs recorder code or the backing allocator: any hook
 // entered meanwhile (mimalloc's mmap, calloc inside pthread_setspecific) only forwards.
 extern __attribute__((tls_model("initial-exec"))) __thread int tls_busy;
+// The thread's innermost live BusyScope (its address on the stack, the low bit set when the
+// scope calls code that may enter the hooks: kReentrant), or 0 while it is busy without one
+// (the writer thread, a fork). A hook entered while busy inside a scope that does not expect
+// it, with a signal frame between the two, is a signal handler's (note_busy_reentry).
+extern __attribute__((tls_model("initial-exec"))) __thread uintptr_t tls_busy_scope;
+// A hook entered while its thread is busy forwards the call unrecorded. That is the recorder's
+// own work (the backing allocator's mmap, a calloc in pthread_setspecific) unless a signal
+// handler of the program's interrupted the recorder: its events cannot be recorded then (the
+// stream is in the middle of a record), and are counted as lost (the End record's lost_events).
+void note_busy_reentry();
 
 // Marks the calling thread busy for its lifetime (heaptrack's RecursionGuard): a way out of
 // the scope that forgets to lower the flag cannot be written. Costs what the two stores did.
+inline constexpr bool kReentrant = true;  // BusyScope around calls that may enter the hooks
 class BusyScope {
  public:
-  BusyScope() {
+  explicit BusyScope(bool reentrant = false) : outer_(tls_busy_scope) {
     MEMTIDE_CHECK(tls_busy >= 0);
+    tls_busy_scope = reinterpret_cast<uintptr_t>(this) | reentrant;
     ++tls_busy;
   }
   ~BusyScope() {
     MEMTIDE_CHECK(tls_busy > 0);
     --tls_busy;
+    tls_busy_scope = outer_;
   }
   BusyScope(const BusyScope&) = delete;
   BusyScope& operator=(const BusyScope&) = delete;
+
+ private:
+  uintptr_t outer_;
 };
 
 template <typename R, typename... P, typename... A>
 inline R call_backing(R (*fn)(P...), A... args) {
-  BusyScope busy;
+  BusyScope busy(kReentrant);
   return fn(args...);
 }
 

@@ -93,5 +93,7 @@ extern Recording recording MT_HIDDEN;
 extern MT_TLS ThreadState* tls_thread;
 extern MT_TLS int tls_busy;
 extern MT_TLS int tls_exited;
+// Events a signal handler made while it had interrupted the recorder (note_busy_reentry).
+extern std::atomic<uint64_t> g_lost_events;
 
 }  // namespace memtide::rec

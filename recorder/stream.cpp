@@ -12,6 +12,7 @@
 #include <new>
 
 #include "recorder/clock.h"
+#include "recorder/recorder.h"
 #include "recorder/state.h"
 #include "recorder/stream.h"
 #include "recorder/writer.h"
@@ -22,11 +23,26 @@ TscClock g_tsc;
 std::atomic<uint64_t> g_clock_epoch{0};
 
 uint64_t event_time_read(Stream* s, uint64_t e) {
-  // (Never the process stream: a thread that records into it set kEpochShared first.)
   // The clock is read after the epoch was (now_ns orders the reading after earlier loads; the
-  // system clock does the same): a reading paired with an epoch is never older.
-  s->reuse_epoch = e;
-  s->reuse_left = (e & kEpochIdle) ? 0 : kReuseEvents;
+  // system clock does the same): a reading paired with an epoch is never older. Ownership is
+  // taken, or the tick made shared, before the reading (clock.h).
+  s->reuse_left = 0;
+  const uint64_t me = s->index != 0 && s->index <= kMaxOwnerIndex ? uint64_t{s->index} + 1 : 0;
+  while (!(e & kEpochShared)) {
+    const uint64_t owner = (e & kOwnerMask) >> kOwnerShift;
+    if (owner == 0 && me != 0) {
+      if (!g_clock_epoch.compare_exchange_weak(e, e | (me << kOwnerShift), std::memory_order_seq_cst,
+                                               std::memory_order_relaxed))
+        continue;  // (e reloaded: another thread took the tick, or the writer ticked)
+      e |= me << kOwnerShift;
+    } else if (owner != me || me == 0) {
+      g_clock_epoch.fetch_or(kEpochShared, std::memory_order_seq_cst);
+      break;
+    }
+    s->reuse_epoch = e;
+    s->reuse_left = (e & kEpochIdle) ? 0 : kReuseEvents;
+    break;
+  }
   return now_ns();
 }
 
@@ -120,20 +136,33 @@ void mem_thread_ending() {
   tls_heap_gone = true;
 }
 
+// Without memory from mimalloc (its segments need more address space than a low RLIMIT_AS
+// leaves), the recorder's blocks are mapped one by one: what is recorded is still written.
 void* mem_alloc(size_t n) {
-  if (recording.opts.allocator != AllocatorKind::Mimalloc) return mi_zalloc(n);
-  if (MT_UNLIKELY(tls_heap_gone)) return mapped_alloc(n);
-  mi_heap_t* h = own_heap();
-  return h ? mi_heap_zalloc(h, n) : nullptr;
+  BusyScope busy(kReentrant);  // (mimalloc maps memory through the hooks)
+  void* p = nullptr;
+  if (recording.opts.allocator != AllocatorKind::Mimalloc) {
+    p = mi_zalloc(n);
+  } else if (!tls_heap_gone) {
+    mi_heap_t* h = own_heap();
+    p = h ? mi_heap_zalloc(h, n) : nullptr;
+  }
+  return p ? p : mapped_alloc(n);
 }
 void* mem_alloc_uninit(size_t n) {
-  if (recording.opts.allocator != AllocatorKind::Mimalloc) return mi_malloc(n);
-  if (MT_UNLIKELY(tls_heap_gone)) return mapped_alloc(n);
-  mi_heap_t* h = own_heap();
-  return h ? mi_heap_malloc(h, n) : nullptr;
+  BusyScope busy(kReentrant);
+  void* p = nullptr;
+  if (recording.opts.allocator != AllocatorKind::Mimalloc) {
+    p = mi_malloc(n);
+  } else if (!tls_heap_gone) {
+    mi_heap_t* h = own_heap();
+    p = h ? mi_heap_malloc(h, n) : nullptr;
+  }
+  return p ? p : mapped_alloc(n);
 }
 void mem_free(void* p) {
-  if (MT_UNLIKELY(recording.opts.allocator == AllocatorKind::Mimalloc && p && !mi_is_in_heap_region(p))) {
+  BusyScope busy(kReentrant);
+  if (MT_UNLIKELY(p && !mi_is_in_heap_region(p))) {
     char* base = static_cast<char*>(p) - kMappedHeader;
     syscall(SYS_munmap, base, *reinterpret_cast<size_t*>(base));
     return;

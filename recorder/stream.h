@@ -116,8 +116,19 @@ inline uint64_t event_time(Stream* s) {
     --s->reuse_left;
     return s->last_time;
   }
-  if (e & kEpochShared) return now_ns();
+  if (e & kEpochShared) return now_ns();  // (another thread records in this tick)
   return event_time_read(s, e);
+}
+
+// A clock reading for an Alloc, Free or Marker of `s` timed apart from event_time (a realloc's
+// free, a mark): it takes part in the tick's ownership as event_time does, without reusing a time.
+inline uint64_t event_time_now(Stream* s) { return event_time_read(s, g_clock_epoch.load(std::memory_order_relaxed)); }
+// The same for a thread that does not know yet which stream the record goes to: the tick becomes
+// shared.
+inline uint64_t shared_time_now() {
+  if (!(g_clock_epoch.load(std::memory_order_relaxed) & kEpochShared))
+    g_clock_epoch.fetch_or(kEpochShared, std::memory_order_seq_cst);
+  return now_ns();
 }
 
 // Timestamps within a stream never go backwards (a clamped time costs nothing in ordering:

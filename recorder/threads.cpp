@@ -9,10 +9,13 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/ucontext.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <string_view>
@@ -31,6 +34,7 @@ namespace memtide::rec {
 
 MT_TLS ThreadState* tls_thread = nullptr;
 MT_TLS int tls_busy = 0;
+MT_TLS uintptr_t tls_busy_scope = 0;
 MT_TLS int tls_exited = 0;
 
 // ---------------------------------------------------------------------------------------
@@ -153,7 +157,6 @@ ThreadState* create_thread_state() {
   ts->tid = static_cast<pid_t>(syscall(SYS_gettid));
   thread_stack_bounds(&ts->memo);
   const uint32_t index = recording.next_stream.fetch_add(1, std::memory_order_relaxed);
-  if (index >= 2) clock_share();  // a second thread records (before its first event)
   stream_init(&ts->stream, index, now_ns());
   pthread_mutex_lock(&recording.registry_mutex);
   ts->stream.reg_next = recording.registry;
@@ -191,20 +194,73 @@ void thread_exit_destructor(void* p) {
   seal_chunk(&ts->stream, /*last=*/true);
 }
 
+// ---------------------------------------------------------------------------------------
+// [4] Events of a handler that interrupted the recorder
+// ---------------------------------------------------------------------------------------
+namespace {
+
+// The restorer the kernel returns through from a signal handler (glibc's __restore_rt, which it
+// passes with every sigaction): the first word of each signal frame on the stack.
+uintptr_t signal_restorer() {
+  static std::atomic<uintptr_t> cached{0};
+  if (const uintptr_t r = cached.load(std::memory_order_relaxed)) return r;
+  for (int sig = 1; sig < NSIG; ++sig) {
+    struct sigaction old;
+    if (sigaction(sig, nullptr, &old) != 0 || old.sa_handler == SIG_DFL || old.sa_handler == SIG_IGN || !old.sa_restorer)
+      continue;
+    const auto r = reinterpret_cast<uintptr_t>(old.sa_restorer);
+    cached.store(r, std::memory_order_relaxed);
+    return r;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::atomic<uint64_t> g_lost_events{0};
+
+void note_busy_reentry() {
+  const uintptr_t top = tls_busy_scope;
+  const ThreadState* ts = tls_thread;
+  if (!top || (top & kReentrant) || !ts || ts->memo.stack_pending || top < ts->memo.stack_lo || top >= ts->memo.stack_hi) return;
+  const auto here = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+  bool handler = here < ts->memo.stack_lo || here >= ts->memo.stack_hi;  // on another stack: sigaltstack's
+  if (!handler && here < top) {
+    // A signal frame between here and the innermost busy scope (one the handler's own call
+    // opened, as the backing allocator's scope around its mmap, lies below the frame): the
+    // restorer, then a ucontext whose interrupted stack pointer lies within the busy code's frames.
+    if (const uintptr_t restorer = signal_restorer()) {
+      for (auto p = (here + 7) & ~uintptr_t{7}; p + sizeof(uintptr_t) + sizeof(ucontext_t) <= top; p += sizeof(uintptr_t)) {
+        if (*reinterpret_cast<const uintptr_t*>(p) != restorer) continue;
+        const auto* uc = reinterpret_cast<const ucontext_t*>(p + sizeof(uintptr_t));
+        const auto sp = static_cast<uintptr_t>(uc->uc_mcontext.gregs[REG_RSP]);
+        if (sp > p && sp <= top) {
+          handler = true;
+          break;
+        }
+      }
+    }
+  }
+  if (handler) g_lost_events.fetch_add(1, std::memory_order_relaxed);
+}
+
 bool acquire_slow(Target& t, bool even_paused) {
-  if (tls_busy || !ensure_started()) return false;
+  if (tls_busy) {
+    note_busy_reentry();
+    return false;
+  }
+  if (!ensure_started()) return false;
   if (!even_paused && recording.paused.load(std::memory_order_relaxed)) return false;
   if (!tls_thread && !tls_exited) {
-    BusyScope busy;
+    BusyScope busy(kReentrant);  // (pthread_setspecific allocates)
     create_thread_state();
   }
   if (tls_thread) {
     t = Target{tls_thread, &tls_thread->stream, false};
     return true;
   }
-  // A thread without its own stream records into the process stream: it counts as a second
-  // thread for event times (event_time), as it may be one.
-  clock_share();
+  // A thread without its own stream records into the process stream (which never owns the
+  // time: event_time_read).
   pthread_mutex_lock(&recording.shared_mutex);
   t = Target{nullptr, &recording.shared, true};
   return true;

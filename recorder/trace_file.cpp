@@ -72,6 +72,25 @@ pthread_mutex_t g_fd_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 }  // namespace
 
+namespace {
+
+// The program closed the trace's descriptor with a direct system call (the interposed calls keep
+// it), and its number may be one of the program's files by now: the trace is opened again by
+// its path, if that is still the same file, so that what was recorded is still written.
+bool reopen_trace() {
+  const int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, recording.path, O_WRONLY | O_APPEND | O_CLOEXEC));
+  if (fd < 0) return false;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || st.st_dev != g_dev || st.st_ino != g_ino) {
+    syscall(SYS_close, fd);
+    return false;
+  }
+  recording.fd = move_out_of_reach(fd);
+  return true;
+}
+
+}  // namespace
+
 void write_all(const uint8_t* p, size_t n) {
   if (g_write_failed) return;
   pthread_mutex_lock(&g_fd_mutex);
@@ -79,7 +98,7 @@ void write_all(const uint8_t* p, size_t n) {
   // closed all the same (a direct system call) may be reused for one of the program's own
   // files, which must never receive trace bytes.
   struct stat st;
-  if (fstat(recording.fd, &st) != 0 || st.st_dev != g_dev || st.st_ino != g_ino) {
+  if ((fstat(recording.fd, &st) != 0 || st.st_dev != g_dev || st.st_ino != g_ino) && !reopen_trace()) {
     pthread_mutex_unlock(&g_fd_mutex);
     stop_writing("the program closed the trace file's descriptor");
     return;
@@ -152,7 +171,7 @@ void append_end(fmt::EndReason reason, uint64_t status) {
   Stream* s = &recording.shared;
   pthread_mutex_lock(&recording.shared_mutex);
   const uint64_t t = stream_time(s, now_ns());
-  const size_t n = fmt::encode_end(rec, sizeof rec, s->last_time, fmt::End{t, reason, status, allocs, frees, 0});
+  const size_t n = fmt::encode_end(rec, sizeof rec, s->last_time, fmt::End{t, reason, status, allocs, frees, g_lost_events.load(std::memory_order_relaxed)});
   if (n && append_record(s, rec, n)) s->last_time = t;
   pthread_mutex_unlock(&recording.shared_mutex);
 }

@@ -35,6 +35,7 @@
 
 #include "recorder/events.h"
 #include "recorder/modules.h"
+#include "recorder/recorder.h"
 #include "recorder/state.h"
 #include "recorder/unwind.h"
 
@@ -281,6 +282,7 @@ uint64_t compute_rule(Module* m, uint64_t pc) {
 
 // First sight of `pc` (or of its generation): find its module and rule, store it.
 MT_NOINLINE uint64_t rule_resolve(uint64_t pc, uint64_t gen) {
+  BusyScope busy(kReentrant);  // (libelf and libdw allocate through the hooks)
   pthread_mutex_lock(&unwind_mutex);
   uint64_t rule = rule_find(pc, gen);
   if (!rule) {

@@ -67,26 +67,30 @@ void write_block(const Stream* s, uint64_t base_time, uint64_t base_addr, const 
   h.base_addr = base_addr;
   const size_t need = fmt::block_bound(n);
   if (need > g_out_cap) {
-    mem_free(g_out);
-    g_out_cap = need < 256 * 1024 ? 256 * 1024 : need;
-    g_out = static_cast<uint8_t*>(mem_alloc(g_out_cap));
-    if (!g_out) {
-      g_out_cap = 0;
+    const size_t cap = need < 256 * 1024 ? 256 * 1024 : need;
+    auto* bigger = static_cast<uint8_t*>(mem_alloc(cap));
+    if (!bigger) {
       stop_writing("out of memory");
       return;
     }
+    mem_free(g_out);
+    g_out = bigger;
+    g_out_cap = cap;
   }
   const size_t total = fmt::encode_block(h, p, n, g_out, g_out_cap, recording.opts.compression);
   if (within_size_limit(total)) write_all(g_out, total);
 }
 
-// A buffer of at least n bytes kept from call to call (nullptr without the memory for it).
+// A buffer of at least n bytes kept from call to call (nullptr without the memory for it; the
+// smaller buffer is kept then).
 uint8_t* scratch(uint8_t*& buf, size_t& cap, size_t n) {
   if (n > cap) {
+    const size_t want = n < 256 * 1024 ? 256 * 1024 : n;
+    auto* bigger = static_cast<uint8_t*>(mem_alloc(want));
+    if (!bigger) return nullptr;
     mem_free(buf);
-    cap = n < 256 * 1024 ? 256 * 1024 : n;
-    buf = static_cast<uint8_t*>(mem_alloc(cap));
-    if (!buf) cap = 0;
+    buf = bigger;
+    cap = want;
   }
   return buf;
 }
@@ -400,6 +404,13 @@ void set_idle_level(unsigned level) {
 
 void* writer_main(void*) {
   tls_busy = 1;  // nothing this thread does is the program's
+  // The buffers that a chunk of the largest size needs, taken now: a writer that could not get
+  // memory later (a low RLIMIT_AS, a program that takes all there is) still writes what was
+  // recorded, and the End record.
+  const size_t most = recording.chunk_max;
+  if (!scratch(g_out, g_out_cap, fmt::block_bound(most)) || !scratch(g_cut, g_cut_cap, fmt::cut_bound(most)) ||
+      !scratch(g_stacks, g_stacks_cap, most))
+    stop_writing("out of memory");
   const uint64_t flush_ns = static_cast<uint64_t>(recording.opts.flush_interval_ms) * 1000000ull;
   const uint64_t counter_ns = static_cast<uint64_t>(recording.opts.counter_interval_ms) * 1000000ull;
   uint64_t next_flush = now_ns() + flush_ns;
@@ -414,8 +425,9 @@ void* writer_main(void*) {
       const uint64_t now = now_ns();
       uint64_t wake = next_flush < next_counter ? next_flush : next_counter;
       if (calibrating) wake = std::min(wake, tsc_calibrate_due());
-      // While events may reuse times, they are never older than the last wake (event_time).
-      if (!(g_clock_epoch.load(std::memory_order_relaxed) & (kEpochShared | kEpochIdle)))
+      // While events may reuse times, they are never older than the last wake (event_time);
+      // a tick also gives the time back to whichever thread records alone after it.
+      if (!(g_clock_epoch.load(std::memory_order_relaxed) & kEpochIdle))
         wake = std::min(wake, last_tick + kClockTickNs);
       if (now >= wake) break;
       timespec ts;

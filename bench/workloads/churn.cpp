@@ -1,7 +1,7 @@
 // Allocation churn for the benchmark harness (bench/run): strings, vectors and maps, millions
 // of small allocations and frees, on one or more threads.
 //
-//   memtide-bench-churn [--threads N] [--iterations M] [--work W]
+//   memtide-bench-churn [--threads N] [--pool] [--iterations M] [--work W]
 //
 // The total work (M iterations) is split evenly across the threads, so a run on 1, 2 or 4
 // threads makes the same number of allocation calls and the per-event cost can be compared.
@@ -9,6 +9,9 @@
 // buffer) that replaces an older one in a ring, a vector grown by push_back, and a map node
 // inserted while the oldest is erased once the map is full. Deterministic (xorshift RNG); the
 // program prints a checksum so that nothing is optimised away.
+//
+// --pool runs the work on N new threads even when N is 1, as a worker does: its main thread
+// allocates, starts a pool and then only waits for it.
 //
 // --work W adds program work between the allocations: W passes of a byte-wise hash over the
 // new string (about 100 ns each), so that the allocation calls are a smaller share of the
@@ -86,20 +89,23 @@ uint64_t parse(const char* s, const char* what) {
 int main(int argc, char** argv) {
   uint64_t threads = 1;
   uint64_t iterations = 1000000;
+  bool pool_always = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
       threads = parse(argv[++i], "thread count");
+    } else if (std::strcmp(argv[i], "--pool") == 0) {
+      pool_always = true;
     } else if (std::strcmp(argv[i], "--iterations") == 0 && i + 1 < argc) {
       iterations = parse(argv[++i], "iteration count");
     } else if (std::strcmp(argv[i], "--work") == 0 && i + 1 < argc) {
       g_work = parse(argv[++i], "work");
     } else {
-      std::fprintf(stderr, "usage: memtide-bench-churn [--threads N] [--iterations M] [--work W]\n");
+      std::fprintf(stderr, "usage: memtide-bench-churn [--threads N] [--pool] [--iterations M] [--work W]\n");
       return 2;
     }
   }
   std::vector<uint64_t> sums(threads);
-  if (threads == 1) {
+  if (threads == 1 && !pool_always) {
     sums[0] = churn(iterations, 1);
   } else {
     std::vector<std::thread> pool;

@@ -250,6 +250,58 @@ TEST(Ordering, CrossThreadAddressReuseReplaysExactly) {
   EXPECT_GE(rep.frees[static_cast<unsigned>(Api::Free)], 300000u);
 }
 
+// Two threads take turns, each replacing blocks the other allocated and getting the other's
+// freed addresses back. With turns of 25 ms each turn spans writer ticks in which one thread
+// records alone and owns the time (recorder/clock.h), so both reuse times and ownership passes
+// from one to the other at every turn; with turns of 1 ms both threads record within one tick
+// and the owner must stop reusing its time as soon as the other records. Either way the replay
+// never sees an address allocated twice or freed twice.
+TEST(Ordering, TimeOwnershipPassingBetweenThreadsReplaysExactly) {
+  for (const char* turn_ms : {"25", "1"}) {
+    SCOPED_TRACE(std::string("turns of ") + turn_ms + " ms");
+    TempDir dir;
+    RunResult r;
+    const bool long_turns = std::string(turn_ms) == "25";
+    auto traces = traced({MT_PINGPONG, "handoff", long_turns ? "40" : "1000", turn_ms}, dir.path(), &r,
+                         {{"MEMTIDE_FLUSH_INTERVAL_MS", "10"}});
+    ASSERT_EQ(r.status, 0) << r.err;
+    ASSERT_EQ(traces.size(), 1u);
+    int turns = 0;
+    long reused = 0;
+    ASSERT_EQ(std::sscanf(r.out.c_str(), "turns %d reused %ld", &turns, &reused), 2) << r.out;
+    EXPECT_GT(reused, 1000) << "the threads did not get each other's addresses back; the test proves nothing";
+    const Replay rep = replay_trace(traces[0]);
+    ASSERT_TRUE(rep.read_ok) << rep.error;
+    expect_consistent(rep);
+    if (!long_turns) continue;
+    int owners = 0;  // streams that reused times for most of their events
+    for (const auto& [stream, counts] : rep.events_and_same_times)
+      if (counts.first > 10000 && counts.second * 2 > counts.first) ++owners;
+    EXPECT_EQ(owners, 2) << "both threads should have owned the time in their turns; the test proves nothing";
+  }
+}
+
+// A worker's shape: the main thread allocated, then waits for the one thread that works. The
+// worker's events reuse times as a lone main thread's do (one clock reading for up to 64
+// events), since no other thread records while it works.
+TEST(Clock, AWorkerThreadWhoseMainThreadWaitsReusesTimes) {
+  TempDir dir;
+  RunResult r;
+  auto traces = traced({MT_PINGPONG, "pool", "1000000"}, dir.path(), &r);
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_EQ(traces.size(), 1u);
+  const Replay rep = replay_trace(traces[0]);
+  ASSERT_TRUE(rep.read_ok) << rep.error;
+  expect_consistent(rep);
+  uint64_t worker_events = 0, worker_same = 0;
+  for (const auto& [stream, counts] : rep.events_and_same_times) {
+    if (counts.first < worker_events) continue;
+    std::tie(worker_events, worker_same) = counts;
+  }
+  ASSERT_GE(worker_events, 1000000u);
+  EXPECT_GT(worker_same, worker_events * 9 / 10) << worker_same << " of " << worker_events << " events took the time before them";
+}
+
 // A thread interrupted between reading the clock for a record and committing it (a signal
 // handler that runs for 3 ms), 200 times, while another thread allocates and the writer flushes
 // every 10 ms. With exact watermarks the merge releases everything before a watermark as soon
@@ -267,6 +319,34 @@ TEST(Ordering, ARecordDelayedAfterItsClockReadIsNotOvertakenByWatermarks) {
   const Replay rep = replay_trace(traces[0]);
   ASSERT_TRUE(rep.read_ok) << rep.error;
   expect_consistent(rep);
+}
+
+// A signal handler that allocates, signalled about every 20 us, while its thread maps and unmaps
+// memory: signals land inside the recorder's own work on the mappings (unwinding a mapping's
+// stack, writing its record), where the handler's malloc and free cannot be recorded.
+// None may vanish: each handler allocation is either in the trace or counted in the End
+// record's lost events (a malloc and its free, both lost together), and the readers say so.
+TEST(Lifecycle, AHandlersEventsDuringTheRecordersWorkAreCountedAsLost) {
+  TempDir dir;
+  RunResult r;
+  auto traces = traced({MT_SIGNAL_STORM, "alloc", "1500"}, dir.path(), &r);
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_EQ(traces.size(), 1u);
+  long handled = 0;
+  ASSERT_EQ(std::sscanf(r.out.c_str(), "handler allocations %ld", &handled), 1) << r.out;
+  ASSERT_GT(handled, 50) << "the signals did not arrive; the test proves nothing";
+  const Replay rep = replay_trace(traces[0]);
+  ASSERT_TRUE(rep.read_ok) << rep.error;
+  ASSERT_TRUE(rep.ended);
+  EXPECT_EQ(rep.double_allocs, 0u);
+  const auto it = rep.allocs_by_size.find(4321);
+  const uint64_t recorded = it == rep.allocs_by_size.end() ? 0 : it->second;
+  EXPECT_EQ(rep.lost_events % 2, 0u) << "a lost malloc goes with its lost free";
+  EXPECT_EQ(recorded + rep.lost_events / 2, static_cast<uint64_t>(handled))
+      << recorded << " recorded, " << rep.lost_events << " lost events";
+  if (rep.lost_events == 0) return;
+  RunResult info = run({MT_WRAPPER, "info", traces[0]}, {}, dir.path());
+  EXPECT_NE(info.out.find("lost events"), std::string::npos) << info.out;
 }
 
 // One meaning for every option that takes a size (formats/size.h): KB, MB, GB are powers of

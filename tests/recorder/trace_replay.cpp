@@ -17,6 +17,7 @@ struct Visitor : fmt::NullVisitor {
   std::vector<std::pair<uint64_t, uint64_t>> sized_stacks;             // (size, stack id)
   uint64_t last = 0;
   bool any = false;
+  std::map<uint32_t, uint64_t> last_event_time;  // stream -> time of its last Alloc or Free
   explicit Visitor(Replay& out) : r(out) {}
 
   void timed(uint64_t t) {
@@ -25,6 +26,13 @@ struct Visitor : fmt::NullVisitor {
     any = true;
     last = t;
     r.last_time = t;
+  }
+  void event_in(uint32_t stream, uint64_t t) {
+    auto& [events, same] = r.events_and_same_times[stream];
+    auto [it, first] = last_event_time.try_emplace(stream, t);
+    if (!first && it->second == t) ++same;
+    it->second = t;
+    ++events;
   }
   void on_process_info(uint32_t, const fmt::ProcessInfo& p) {
     r.pid = p.pid;
@@ -85,15 +93,18 @@ struct Visitor : fmt::NullVisitor {
     r.ended = true;
     r.end_reason = e.reason;
     r.end_status = e.status;
+    r.lost_events = e.lost_events;
   }
-  void on_alloc(uint32_t, const fmt::Alloc& a) {
+  void on_alloc(uint32_t stream, const fmt::Alloc& a) {
     timed(a.time);
+    event_in(stream, a.time);
     const auto api = static_cast<unsigned>(a.api);
     ++r.allocs[api];
     r.bytes[api] += a.size;
     stacks_used.insert(a.stack);
     sized_stacks.emplace_back(a.size, a.stack);
     if (auto& times = r.alloc_times[a.size]; times.size() < 64) times.push_back(a.time);
+    ++r.allocs_by_size[a.size];
     r.max_stack_id_used = std::max(r.max_stack_id_used, a.stack);
     if (!fmt::is_heap(a.api) || a.api == fmt::Api::Custom) return;
     ++r.heap_allocs;
@@ -109,8 +120,9 @@ struct Visitor : fmt::NullVisitor {
       r.peak_time = a.time;
     }
   }
-  void on_free(uint32_t, const fmt::Free& f) {
+  void on_free(uint32_t stream, const fmt::Free& f) {
     timed(f.time);
+    event_in(stream, f.time);
     const auto api = static_cast<unsigned>(f.api);
     ++r.frees[api];
     if (!fmt::is_heap(f.api) || f.api == fmt::Api::Custom) return;

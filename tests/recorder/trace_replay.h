@@ -21,6 +21,7 @@ struct Replay {
   bool scan_done = false;                    // a Scan Done record
   fmt::EndReason end_reason = fmt::EndReason::Exit;
   uint64_t end_status = 0;
+  uint64_t lost_events = 0;     // the End record's
   uint64_t pid = 0, ppid = 0;
   std::vector<std::string> argv;
 
@@ -34,9 +35,13 @@ struct Replay {
   uint64_t double_allocs = 0;   // an address allocated while live
   uint64_t unknown_frees = 0;   // a heap free of an address that is not live
   uint64_t out_of_order = 0;    // merged records whose time went backwards
+  // Per stream: its Allocs and Frees, and those timed the same as the stream's Alloc or Free
+  // before them (a reused time, or a clock that did not move).
+  std::map<uint32_t, std::pair<uint64_t, uint64_t>> events_and_same_times;
 
   uint64_t live_bytes = 0, peak_bytes = 0, peak_time = 0;  // heap blocks only
   std::map<uint64_t, uint64_t> live_by_size;                // size -> blocks live at the end
+  std::unordered_map<uint64_t, uint64_t> allocs_by_size;    // size -> Allocs of that size
   std::map<std::string, uint64_t> marker_times;
   std::map<uint64_t, std::vector<uint64_t>> alloc_times;  // size -> times of its first 64 allocations
   uint64_t stack_defs = 0, max_stack_id_used = 0, max_stack_id_defined = 0;

@@ -5,13 +5,22 @@
 // passes and the other thread with its records. A recorder whose watermark vouched for such a
 // record before it was written lets it reach the file out of order.
 //   signal_storm [SIGNALS]   (default 400; about 4 ms each)
+//
+//   signal_storm alloc MS    a handler that allocates (malloc and free of 4321 bytes, which
+//                            nothing else allocates), signalled about every 20 us for MS
+//                            milliseconds while the thread maps and unmaps anonymous memory
+//                            (and allocates nothing, so that the handler's malloc is safe):
+//                            many signals land inside the recorder's work on the mappings.
+//                            Prints "handler allocations N".
 #include <pthread.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <string_view>
 #include <thread>
 
 namespace {
@@ -44,9 +53,47 @@ void churn(long* count) {
   *count = i;
 }
 
+std::atomic<long> g_handler_allocs{0};
+
+void on_alarm(int) {
+  void* p = malloc(4321);
+  static_cast<volatile char*>(p)[0] = 1;
+  free(p);
+  g_handler_allocs.fetch_add(1, std::memory_order_relaxed);
+}
+
+int handler_allocs(long ms) {
+  struct sigaction sa = {};
+  sa.sa_handler = on_alarm;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGPROF, &sa, nullptr);
+  const long until = now_us() + ms * 1000;
+  std::atomic<bool> done{false};
+  const pthread_t target = pthread_self();
+  std::thread signaller([&] {
+    while (!done.load(std::memory_order_relaxed)) {
+      pthread_kill(target, SIGPROF);
+      const long next = now_us() + 20;
+      while (now_us() < next) {
+      }
+    }
+  });
+  while (now_us() < until) {
+    void* m = mmap(nullptr, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m != MAP_FAILED) munmap(m, 1 << 20);
+  }
+  done.store(true);
+  signaller.join();
+  signal(SIGPROF, SIG_IGN);  // (a signal still pending is dropped, not handled after the count)
+  std::printf("handler allocations %ld\n", g_handler_allocs.load());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 2 && std::string_view(argv[1]) == "alloc") return handler_allocs(std::atol(argv[2]));
   const long signals = argc > 1 ? std::atol(argv[1]) : 400;
   struct sigaction sa = {};
   sa.sa_handler = on_signal;
