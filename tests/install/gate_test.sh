@@ -42,7 +42,7 @@ for route in function launcher; do
   [[ "$failed" == "cache_test (Failed) " ]] || { cat "$tmp/ctest.log"; fail "$route: failed tests: '$failed'"; }
   grep -q "67% tests passed, 1 tests failed out of 3" "$tmp/ctest.log" || { cat "$tmp/ctest.log"; fail "$route: counts"; }
   # Its stack in ctest's output: the leaking function, its file and line.
-  grep -qE "#[0-9]+ cache_insert .*cache_test\.c:[0-9]+" "$tmp/ctest.log" || { cat "$tmp/ctest.log"; fail "$route: no stack"; }
+  grep -qE "#[0-9]+ +cache_insert .*cache_test\.c:[0-9]+" "$tmp/ctest.log" || { cat "$tmp/ctest.log"; fail "$route: no stack"; }
   grep -q "memtide check: FAILED" "$tmp/ctest.log" || fail "$route: no verdict"
   # The gate's own status, not a test's failure.
   cmd=$(cd "$b" && ctest -N -V -R cache_test | sed -n 's/^[0-9]*: Test command: //p')
