@@ -113,6 +113,17 @@ expect("] 100%" in out, f"no progress bar from info on a terminal: {out[:300]!r}
 r = run([cli, "info", "t.mtide"])
 expect("%" not in r.stderr, f"a progress bar in a pipe: {r.stderr!r}")
 
+# The size histogram: its classes sum to the report's totals.
+import json
+rep = json.loads(run([cli, "report", "--json", "t.mtide"]).stdout)
+h = json.loads(run([cli, "report", "--histogram", "--json", "t.mtide"]).stdout)
+expect(sum(r["allocations"] for r in h["histogram"]) == rep["total_allocations"], "histogram counts")
+expect(sum(r["bytes"] for r in h["histogram"]) == rep["total_allocated_bytes"], "histogram bytes")
+expect(all(r["min_size"] <= r["max_size"] for r in h["histogram"]), "histogram classes")
+text = run([cli, "report", "--histogram", "t.mtide"]).stdout
+expect(text.startswith("heap allocations by size") and "#" in text, f"histogram text:\n{text}")
+expect(run([cli, "report", "--histogram", "--from", "1ms", "t.mtide"]).returncode == 2, "--histogram with a window")
+
 # memtide help CMD
 r = run([memtide, "help", "check"])
 expect(r.returncode == 0 and "--gen-suppressions" in r.stdout, f"memtide help check: {r.returncode}")
