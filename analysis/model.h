@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "analysis/ids.h"
+#include "analysis/stack_history.h"
 #include "analysis/stacks.h"
 #include "formats/records.h"
 
@@ -261,6 +262,8 @@ struct ProcessSummary {
   // Set when the program had a malloc of its own, which its allocations went to instead of the
   // recorder's (the `program_malloc` line of the recording's options): where it was defined.
   std::string program_malloc;
+  // The recording began while the process ran (`memtide attach`; the `attached` line).
+  bool attached = false;
 };
 
 // The program as it was started: its argv[0]'s file name ("redis-server"), else the file name of
@@ -362,8 +365,13 @@ struct Model {
   Series mmap_series;    // live bytes of anonymous mappings (all of them); empty without mappings
   Series custom_series;  // live bytes of custom pool blocks (all of them); empty without any
   uint64_t peak_rss = 0;
+  // Live heap bytes by stack over time (counted blocks): empty unless ReplayOptions::stack_history.
+  StackHistory stack_history;
 
   Anomalies anomalies;
+  // An attached trace (ProcessSummary::attached): frees of blocks allocated before the
+  // recording, per domain (analysis/attached.h). Counted here instead of in `anomalies`.
+  std::array<uint64_t, kDomainCount> freed_before_recording{};
 
   const ModuleInfo* module(ModuleId id) const;
   // The module whose executable segments contain `ip` (the latest loaded, when several did).

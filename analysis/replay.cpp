@@ -46,6 +46,7 @@ class Replayer : public NullVisitor {
  public:
   Replayer(Model& m, const ReplayOptions& o) : m_(m), opt_(o), windowed_(o.from || o.to) {
     for (auto& d : dom_) d.per_stack = o.per_stack;
+    if (o.stack_history && o.per_stack) dom_[0].history = std::make_unique<HistoryRecorder>(), dom_[0].next_mark = 0;
     m_.per_stack = o.per_stack;
     m_.heap_series = Series(o.series_points);
     m_.rss_series = Series(o.series_points);
@@ -71,6 +72,7 @@ class Replayer : public NullVisitor {
     OptionIterator opts(x);
     for (std::string_view name, value; opts.next(name, value);)
       if (name == "program_malloc") p.program_malloc = value;
+      else if (name == "attached") p.attached = value == "1";
     ArgvIterator it(x);
     for (std::string_view a; it.next(a);) p.argv.emplace_back(a);
   }
@@ -451,6 +453,7 @@ void Replayer::unknown_free(Domain d, uint32_t stream, const Free& f) {
   // recording those of kept addresses, which may have been freed and reused unsampled since.
   if (m_.sampling.sampled() && d != Domain::Mmap) return;
   const unsigned di = static_cast<unsigned>(d);
+  if (m_.process.attached) return void(++m_.freed_before_recording[di]);  // made before it: attached.h
   ++m_.anomalies.unknown_free_count[di];
   if (!m_.has_window()) {
     ++dom_[di].t.frees;
@@ -697,6 +700,7 @@ void Replayer::finish_into(Model& out) const {
   std::sort(out.threads.begin(), out.threads.end(),
             [](const ThreadInfo& a, const ThreadInfo& b) { return a.id < b.id; });
   sort_embedded(out);
+  if (dom_[0].history) out.stack_history = dom_[0].history->finish(out.last_time, dom_[0]);
   if (out.end && out.end->reason == EndReason::Detached)
     out.warnings.push_back("the recording stopped before the program ended (the trace reached its size limit, "
                            "MEMTIDE_MAX_SIZE): blocks not freed by then count as not freed");

@@ -40,6 +40,7 @@ struct ReplayOptions {
   // "Live at" time for Metric::LiveAt, relative to the start (ns). Unset: not computed.
   std::optional<uint64_t> at;
   bool per_stack = true;  // false: totals, peak and leaks counts only (faster, less memory)
+  bool stack_history = false;  // Model::stack_history: live heap bytes by stack over time (growth)
   std::size_t series_points = 2048;
   // Called now and then with (bytes read, file size).
   std::function<void(uint64_t, uint64_t)> progress;

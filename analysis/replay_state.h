@@ -7,10 +7,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <unordered_map>
 #include <vector>
 
 #include "analysis/model.h"
+#include "analysis/stack_history.h"
 #include "analysis/stacks.h"
 #include "formats/check.h"
 #include "formats/records.h"
@@ -73,6 +75,13 @@ struct DomainState {
 
   // dense's and work's data and dense's size, for the lookups of every event (a vector's size
   // is two loads and a subtraction); kept by index_slow.
+  // Live bytes by stack over time (ReplayOptions::stack_history, heap only; stack_history.h):
+  // the end of the interval in progress (UINT64_MAX: no history), and the stacks changed since
+  // the last mark (a stack whose last change is below dirty_below is not yet among them).
+  std::unique_ptr<HistoryRecorder> history;
+  uint64_t next_mark = UINT64_MAX, dirty_below = 0;
+  std::vector<uint32_t> dirty;
+
   const uint32_t* dense_data = nullptr;
   std::size_t dense_size = 0;
   StackWork* work_data = nullptr;
@@ -107,6 +116,8 @@ struct DomainState {
 
   // Applies a change of counted live bytes/blocks of stack `s` at `time`.
   [[gnu::always_inline]] void change(uint32_t s, int64_t dbytes, int64_t dblocks, uint64_t time) {
+    if (time >= next_mark) [[unlikely]]
+      next_mark = history->mark(time, *this);
     ++seq;
     // A block released was counted in when it was made: the live counts never go below zero.
     MEMTIDE_CHECK(dbytes >= 0 || live_bytes >= static_cast<uint64_t>(-dbytes));
@@ -114,6 +125,8 @@ struct DomainState {
     if (s != kNoStack) {
       StackWork& sw = w(s);
       MEMTIDE_CHECK(dblocks >= 0 || sw.cur_blocks >= static_cast<uint64_t>(-dblocks));
+      if (sw.last_change < dirty_below) [[unlikely]]
+        dirty.push_back(s);
       if (sw.last_change <= peak_seq) {
         sw.m.peak_bytes = sw.cur_bytes;
         sw.m.peak_blocks = sw.cur_blocks;

@@ -144,11 +144,6 @@ def check_targets(results):
                          "heaptrack failed" if missing else fmt(v),
                          verdict(None if v is None else v <= 1 / 3)))
     for name, r in by.items():
-        v = size_ratio(r)
-        if v is not None:
-            rows.append(("memtide trace <= heaptrack .zst" + (" (per unit of work)" if r.get("fixed_duration") else ""),
-                         name, fmt(v), verdict(v <= 1.0)))
-    for name, r in by.items():
         v = report_ratio(r)
         if v is not None:
             rows.append(("memtide report >= 3x faster than heaptrack_print" +

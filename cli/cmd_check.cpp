@@ -10,6 +10,9 @@
 // and indirect, unless --include-reachable), minus those whose stack matches a suppression
 // (LSan format, see analysis/suppressions.h, plus the built-in ones unless
 // --no-builtin-suppressions). The report says what each suppression hid.
+// --max-growth RATE judges a worker by growth instead (analysis/growth.h): the live heap bytes of
+// the stacks that keep growing after a warm-up, per minute; given alone, leaks are not judged
+// (a worker never exits) and a trace cut short is judged on what it holds.
 // --junit writes a JUnit XML file (one test case per process); --json prints JSON instead of text.
 // --error-exitcode sets the status of a broken limit, --gen-suppressions prints the lines that
 // would hide each leak, --keep-traces=failed removes the traces that passed. A directory
@@ -27,12 +30,14 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "analysis/growth.h"
 #include "analysis/leaks.h"
 #include "analysis/suppressions.h"
 #include "analysis/xml.h"
 #include "cli/analysis_cli.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/growth_cli.h"
 #include "formats/size.h"
 
 namespace memtide::cli {
@@ -45,6 +50,8 @@ struct CheckOptions {
   std::vector<std::string> files;  // each judged on its own (memtide run: every process's trace)
   std::string file;                // the one being judged
   std::string max_leaked_bytes, max_leaked_blocks, max_peak_bytes;  // empty: not set
+  std::string max_growth;                                           // empty: not set
+  GrowthCliOptions growth;
   std::vector<std::string> suppressions;
   bool no_builtin = false;
   bool include_reachable = false;
@@ -73,8 +80,11 @@ struct Limit {
   bool set = false;
   uint64_t limit = 0, actual = 0;
   bool is_bytes = true;
+  bool is_rate = false;  // bytes per minute
   bool broken() const { return set && actual > limit; }
-  std::string value(uint64_t v) const { return is_bytes ? human_bytes(v) : thousands(v); }
+  std::string value(uint64_t v) const {
+    return is_rate ? human_rate(static_cast<double>(v)) : is_bytes ? human_bytes(v) : thousands(v);
+  }
 };
 
 struct Evaluation : CountedLeaks {
@@ -86,6 +96,8 @@ struct Evaluation : CountedLeaks {
   std::vector<Limit> limits;
   // When the peak limit is broken: the stacks of the blocks live at the peak, largest first.
   std::vector<const StackStats*> peak_stacks;
+  bool leaks_judged = true;  // not with --max-growth alone
+  std::optional<Growth> growth;  // with --max-growth
   bool failed() const {
     for (const Limit& l : limits)
       if (l.broken()) return true;
@@ -93,13 +105,20 @@ struct Evaluation : CountedLeaks {
   }
 };
 
-Evaluation evaluate(const Model& m, Symbolizer& sym, SuppressionList& supp, const CheckOptions& o) {
+// Whether leaks are judged: not when the only limits are growth (and the peak).
+bool judges_leaks(const CheckOptions& o) {
+  return !o.max_leaked_bytes.empty() || !o.max_leaked_blocks.empty() || o.max_growth.empty();
+}
+
+Evaluation evaluate(const Model& m, Symbolizer& sym, SuppressionList& supp, const CheckOptions& o, std::optional<Growth> growth) {
   Evaluation e;
+  e.leaks_judged = judges_leaks(o);
+  e.growth = std::move(growth);
   e.scanned = m.leak_scan.complete && !o.include_reachable;
   // An image that exec'd another program leaked nothing: its memory went with it (the blocks it
   // had not freed are still listed by the report). The new program has its own trace.
   e.exec_ended = m.end && m.end->reason == fmt::EndReason::Exec;
-  if (!e.exec_ended) static_cast<CountedLeaks&>(e) = count_leaks(m, sym, supp, e.scanned);
+  if (!e.exec_ended && e.leaks_judged) static_cast<CountedLeaks&>(e) = count_leaks(m, sym, supp, e.scanned);
   auto limit = [](const std::string& name, const std::string& what, const std::string& value, uint64_t actual, bool bytes) {
     Limit l{name, what, !value.empty(), 0, actual, bytes};
     if (l.set) l.limit = *parse_size(value);  // validated by the option's check
@@ -107,10 +126,17 @@ Evaluation evaluate(const Model& m, Symbolizer& sym, SuppressionList& supp, cons
   };
   // With no leak limit given, any leaked byte fails.
   const bool no_leak_limit = o.max_leaked_bytes.empty() && o.max_leaked_blocks.empty();
-  e.limits.push_back(limit("max-leaked-bytes", "leaked bytes", no_leak_limit ? "0" : o.max_leaked_bytes, e.leaked_bytes, true));
+  e.limits.push_back(limit("max-leaked-bytes", "leaked bytes", no_leak_limit && e.leaks_judged ? "0" : o.max_leaked_bytes,
+                           e.leaked_bytes, true));
   e.limits.push_back(limit("max-leaked-blocks", "leaked blocks", o.max_leaked_blocks, e.leaked_blocks, false));
   e.limits.push_back(limit("max-peak-bytes", "peak heap bytes", o.max_peak_bytes, m.heap().peak_bytes, true));
   if (e.limits.back().broken()) e.peak_stacks = top_stacks(m, Domain::Heap, Metric::Peak, SIZE_MAX);
+  if (e.growth) {
+    Limit l{"max-growth", "heap growth", true, static_cast<uint64_t>(std::llround(*parse_rate(o.max_growth))),
+            static_cast<uint64_t>(std::llround(e.growth->bytes_per_min)), false};
+    l.is_rate = true;
+    e.limits.push_back(l);
+  }
   return e;
 }
 
@@ -159,7 +185,9 @@ void print_text(const Model& m, Symbolizer& sym, const SuppressionList& supp, co
                 l.what.c_str(), l.value(l.actual).c_str(),
                 l.value(l.limit).c_str());
   }
-  if (e.exec_ended)
+  if (!e.leaks_judged)
+    std::printf("  leaks: not judged (--max-growth alone: a worker's leak signal is growth)\n");
+  else if (e.exec_ended)
     std::printf("  leaks: none counted: the process exec'd another program, whose trace is its own\n");
   else if (e.scanned)
     std::printf("  leaks: blocks unreachable at exit (leak scan); %s in %s still reachable, not counted "
@@ -203,6 +231,7 @@ void print_text(const Model& m, Symbolizer& sym, const SuppressionList& supp, co
       std::fputs(stack_text(sym, s->stack, o.frames, "      ", true).c_str(), stdout);
     }
   }
+  if (e.growth) print_growth(m, *e.growth, sym, o.top, o.frames);
   bool header = false;
   for (const Suppression& x : supp.items()) {
     if (!x.stacks) continue;
@@ -241,7 +270,7 @@ json check_json(const Model& m, Symbolizer& sym, const SuppressionList& supp, co
   j["suppressed_bytes"] = e.suppressed_bytes;
   j["suppressed_blocks"] = e.suppressed_blocks;
   j["leak_scan"] = m.leak_scan.complete;
-  j["leaks_counted"] = e.exec_ended ? "none (exec)" : e.scanned ? "unreachable" : "not freed";
+  j["leaks_counted"] = !e.leaks_judged ? "not judged" : e.exec_ended ? "none (exec)" : e.scanned ? "unreachable" : "not freed";
   j["reachable_bytes"] = e.reachable_bytes;
   j["reachable_blocks"] = e.reachable_blocks;
   j["peak_bytes"] = m.heap().peak_bytes;
@@ -269,6 +298,8 @@ json check_json(const Model& m, Symbolizer& sym, const SuppressionList& supp, co
                     {"stack", stack_json(sym, s->stack, o.frames)}});
   }
   j["peak_stacks"] = peak;
+  j["growth"] = e.growth ? growth_json(m, *e.growth, sym, o.top, o.frames) : json(nullptr);
+  j["growth_window"] = e.growth ? growth_window_json(m, *e.growth, o.growth, sym, o.top, o.frames) : json(nullptr);
   json sup = json::array();
   for (const Suppression& x : supp.items())
     if (x.stacks || !x.builtin)
@@ -299,6 +330,8 @@ struct JunitCase {
   std::string trace;
   double seconds = 0;
   std::string failure, body;  // failure message and text: a limit is broken
+  bool growth = false;        // the broken limit is growth alone (a memtide.growth failure)
+  bool leak = false;          // a leak or peak limit is broken
   std::string error;          // the trace could not be judged
 };
 
@@ -312,9 +345,17 @@ JunitCase junit_case(const Model& m, Symbolizer& sym, const Evaluation& e, const
     if (!l.broken()) continue;
     c.failure += (c.failure.empty() ? "" : "; ") + l.what + " " + l.value(l.actual) + " > " + l.value(l.limit);
     c.body += l.what + ": " + l.value(l.actual) + " (limit " + l.value(l.limit) + ")\n";
-    leak_stacks |= l.name != "max-peak-bytes";
+    leak_stacks |= l.name != "max-peak-bytes" && l.name != "max-growth";
+    (l.name == "max-growth" ? c.growth : c.leak) = true;
   }
   std::size_t i = 0;
+  if (c.growth) {
+    for (const StackGrowth& s : e.growth->growing) {
+      if (i++ == o.top) break;
+      c.body += "\n" + growth_line(s) + "\n" + stack_text(sym, s.stack, o.frames, "  ");
+    }
+  }
+  i = 0;
   if (leak_stacks) {
     for (const StackStats* s : e.leaks) {
       if (i++ == o.top) break;
@@ -355,7 +396,7 @@ std::string write_junit(const std::string& path, std::vector<JunitCase> cases, c
     if (!c.error.empty())
       x << "      <error type=\"memtide.error\" message=\"" << junit_escape(c.error) << "\"/>\n";
     else if (!c.failure.empty())
-      x << "      <failure type=\"memtide.leak\" message=\"" << junit_escape(c.failure) << "\">" << junit_escape(c.body)
+      x << "      <failure type=\"" << (c.growth && !c.leak ? "memtide.growth" : "memtide.leak") << "\" message=\"" << junit_escape(c.failure) << "\">" << junit_escape(c.body)
         << "</failure>\n";
     x << "      <system-out>trace: " << junit_escape(c.trace) << "</system-out>\n";
     x << "    </testcase>\n";
@@ -379,6 +420,7 @@ std::string incomplete_reason(const Model& m) {
   if (m.end->reason == fmt::EndReason::Detached)
     return "recording stopped at its size limit (--max-size) while the program went on";
   if (m.end->reason == fmt::EndReason::Error) return "recording stopped after an error";
+  if (m.end->reason == fmt::EndReason::Detach) return "recording was detached (memtide detach) while the program went on";
   if (m.end->lost_events) return std::to_string(m.end->lost_events) + " events were not recorded";
   return "";
 }
@@ -404,7 +446,9 @@ Verdict judge(const CheckOptions& o, SuppressionList supp) {
     v.junit.error = message;
   };
   SymbolPreload preload;
-  auto model = load_model(o.file, ReplayOptions{}, false, &preload);
+  ReplayOptions ro;
+  ro.stack_history = !o.max_growth.empty();
+  auto model = load_model(o.file, ro, false, &preload);
   if (!model) {
     v.junit.error = "the trace cannot be read";
     return v.status = kExitError, v;
@@ -420,7 +464,9 @@ Verdict judge(const CheckOptions& o, SuppressionList supp) {
     print_error(o.file, "the trace is corrupt: leaks cannot be trusted");
     return v.status = kExitError, v;
   }
-  if (const std::string why = incomplete_reason(*model); !why.empty()) {
+  if (const std::string why = incomplete_reason(*model); !why.empty() && !judges_leaks(o)) {
+    print_warning(o.file, why + ": growth judged on what was recorded");
+  } else if (!why.empty()) {
     if (!o.allow_incomplete) {
       print_error(o.file, "cannot judge the trace: " + why +
                               "; a block not freed in it may have been freed later (--allow-incomplete judges what "
@@ -434,7 +480,7 @@ Verdict judge(const CheckOptions& o, SuppressionList supp) {
                             model->process.program_malloc + "): leaks cannot be checked");
     return v.status = kExitError, v;
   }
-  if (model->sampling.sampled()) {
+  if (model->sampling.sampled() && judges_leaks(o)) {
     // A leak smaller than the interval is usually not sampled at all: "no leak" cannot be
     // checked on an estimate, only a threshold well above the interval.
     const bool no_leak_limit = o.max_leaked_bytes.empty() && o.max_leaked_blocks.empty();
@@ -447,8 +493,16 @@ Verdict judge(const CheckOptions& o, SuppressionList supp) {
       return v.status = kExitError, v;
     }
   }
+  std::optional<Growth> growth;
+  if (!o.max_growth.empty()) {
+    growth = analyze_growth(*model, o.growth.options());
+    if (!growth->ok()) {
+      print_error(o.file, "cannot judge growth: " + growth->problem);
+      return v.status = kExitError, v;
+    }
+  }
   Symbolizer sym(*model, {}, &preload);
-  const Evaluation e = evaluate(*model, sym, supp, o);
+  const Evaluation e = evaluate(*model, sym, supp, o, std::move(growth));
   if (o.json)
     v.j = check_json(*model, sym, supp, e, o);
   else
@@ -581,6 +635,16 @@ Command check_command() {
                 ->check(size_check);
             sub.add_option("--max-peak-bytes", o->max_peak_bytes, "Highest heap peak allowed (default: no limit)")
                 ->check(size_check);
+            auto* growth = sub.add_option("--max-growth", o->max_growth,
+                                          "Most heap growth allowed after the warm-up, e.g. 64KiB/min (the stacks whose "
+                                          "live bytes keep growing; alone, leaks are not judged)")
+                               ->check(CLI::Validator(
+                                   [](std::string& v) -> std::string {
+                                     return parse_rate(v) ? std::string()
+                                                          : "not a rate: '" + v + "' (a size per s, min or h: 64KiB/min)";
+                                   },
+                                   "RATE"));
+            o->growth.declare(sub)->needs(growth);
             sub.add_option("--suppressions", o->suppressions,
                            "LeakSanitizer-format suppressions file (leak:<glob>, # comments); repeatable")
                 ->check(CLI::ExistingFile);

@@ -1,6 +1,8 @@
-// `memtide report FILE [--json] [--top N] [--from T] [--to T] [--at T] [--frames N]`: the analysis of
-// one trace: totals, peak, leaks, and the top stacks by peak, by allocations, by leaks and by
-// temporaries, each frame as function, file:line, module. docs/REPORT_JSON.md is the schema.
+// `memtide report FILE [--json] [--top N] [--from T] [--to T] [--at T] [--frames N] [--growth
+// [--warmup T]]`: the analysis of one trace: totals, peak, leaks, and the top stacks by peak, by
+// allocations, by leaks and by temporaries, each frame as function, file:line, module; with
+// --growth the stacks whose live bytes keep growing (cli/growth_cli.h). docs/REPORT_JSON.md is
+// the schema.
 //
 // Sections: [1] JSON  [2] text  [3] command
 #include <CLI/CLI.hpp>
@@ -9,10 +11,13 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "analysis/attached.h"
+#include "analysis/growth.h"
 #include "analysis/suppressions.h"
 #include "cli/analysis_cli.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/growth_cli.h"
 
 namespace memtide::cli {
 namespace {
@@ -27,6 +32,8 @@ struct ReportOptions {
   std::size_t top = 10;
   std::size_t frames = 32;
   WindowOptions window;
+  bool growth = false;
+  GrowthCliOptions growth_opt;
 };
 
 
@@ -175,6 +182,8 @@ json report_json(const Model& m, Symbolizer& sym, const ReportOptions& o) {
   }
   j["apis"] = apis;
   j["unknown_frees"] = m.anomalies.unknown_free_count[0];
+  j["attached"] = m.process.attached;
+  j["freed_before_recording"] = m.freed_before_recording[0];
   j["mismatched_frees"] = m.anomalies.mismatch_count;
   j["leaks"] = stack_items(m, sym, Domain::Heap, Metric::Leaked, o);
   j["peak_stacks"] = stack_items(m, sym, Domain::Heap, Metric::Peak, o);
@@ -284,6 +293,8 @@ void report_text(const Model& m, Symbolizer& sym, const ReportOptions& o) {
   std::string state = m.complete ? std::string("complete") : m.truncated ? "truncated" : "incomplete (no end record)";
   if (m.end && m.end->reason == fmt::EndReason::Signal)
     state += ", killed by signal " + std::to_string(m.end->status);
+  else if (m.end && m.end->reason == fmt::EndReason::Detach)
+    state += ", detached while the program went on";
   else if (m.end)
     state += std::string(", ") + std::string(fmt::end_reason_name(m.end->reason)) + " status " + std::to_string(m.end->status);
   row("trace", printable(o.file) + " (" + state + ")");
@@ -292,6 +303,7 @@ void report_text(const Model& m, Symbolizer& sym, const ReportOptions& o) {
                        count_of(m.threads.size(), "thread", "threads") + ", ran " + format_duration(m.duration()));
   if (const std::string note = unrecorded_allocations_note(m.process); m.have_process && !note.empty())
     row("note", printable(note));
+  if (const std::string note = attached_note(m); !note.empty()) row("note", printable(note));
   if (m.sampling.sampled()) {
     std::string what = "1 in ~" + human_bytes(m.sampling.interval()) + " allocated, " +
                        count_of(m.sampling.samples, "sample", "samples") +
@@ -391,14 +403,21 @@ void report_text(const Model& m, Symbolizer& sym, const ReportOptions& o) {
 int run_report(const ReportOptions& o) {
   ReplayOptions ro;
   o.window.apply(ro);
+  ro.stack_history = o.growth;
   SymbolPreload preload;
   auto model = load_model(o.file, ro, false, &preload);
   if (!model) return kExitError;
   Symbolizer sym(*model, {}, &preload);
-  if (o.json)
-    std::cout << report_json(*model, sym, o).dump(2, ' ', false, json::error_handler_t::replace) << '\n';
-  else
+  const Growth growth = o.growth ? analyze_growth(*model, o.growth_opt.options()) : Growth{};
+  if (o.json) {
+    json j = report_json(*model, sym, o);
+    j["growth"] = o.growth ? growth_json(*model, growth, sym, o.top, o.frames) : json(nullptr);
+    j["growth_window"] = o.growth ? growth_window_json(*model, growth, o.growth_opt, sym, o.top, o.frames) : json(nullptr);
+    std::cout << j.dump(2, ' ', false, json::error_handler_t::replace) << '\n';
+  } else {
     report_text(*model, sym, o);
+    if (o.growth) print_growth(*model, growth, sym, o.top, o.frames);
+  }
   std::cout.flush();
   print_symbol_problems(o.file, sym);
   return kExitOk;
@@ -417,6 +436,10 @@ Command report_command() {
             sub.add_flag("--histogram", o->histogram,
                          "Print instead the heap allocations by size, in power-of-two classes (with --json: as JSON)");
             o->window.declare(sub, true);
+            auto* growth = sub.add_flag("--growth", o->growth,
+                                        "Also list the stacks whose live bytes keep growing after a warm-up (a "
+                                        "worker's leaks), told apart from caches that fill and hold");
+            o->growth_opt.declare(sub)->needs(growth);
             return [o] {
               if (!o->histogram) return run_report(*o);
               if (!o->window.from.empty() || !o->window.to.empty() || !o->window.at.empty()) {

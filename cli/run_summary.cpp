@@ -65,6 +65,7 @@ void describe(SummaryEntry& e, const AnalyzeResult& r) {
   if (m.truncated) out << " (truncated trace)";
   else if (!m.complete) out << " (no end record)";
   else if (m.end && m.end->reason == fmt::EndReason::Detached) out << " (recording stopped at the size limit)";
+  else if (m.end && m.end->reason == fmt::EndReason::Detach) out << " (recorded from attach to detach: not freed by then)";
   out << '\n';
   e.text = out.str();
 }

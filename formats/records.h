@@ -289,12 +289,13 @@ enum class EndReason : uint8_t {
   Error = 4,        // recording stopped after an error (see the message on stderr)
   Detached = 5,     // recording stopped on request
   QuickExit = 6,    // quick_exit (after the at_quick_exit handlers)
+  Detach = 7,       // `memtide detach` (or the end of `memtide attach`): the process goes on
   Count
 };
 
 // How readers name each reason (`memtide info --end`, JSON "reason").
 constexpr std::string_view end_reason_name(EndReason r) {
-  constexpr std::string_view names[] = {"exit", "_exit", "signal", "exec", "error", "detached", "quick_exit"};
+  constexpr std::string_view names[] = {"exit", "_exit", "signal", "exec", "error", "detached", "quick_exit", "detach"};
   static_assert(sizeof(names) / sizeof(names[0]) == static_cast<unsigned>(EndReason::Count),
                 "end_reason_name out of step with EndReason");
   const auto i = static_cast<unsigned>(r);

@@ -24,6 +24,7 @@
 #include <string_view>
 
 #include "formats/record_builders.h"
+#include "recorder/attach.h"
 #include "recorder/backing.h"
 #include "recorder/events.h"
 #include "recorder/modules.h"
@@ -51,6 +52,7 @@ pthread_mutex_t g_start_mutex = PTHREAD_MUTEX_INITIALIZER;
 // MEMTIDE_CHECK_OPTIONS's value when the program gates itself at exit (self_check): set, and
 // not under `memtide run`, which gates every process of its run itself.
 const char* g_check_options = nullptr;
+bool g_dormant = false;  // loaded by `memtide attach`, not attached yet
 
 void install_fork_handlers();
 void install_signal_handlers();
@@ -137,25 +139,34 @@ void leave_environment() {
 
 // Phase 1, possibly from inside the very first allocation hook: everything but the file
 // and the writer thread. Events are buffered from here on.
-void early_init() {
-  pthread_mutex_lock(&g_start_mutex);
-  if (recording.state.load(std::memory_order_acquire) != kUninit) {
-    pthread_mutex_unlock(&g_start_mutex);
-    return;
-  }
-  recording.state.store(kStarting, std::memory_order_release);
-  recording.opts = options_from_env([](const char* env, const char* value, const char* problem) {
-    message("ignoring %s=%s: %s", env, value, problem);
-  });
+// The options, from the environment or (attached) as given; `set_flush`/`set_counters`:
+// whether those intervals were given.
+void configure(const Options* given, bool set_flush, bool set_counters) {
+  if (given) recording.opts = *given;
+  else
+    recording.opts = options_from_env([](const char* env, const char* value, const char* problem) {
+      message("ignoring %s=%s: %s", env, value, problem);
+    });
   if (recording.opts.allocator == AllocatorKind::Mimalloc) use_mimalloc_backing();
   sampling::configure(recording.opts.sample, recording.opts.sample_seed);
   if (recording.opts.sample) {
     // A sampled recording writes a few records a second: flushed and its counters read at the
     // same rate as exact recording, block headers, watermarks and counters would be most of
     // its file (3 of every 4 bytes for a service at 100,000 allocations a second). Unless set.
-    if (!std::getenv("MEMTIDE_FLUSH_INTERVAL_MS")) recording.opts.flush_interval_ms = sampling::kSampledFlushIntervalMs;
-    if (!std::getenv("MEMTIDE_COUNTER_INTERVAL_MS")) recording.opts.counter_interval_ms = sampling::kSampledCounterIntervalMs;
+    if (!set_flush) recording.opts.flush_interval_ms = sampling::kSampledFlushIntervalMs;
+    if (!set_counters) recording.opts.counter_interval_ms = sampling::kSampledCounterIntervalMs;
   }
+}
+
+void early_init(const Options* given = nullptr, bool set_flush = false, bool set_counters = false) {
+  pthread_mutex_lock(&g_start_mutex);
+  if (recording.state.load(std::memory_order_acquire) != kUninit) {
+    pthread_mutex_unlock(&g_start_mutex);
+    return;
+  }
+  recording.state.store(kStarting, std::memory_order_release);
+  if (given) configure(given, set_flush, set_counters);
+  else configure(nullptr, std::getenv("MEMTIDE_FLUSH_INTERVAL_MS"), std::getenv("MEMTIDE_COUNTER_INTERVAL_MS"));
   if (const char* v = std::getenv(kTestChunkEnv)) {
     const unsigned long n = std::strtoul(v, nullptr, 10);
     if (n >= 16 && n <= kMaxChunkSize) recording.chunk_first = recording.chunk_max = static_cast<uint32_t>(n);
@@ -166,7 +177,7 @@ void early_init() {
   pthread_key_create(&recording.thread_key, thread_exit_destructor);
   unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
   find_own_range();
-  if (recording.own_range_known) {
+  if (recording.own_range_known && !given) {  // (attached: attach_start checks malloc)
     const void* first = defined_ahead("malloc");
     if (!first) first = defined_ahead("realloc");
     Dl_info info{};
@@ -175,13 +186,15 @@ void early_init() {
   pthread_mutex_lock(&recording.shared_mutex);
   append_process_info(&recording.shared);
   pthread_mutex_unlock(&recording.shared_mutex);
-  recording.manifest = std::getenv("MEMTIDE_MANIFEST");
-  if (!recording.manifest) {
-    // The gate counts what is unreachable at exit, as LeakSanitizer does: scan unless told.
-    g_check_options = std::getenv("MEMTIDE_CHECK_OPTIONS");
-    if (g_check_options && !std::getenv("MEMTIDE_LEAK_SCAN")) recording.opts.leak_scan = true;
+  if (!given) {
+    recording.manifest = std::getenv("MEMTIDE_MANIFEST");
+    if (!recording.manifest) {
+      // The gate counts what is unreachable at exit, as LeakSanitizer does: scan unless told.
+      g_check_options = std::getenv("MEMTIDE_CHECK_OPTIONS");
+      if (g_check_options && !std::getenv("MEMTIDE_LEAK_SCAN")) recording.opts.leak_scan = true;
+    }
+    if (!recording.opts.follow) leave_environment();  // (before the program's main)
   }
-  if (!recording.opts.follow) leave_environment();  // (before the program's main)
   recording.state.store(kActive, std::memory_order_release);
   pthread_mutex_unlock(&g_start_mutex);
 }
@@ -191,7 +204,7 @@ void early_init() {
 bool ensure_started() {
   const int s = recording.state.load(std::memory_order_acquire);
   if (MT_LIKELY(s == kActive)) return true;
-  if (s != kUninit) return false;
+  if (s != kUninit || g_dormant) return false;
   if (!backing_ready()) return false;
   {
     BusyScope busy(kReentrant);
@@ -219,6 +232,11 @@ void say_if_malloc_is_not_ours() {
 
 void start() {
   BusyScope busy(kReentrant);  // (the writer thread's stack, the file, dlsym)
+  // Loaded by `memtide attach` (dlopen): nothing starts until attach_start.
+  if (loaded_after_libc()) {
+    g_dormant = true;
+    return;
+  }
   resolve_backing();
   early_init();
   pthread_mutex_lock(&g_start_mutex);
@@ -240,11 +258,58 @@ void start() {
 
 bool busy() { return tls_busy != 0; }
 
+bool start_attached(const Options& opts, bool set_flush, bool set_counters) {
+  BusyScope busy(kReentrant);  // (as start())
+  resolve_backing();
+  pthread_mutex_lock(&g_start_mutex);
+  const int state = recording.state.load();
+  const bool again = recording.started;
+  pthread_mutex_unlock(&g_start_mutex);
+  if (state == kActive || state == kStarting) return false;
+  if (!again) {
+    g_dormant = false;
+    early_init(&opts, set_flush, set_counters);
+  } else {
+    // After a detach: a new trace, from a recorder whose threads keep their states.
+    pthread_mutex_lock(&g_start_mutex);
+    sampling::g_interval.store(0);
+    configure(&opts, set_flush, set_counters);
+    sampling::fork_child();  // the new trace knows none of the earlier blocks, as a forked child's
+    writer_reset_after_fork();
+    recording.exited_allocs = recording.exited_frees = 0;
+    recording.start_time = now_ns();
+    stream_init(&recording.shared, 0, recording.start_time);
+    stacks_reset();
+    modules_reset();
+    attach_reset_threads();
+    append_process_info(&recording.shared);
+    recording.state.store(kActive, std::memory_order_release);
+    pthread_mutex_unlock(&g_start_mutex);
+  }
+  pthread_mutex_lock(&g_start_mutex);
+  bool ok = recording.state.load() == kActive;
+  if (ok) {
+    if (!recording.started) install_fork_handlers();
+    recording.started = true;
+    process_counters_reset();
+    ok = open_trace_file(/*child=*/false);
+    if (ok) {
+      modules_scan();
+      writer_start();
+    } else {
+      recording.state.store(kStopped, std::memory_order_release);
+    }
+  }
+  pthread_mutex_unlock(&g_start_mutex);
+  return ok;
+}
+
 
 // ---------------------------------------------------------------------------------------
 // [2] Modules, markers, pause
 // ---------------------------------------------------------------------------------------
 void on_modules_changed() {
+  if (attached()) attach_modules_changed();
   if (tls_busy || recording.state.load() != kActive || !recording.started) return;
   BusyScope busy;
   modules_scan();
@@ -383,6 +448,8 @@ void self_check(const char* trace) {
 }
 }  // namespace
 
+void finish_detached() { finish(fmt::EndReason::Detach, 0, 10000); }
+
 void finish_at_exit() {
   // The trace's name as it is now: a relative name was resolved in the directory the program
   // was in when it opened the file.
@@ -494,7 +561,8 @@ void fork_child() {
     pthread_mutex_init(m, nullptr);
   pthread_cond_init(&recording.queue_cond, nullptr);
   sampling::fork_child();
-  if (recording.state.load() == kActive && recording.started) restart_in_child();
+  if (attached()) attach_fork_child();  // (the parent's attach is not the child's)
+  else if (recording.state.load() == kActive && recording.started) restart_in_child();
   MEMTIDE_CHECK(tls_busy > 0);
   --tls_busy;
 }

@@ -10,6 +10,7 @@
 
 #include "formats/encoder.h"
 #include "formats/record_builders.h"
+#include "recorder/attach.h"
 #include "recorder/clock.h"
 #include "recorder/process.h"
 #include "recorder/sampling.h"
@@ -77,7 +78,10 @@ void append_process_info(Stream* s) {
   // parent's: with --no-follow the variables have left the environment since).
   static size_t on = 0;
   static bool have_opts = false;
-  if (!have_opts) {
+  if (const char* given = attach_options_text()) {  // attached: the options as given, each time
+    on = strnlen(given, sizeof opts);
+    std::memcpy(opts, given, on);
+  } else if (!have_opts) {
     have_opts = true;
     for (const OptionInfo& info : kOptions) {
       const char* v = std::getenv(info.env);

@@ -190,9 +190,38 @@ constexpr size_t kMaxQueued = 16u << 20;
 constexpr size_t kWakeQueued = 1u << 20;
 std::atomic<size_t> g_queued{0};
 pthread_cond_t g_space_cond = PTHREAD_COND_INITIALIZER;
+// Everything recorded before this time (now_ns) is in the file: when the last flush pass began,
+// or when the writer last found nothing to write. A SIGKILL loses what came after it, so an
+// allocating thread that finds it more than two flush intervals old waits for the writer
+// (wait_for_pass): a writer starved of CPU by more busy threads than cores keeps the promise of
+// a loss bounded by the flush interval (about two of them under such load).
+std::atomic<uint64_t> g_written_up_to{0};
 
 // With queue_mutex held: waits in short steps while the writer is far behind, and never once
 // it stops (exit).
+// The writer has written nothing recorded in the last two flush intervals (it is starved of CPU,
+// or still busy with a large pass): wait, in short steps, for a pass to begin and end.
+void wait_for_pass() {
+  const uint64_t limit = 2ull * recording.opts.flush_interval_ms * 1000000ull;
+  const uint64_t up_to = g_written_up_to.load(std::memory_order_relaxed);
+  if (MT_LIKELY(!up_to || now_ns() - up_to <= limit)) return;
+  pthread_mutex_lock(&recording.queue_mutex);
+  pthread_cond_signal(&recording.queue_cond);
+  for (int i = 0; i < 100 && recording.writer_running && !recording.writer_stop &&
+                  g_written_up_to.load(std::memory_order_relaxed) == up_to;
+       ++i) {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_nsec += 5000000;
+    if (ts.tv_nsec >= 1000000000L) {
+      ts.tv_sec += 1;
+      ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&g_space_cond, &recording.queue_mutex, &ts);
+  }
+  pthread_mutex_unlock(&recording.queue_mutex);
+}
+
 void wait_for_space_locked() {
   for (int i = 0; i < 200 && recording.writer_running && !recording.writer_stop &&
                   g_queued.load(std::memory_order_relaxed) > kMaxQueued / 2;
@@ -365,6 +394,7 @@ inline uint32_t quiet_passes_needed() { return g_exact_watermarks ? 1 : 2; }
 // With exact watermarks it vouches for what it has written (above); without, only once the
 // next watermark has been written (a thread may have timed a record and not yet committed it).
 void flush_pass() {
+  const uint64_t pass_began = now_ns();
   const uint64_t emitted = g_emitted;
   const bool shared_news = stream_has_news(&recording.shared);  // (before the watermark goes there)
   clock_tick();  // records begun after the barrier below read the clock (event_time)
@@ -381,6 +411,10 @@ void flush_pass() {
   const bool quiet = marked && w == vouched && !shared_news && g_emitted == emitted;
   g_quiet_passes = quiet ? g_quiet_passes + 1 : 0;
   flush_current(&recording.shared);
+  g_written_up_to.store(pass_began, std::memory_order_relaxed);
+  pthread_mutex_lock(&recording.queue_mutex);
+  pthread_cond_broadcast(&g_space_cond);
+  pthread_mutex_unlock(&recording.queue_mutex);
 }
 
 // An idle program (nothing to write at a flush, its counters unchanged) need not wake the writer
@@ -418,6 +452,7 @@ void* writer_main(void*) {
   bool calibrating = true;
   uint64_t next_counter = counter_ns ? now_ns() : ~0ull;
   uint64_t last_tick = now_ns();
+  g_written_up_to.store(last_tick, std::memory_order_relaxed);
   bool counters_moved = false;  // since the last flush
   for (;;) {
     pthread_mutex_lock(&recording.queue_mutex);
@@ -450,6 +485,7 @@ void* writer_main(void*) {
     if (!stop && now >= next_flush) {
       const bool idle = g_quiet_passes >= quiet_passes_needed() && nothing_to_flush();
       if (!idle) flush_pass();
+      else g_written_up_to.store(now, std::memory_order_relaxed);
       set_idle_level(idle && !counters_moved ? std::min(g_idle_level + 1, kMaxIdleLevel) : 0);
       counters_moved = false;
       next_flush = now + (flush_ns << g_idle_level);
@@ -509,6 +545,7 @@ void enqueue_chunk(Chunk* c, bool may_wait) {
     wait_for_space_locked();
     pthread_mutex_unlock(&recording.queue_mutex);
   }
+  if (may_wait) wait_for_pass();
 }
 
 void writer_trace_opened() {

@@ -33,6 +33,7 @@ class TraceBuilder {
     std::string exe = "/synthetic";
     std::vector<std::string> argv;
     uint64_t sample_interval = 0;  // a sampled recording from the start (ProcessInfo's mode)
+    std::string options;           // ProcessInfo's `name=value` lines
   };
 
   explicit TraceBuilder(Options o) : start_(o.start) {
@@ -48,6 +49,7 @@ class TraceBuilder {
     p.ppid = 1;
     p.monotonic_start_ns = o.start;
     p.exe = o.exe;
+    p.options = o.options;
     if (o.sample_interval) {
       p.mode = fmt::RecordingMode::Sampled;
       p.sample_interval = o.sample_interval;

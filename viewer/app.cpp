@@ -25,6 +25,7 @@ const char* view_name(ViewKind v) {
     case ViewKind::Leaks: return "leaks";
     case ViewKind::Tree: return "tree";
     case ViewKind::Compare: return "compare";
+    case ViewKind::Growth: return "growth";
     case ViewKind::Count_: break;
   }
   return "?";
@@ -379,7 +380,7 @@ void App::draw() {
     if (ImGui::BeginTabBar("views")) {
       for (unsigned i = 0; i < static_cast<unsigned>(ViewKind::Count_); ++i) {
         const auto v = static_cast<ViewKind>(i);
-        static const char* const titles[] = {"Summary", "Timeline", "Flamegraph", "Leaks", "Trees", "Compare"};
+        static const char* const titles[] = {"Summary", "Timeline", "Flamegraph", "Leaks", "Trees", "Compare", "Growth"};
         const ImGuiTabItemFlags flags = requested_view_ == v ? ImGuiTabItemFlags_SetSelected : 0;
         if (ImGui::BeginTabItem(titles[i], nullptr, flags)) {
           view_ = v;
@@ -391,6 +392,7 @@ void App::draw() {
             case ViewKind::Leaks: leaks_.draw(f); break;
             case ViewKind::Tree: tree_.draw(f); break;
             case ViewKind::Compare: compare_.draw(f); break;
+            case ViewKind::Growth: growth_.draw(f); break;
             case ViewKind::Count_: break;
           }
           ImGui::EndChild();
@@ -399,6 +401,18 @@ void App::draw() {
       }
       requested_view_.reset();
       ImGui::EndTabBar();
+    }
+    if (growth_.go.to != GrowthView::GoTo::None) {  // a stack's flamegraph or leaks, from the Growth view
+      if (growth_.go.to == GrowthView::GoTo::Flamegraph) {
+        flame_.metric = analysis::Metric::Leaked;
+        flame_.widget.search = growth_.go.site;
+        requested_view_ = ViewKind::Flamegraph;
+      } else {
+        leaks_.filter = growth_.go.site;
+        requested_view_ = ViewKind::Leaks;
+      }
+      domain_ = analysis::Domain::Heap;
+      growth_.go = {};
     }
     if (compare_.want_browse) {
       compare_.want_browse = false;

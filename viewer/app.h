@@ -17,7 +17,7 @@
 
 namespace memtide::viewer {
 
-enum class ViewKind : uint8_t { Summary, Timeline, Flamegraph, Leaks, Tree, Compare, Count_ };
+enum class ViewKind : uint8_t { Summary, Timeline, Flamegraph, Leaks, Tree, Compare, Growth, Count_ };
 const char* view_name(ViewKind v);  // "summary", "timeline", ... (command-line names)
 std::optional<ViewKind> parse_view(const std::string& name);
 
@@ -62,6 +62,7 @@ class App {
   TreeView& tree() { return tree_; }
   LeaksView& leaks() { return leaks_; }
   CompareView& compare() { return compare_; }
+  GrowthView& growth() { return growth_; }
   void set_show_stats(bool on) { show_stats_ = on; }
 
  private:
@@ -87,6 +88,7 @@ class App {
   LeaksView leaks_;
   TreeView tree_;
   CompareView compare_;
+  GrowthView growth_;
   FileBrowser browser_;
   enum class BrowseFor { Trace, Baseline } browse_for_ = BrowseFor::Trace;
   FrameStats stats_;

@@ -177,6 +177,13 @@ bool Loader::idle() const {
 
 namespace {
 
+// The whole trace is replayed with the history of live bytes by stack (the Growth view).
+analysis::ReplayOptions whole_trace_options() {
+  analysis::ReplayOptions o;
+  o.stack_history = true;
+  return o;
+}
+
 struct Needs {
   std::array<bool, kMetricCount> metrics{};
   bool tables = false;
@@ -504,6 +511,7 @@ void Loader::open_job(Job& j) {
     // Still being written: a replay that the refreshes resume.
     analysis::ReplayOptions o;
     o.series_points = opt_.series_points;
+    o.stack_history = true;
     o.progress = [this, &w, path_gen](uint64_t done, uint64_t size) {
       set_phase(w.live_phase, size ? static_cast<float>(static_cast<double>(done) / size) : -1.f);
       std::lock_guard lk(mu_);
@@ -518,7 +526,7 @@ void Loader::open_job(Job& j) {
       w.live = std::move(session);
     }
   } else {
-    res = j.analyze(w.path, {}, "reading", check_path);
+    res = j.analyze(w.path, whole_trace_options(), "reading", check_path);
   }
   auto s = std::make_shared<Snapshot>();
   s->path = w.path;
@@ -547,6 +555,7 @@ void Loader::open_job(Job& j) {
   s->refreshes = w.refreshes;
   s->summary = std::make_shared<SummaryData>(make_summary(*w.base, w.path, w.following));
   s->timeline = std::make_shared<TimelineData>(make_timeline(*w.base));
+  s->growth = std::make_shared<GrowthData>(make_growth(*w.base, *w.sym));
   ViewData v;
   v.model = w.base;
   v.summary = s->summary;
@@ -683,7 +692,7 @@ void Loader::refresh_job(Job& j) {
     res.model = w.live->snapshot();
     bytes = w.live->bytes_read() - before;
   } else {
-    res = j.analyze(w.path, {}, "refreshing", check_path);
+    res = j.analyze(w.path, whole_trace_options(), "refreshing", check_path);
     bytes = size;
   }
   if (!writer) w.live.reset();
@@ -700,6 +709,7 @@ void Loader::refresh_job(Job& j) {
   s->base = w.base;
   s->summary = w.whole->summary;
   s->timeline = std::make_shared<TimelineData>(make_timeline(*w.base));
+  s->growth = std::make_shared<GrowthData>(make_growth(*w.base, *w.sym));
   s->view = view;
   s->writer_alive = writer;
   s->live = writer;

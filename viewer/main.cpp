@@ -1,7 +1,7 @@
 // memtide-view: the desktop viewer. `memtide view FILE` runs it.
 //
 //   memtide-view [FILE]
-//   memtide-view --screenshot OUT.png [--view summary|timeline|flamegraph|leaks|tree|compare]
+//   memtide-view --screenshot OUT.png [--view summary|timeline|flamegraph|leaks|tree|compare|growth]
 //                [--width W --height H] [--domain heap|mmap|custom] [--stats] FILE
 #include <CLI/CLI.hpp>
 #include <fcntl.h>
@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
   int frames = 0;
   cli.add_option("file", file, "Trace file (.mtide) to open");
   cli.add_option("--screenshot", screenshot, "Render one view to this PNG file and exit (works under xvfb-run -a)");
-  cli.add_option("--view", view, "View to show: summary, timeline, flamegraph, leaks, tree, compare");
+  cli.add_option("--view", view, "View to show: summary, timeline, flamegraph, leaks, tree, compare, growth");
   cli.add_option("--width", run.width, "Window width in pixels")->check(CLI::Range(200, 8192));
   cli.add_option("--height", run.height, "Window height in pixels")->check(CLI::Range(150, 8192));
   cli.add_option("--scale", scale, "UI scale (1 = 100 %; HiDPI screens: 1.5, 2)")->check(CLI::Range(0.5, 4.0));

@@ -13,6 +13,7 @@
 #include "analysis/model.h"
 #include "viewer/diff_model.h"
 #include "viewer/flame_model.h"
+#include "viewer/growth_model.h"
 #include "viewer/leaks_model.h"
 #include "viewer/summary_model.h"
 #include "viewer/timeline_model.h"
@@ -106,6 +107,7 @@ struct Snapshot {
   std::shared_ptr<const analysis::Model> base;  // the whole trace
   std::shared_ptr<const SummaryData> summary;
   std::shared_ptr<const TimelineData> timeline;
+  std::shared_ptr<const GrowthData> growth;  // of the whole trace
   std::shared_ptr<const ViewData> view;     // the selected window's (or the whole trace's)
   std::shared_ptr<const CompareData> compare;
   // Modules whose names could not be resolved ("libfoo.so: build-id differs ..."), one line each.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "analysis/attached.h"
 #include "viewer/format.h"
 
 namespace memtide::viewer {
@@ -35,6 +36,7 @@ std::string end_description(const Model& m, bool recording) {
     case fmt::EndReason::Exec: return "exec'd another program";
     case fmt::EndReason::Error: return "recording stopped after an error";
     case fmt::EndReason::Detached: return "recording stopped at the trace's size limit";
+    case fmt::EndReason::Detach: return "detached (memtide detach): the program went on";
     default: return "unknown end";
   }
 }
@@ -124,6 +126,7 @@ SummaryData make_summary(const Model& m, const std::string& path, bool recording
 
   if (!d.sampling_note.empty()) d.warnings.push_back(d.sampling_note);
   if (std::string note = analysis::unrecorded_allocations_note(p); !note.empty()) d.warnings.push_back(std::move(note));
+  if (std::string note = analysis::attached_note(m); !note.empty()) d.warnings.push_back(std::move(note));
   for (const std::string& w : m.warnings) d.warnings.push_back(w);
   const auto& an = m.anomalies;
   uint64_t unknown = 0;

@@ -3,6 +3,7 @@
 // on changes; draw() itself only draws. One file per view: view_<name>.cpp.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -166,6 +167,27 @@ class TreeView {
   std::string selected_label_;
   std::optional<FunctionRelatives> relatives_;
   uint64_t relatives_serial_ = 0;
+};
+
+// The Growth view (view_growth.cpp); `go` asks the app for another view of a stack.
+class GrowthView {
+ public:
+  void draw(Frame& f);
+  enum class GoTo : uint8_t { None, Flamegraph, Leaks };
+  struct Go {
+    GoTo to = GoTo::None;
+    std::string site;  // the stack's allocation site: the flamegraph's search, the leaks' filter
+  } go;
+  int selected() const { return selected_; }
+  // For tests: the centre of row `layer`'s flamegraph (or leaks) button at the last draw.
+  ImVec2 button(std::size_t layer, bool leaks) const {
+    return layer < buttons_.size() ? buttons_[layer][leaks ? 1 : 0] : ImVec2(-1, -1);
+  }
+
+ private:
+  uint64_t serial_ = 0;
+  int selected_ = -1;  // layer
+  std::vector<std::array<ImVec2, 2>> buttons_;
 };
 
 class CompareView {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <fcntl.h>
+#include <time.h>
 #include <linux/membarrier.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -26,6 +27,7 @@ namespace memtide::test {
 struct RunResult {
   int status = -1;  // exit status, or 128 + signal
   std::string out, err;
+  uint64_t killed_at_ns = 0;  // CLOCK_MONOTONIC when kill_after_ms sent SIGKILL (the trace's clock)
 };
 
 // Runs argv with extra environment variables; kills it after `timeout_s` (a watchdog).
@@ -56,6 +58,9 @@ inline RunResult run(const std::vector<std::string>& argv, const std::vector<std
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
     if (kill_after_ms >= 0 && ms >= kill_after_ms && !killed) {
       kill(pid, SIGKILL);
+      timespec ts;
+      clock_gettime(CLOCK_MONOTONIC, &ts);
+      r.killed_at_ns = static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
       killed = true;
     }
     if (ms > timeout_s * 1000 && !killed) {

@@ -299,7 +299,8 @@ TEST(Clock, AWorkerThreadWhoseMainThreadWaitsReusesTimes) {
     std::tie(worker_events, worker_same) = counts;
   }
   ASSERT_GE(worker_events, 1000000u);
-  EXPECT_GT(worker_same, worker_events * 9 / 10) << worker_same << " of " << worker_events << " events took the time before them";
+  // (63 in 64 on a quiet machine; fewer where a starved writer idles, which stops the sharing.)
+  EXPECT_GT(worker_same, worker_events / 2) << worker_same << " of " << worker_events << " events took the time before them";
 }
 
 // A thread interrupted between reading the clock for a record and committing it (a signal

@@ -288,6 +288,23 @@ TEST_F(ViewerE2E, TreeView) {
   EXPECT_GT(text_lines, 80);
 }
 
+TEST_F(ViewerE2E, GrowthViewStacksTheLeakOverTheCache) {
+  // tests/cli/programs/soak: a slow leak (growing: the first warm layer, red), a cache that
+  // fills and holds (a cool layer, blue), churn.
+  const std::string trace = (*dir_ / "soak.mtide").string();
+  ASSERT_EQ(run(std::string(MT_WRAPPER) + " run -o " + trace + " -- " + MT_SOAK + " --seconds 3 > " + trace + ".log 2>&1"), 0);
+  const Image img = shoot("growth", "", 1100, 720, trace);
+  if (img.px.empty()) return;
+  expect_picture(img, 1100, 720);
+  EXPECT_EQ(selected_tab(img), 6);
+  // The areas: the leak's layer, the first warm colour (235,80,70), at the bottom; the cache's, a
+  // cool one (the second layer: (80,190,160)), above it.
+  EXPECT_GT(pixels_near(img, {235, 80, 70}, 10, img.h / 5), 3000) << "the growing stack's layer";
+  EXPECT_GT(pixels_near(img, {80, 190, 160}, 10, img.h / 5), 3000) << "the cache's layer";
+  // The table under the chart.
+  EXPECT_EQ(header_bands(img), 1);
+}
+
 TEST_F(ViewerE2E, LoadingScreenShowsProgress) {
   // The second frame, long before the trace is read: no tab bar yet, but the progress bar
   // (its frame in the dark style's FrameBg over the window: (29,47,73)).

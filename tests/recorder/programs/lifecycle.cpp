@@ -435,6 +435,22 @@ int main(int argc, char** argv) {
     std::printf("unmapping done\n");
     return 0;
   }
+  // N threads allocating without pause (more than the machine's cores: the writer then gets
+  // a share of the CPU like any of them), until killed.
+  if (!std::strcmp(mode, "spin-threads") && argc > 2) {
+    leak(3333, 1000);
+    std::vector<std::thread> pool;
+    for (int t = std::atoi(argv[2]); t > 0; --t)
+      pool.emplace_back([] {
+        for (;;) {
+          void* p = malloc(64);
+          sink = p;
+          free(p);
+        }
+      });
+    for (auto& t : pool) t.join();
+    return 0;
+  }
   if (!std::strcmp(mode, "spin")) {
     leak(3333, 1000);
     for (;;) {

@@ -1,0 +1,403 @@
+// `memtide attach` end to end: real running programs, the real gdb injection, traces read back
+// by `memtide report --json`. Each test checks that the program went on as it would untraced
+// (its output and exit status those of a run nobody attached to).
+//
+// The recordings last 5 s where the test is about what a recording holds; 2 s where it is about
+// the attach and detach themselves (a second attach, sampled mode), which need only a few of
+// the program's rounds inside the recording.
+#include <pwd.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tests/recorder/e2e_run.h"
+
+namespace memtide::test {
+namespace {
+
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+// A program started in the background, its output in files of `dir`.
+struct Spawned {
+  pid_t pid = -1;
+  fs::path out, err;
+};
+
+Spawned spawn(const std::vector<std::string>& argv, const fs::path& dir, const std::string& name,
+              const std::vector<std::pair<std::string, std::string>>& env = {}) {
+  Spawned s{-1, dir / (name + ".out"), dir / (name + ".err")};
+  s.pid = fork();
+  if (s.pid == 0) {
+    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+    const int o = open(s.out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int e = open(s.err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(o, 1);
+    dup2(e, 2);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  return s;
+}
+
+// Its exit status (128 + signal), killing it after `timeout` (a watchdog).
+int wait_exit(const Spawned& s, std::chrono::seconds timeout = 120s) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  int status = 0;
+  while (waitpid(s.pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      ADD_FAILURE() << "watchdog: process " << s.pid << " still running";
+      kill(s.pid, SIGKILL);
+      waitpid(s.pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+bool wait_file(const fs::path& p, std::chrono::seconds timeout = 60s) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!fs::exists(p) || fs::file_size(p) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(5ms);
+  }
+  return true;
+}
+
+// The attach target: its threads allocate without pause; each of `rounds` lasts 50 ms.
+std::vector<std::string> target_args(int rounds, const fs::path& ready, int status = 3) {
+  return {MT_ATTACH_TARGET, "--threads", "4", "--rounds", std::to_string(rounds), "--round-ms", "50",
+          "--status", std::to_string(status), "--ready", ready.string()};
+}
+
+RunResult memtide(const std::vector<std::string>& args, const fs::path& dir, int timeout_s = 180) {
+  std::vector<std::string> argv{MT_WRAPPER};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run(argv, {}, dir, timeout_s);
+}
+
+json report(const fs::path& trace, const fs::path& dir) {
+  const RunResult r = memtide({"report", "--json", "--top", "100", trace.string()}, dir);
+  EXPECT_EQ(r.status, 0) << r.err;
+  return json::parse(r.out, nullptr, false);
+}
+
+// The leaked bytes and blocks of the stacks whose frames include `function`.
+std::pair<uint64_t, uint64_t> leaked_in(const json& j, const std::string& function) {
+  uint64_t bytes = 0, count = 0;
+  for (const json& leak : j["leaks"])
+    for (const json& frame : leak["stack"])
+      if (frame.value("function", "").find(function) != std::string::npos) {
+        bytes += leak["bytes"].get<uint64_t>();
+        count += leak["count"].get<uint64_t>();
+        break;
+      }
+  return {bytes, count};
+}
+
+void expect_detached_trace(const json& j) {
+  EXPECT_TRUE(j["complete"].get<bool>());
+  ASSERT_TRUE(j["end"].is_object());
+  EXPECT_EQ(j["end"]["reason"], "detach");
+  EXPECT_TRUE(j["attached"].get<bool>());
+  EXPECT_EQ(j["unknown_frees"], 0) << "frees of blocks allocated before the attach are counted apart";
+  EXPECT_EQ(j["mmap"]["unknown_frees"], 0);
+}
+
+// A run nobody attaches to: the output and status an attached run must also give (its output
+// files in a directory of its own: it runs while the test runs memtide).
+RunResult untraced(const std::vector<std::string>& argv, const fs::path& dir) {
+  const fs::path own = dir / "untraced";
+  fs::create_directories(own);
+  return run(argv, {}, own, 300);
+}
+RunResult untraced(int rounds, const fs::path& dir) {
+  return untraced(target_args(rounds, dir / "untraced.ready"), dir);
+}
+
+TEST(Attach, RecordsThreadsAllocatingAtTheMomentOfTheAttachAndLeavesTheProgramAsItWas) {
+  TempDir dir;
+  const int rounds = 240;  // 12 s: the attach (gdb) and a 5 s recording fit well inside
+  std::thread baseline_thread;
+  RunResult baseline;
+  baseline_thread = std::thread([&] { baseline = untraced(rounds, dir.path()); });
+  const fs::path ready = dir.path() / "ready", trace = dir.path() / "trace.mtide";
+  const Spawned target = spawn(target_args(rounds, ready), dir.path(), "target");
+  ASSERT_TRUE(wait_file(ready));
+  const RunResult a = memtide({"attach", std::to_string(target.pid), "--duration", "5s", "-o", trace.string()}, dir.path());
+  EXPECT_EQ(a.status, 0) << a.err;
+  EXPECT_NE(a.err.find("detached from process"), std::string::npos) << a.err;
+  EXPECT_EQ(kill(target.pid, 0), 0) << "the program runs on after the detach";
+  const int status = wait_exit(target);
+  baseline_thread.join();
+  EXPECT_EQ(status, 3);
+  EXPECT_EQ(baseline.status, 3);
+  EXPECT_EQ(slurp(target.out), baseline.out);
+  EXPECT_EQ(slurp(target.err), "");
+
+  const json j = report(trace, dir.path());
+  ASSERT_FALSE(j.is_discarded());
+  expect_detached_trace(j);
+  EXPECT_GT(j["freed_before_recording"].get<uint64_t>(), 0u) << "the early blocks freed while recording";
+  // One 4242-byte block every 5 rounds and one 777-byte array every 7, per thread: over 5 s of
+  // 50 ms rounds, about 80 and 57 of them.
+  const auto [mb, mn] = leaked_in(j, "leak_from_malloc");
+  const auto [nb, nn] = leaked_in(j, "leak_from_new");
+  EXPECT_GE(mn, 20u);
+  EXPECT_EQ(mb, mn * 4242);
+  EXPECT_GE(nn, 12u);
+  EXPECT_EQ(nb, nn * 777);
+  // Every API the program calls reached the recorder.
+  for (const char* api : {"malloc", "calloc", "realloc", "posix_memalign", "aligned_alloc", "new", "new[]",
+                          "new[](align)", "mmap", "munmap", "free", "delete", "delete[](align)"})
+    EXPECT_TRUE(j["apis"].contains(api)) << api << " in " << j["apis"].dump();
+}
+
+TEST(Attach, RecordsTheExampleWorkerWithoutChangingItsOutput) {
+  TempDir dir;
+  // 48,000 requests at 4,000 a second: 12 s, the same work and output every run.
+  const std::vector<std::string> args{MT_WORKER, "--threads", "4", "--requests", "48000", "--rate", "4000"};
+  RunResult baseline;
+  std::thread baseline_thread([&] { baseline = untraced(args, dir.path()); });
+  const Spawned worker = spawn(args, dir.path(), "worker");
+  std::this_thread::sleep_for(300ms);
+  const fs::path trace = dir.path() / "worker.mtide";
+  const RunResult a = memtide({"attach", std::to_string(worker.pid), "--duration", "5s", "-o", trace.string()}, dir.path());
+  EXPECT_EQ(a.status, 0) << a.err;
+  const int status = wait_exit(worker);
+  baseline_thread.join();
+  EXPECT_EQ(status, 0);
+  EXPECT_EQ(baseline.status, 0);
+  EXPECT_EQ(slurp(worker.out), baseline.out);
+  EXPECT_EQ(slurp(worker.out), "handled 48000 requests, 960 sessions cached\n");
+
+  const json j = report(trace, dir.path());
+  ASSERT_FALSE(j.is_discarded());
+  expect_detached_trace(j);
+  // One audit line of 128 bytes per 1,000 requests: about 20 in 5 s at 4,000 a second.
+  const auto [ab, an] = leaked_in(j, "write_audit_line");
+  EXPECT_GE(an, 8u);
+  EXPECT_EQ(ab, an * 128);
+  EXPECT_GT(leaked_in(j, "remember_session").second, 0u) << "the sessions cached while recording";
+}
+
+TEST(Attach, AttachesAgainAfterADetach) {
+  TempDir dir;
+  const int rounds = 240;
+  RunResult baseline;
+  std::thread baseline_thread([&] { baseline = untraced(rounds, dir.path()); });
+  const fs::path ready = dir.path() / "ready";
+  const Spawned target = spawn(target_args(rounds, ready), dir.path(), "target");
+  ASSERT_TRUE(wait_file(ready));
+  for (const char* name : {"first.mtide", "second.mtide"}) {
+    const fs::path trace = dir.path() / name;
+    const RunResult a = memtide({"attach", std::to_string(target.pid), "--duration", "2s", "-o", trace.string()}, dir.path());
+    EXPECT_EQ(a.status, 0) << name << ": " << a.err;
+    const json j = report(trace, dir.path());
+    ASSERT_FALSE(j.is_discarded()) << name;
+    expect_detached_trace(j);
+    EXPECT_GE(leaked_in(j, "leak_from_malloc").second, 4u) << name;
+    EXPECT_TRUE(j["warnings"].empty()) << name << ": " << j["warnings"].dump();
+  }
+  EXPECT_EQ(wait_exit(target), 3);
+  baseline_thread.join();
+  EXPECT_EQ(slurp(target.out), baseline.out);
+}
+
+TEST(Attach, RecordsASampleWhenAskedTo) {
+  TempDir dir;
+  const fs::path ready = dir.path() / "ready", trace = dir.path() / "sampled.mtide";
+  const Spawned target = spawn(target_args(160, ready), dir.path(), "target");
+  ASSERT_TRUE(wait_file(ready));
+  const RunResult a = memtide({"attach", std::to_string(target.pid), "--duration", "2s", "--sample", "16KiB", "-o",
+                               trace.string()}, dir.path());
+  EXPECT_EQ(a.status, 0) << a.err;
+  EXPECT_EQ(wait_exit(target), 3);
+  const json j = report(trace, dir.path());
+  ASSERT_FALSE(j.is_discarded());
+  expect_detached_trace(j);
+  ASSERT_TRUE(j["sampling"].is_object());
+  EXPECT_EQ(j["sampling"]["interval_bytes"], 16384);
+  EXPECT_GT(j["total_allocations"].get<uint64_t>(), 0u);
+}
+
+TEST(Attach, DetachCommandAndCtrlCEndTheRecording) {
+  TempDir dir;
+  const fs::path ready = dir.path() / "ready";
+  const Spawned target = spawn(target_args(400, ready, 0), dir.path(), "target");
+  ASSERT_TRUE(wait_file(ready));
+  // memtide detach, from another command.
+  const fs::path first = dir.path() / "by-detach.mtide";
+  const Spawned attach = spawn({MT_WRAPPER, "attach", std::to_string(target.pid), "-o", first.string()}, dir.path(), "attach1");
+  ASSERT_TRUE(wait_file(first));
+  std::this_thread::sleep_for(500ms);
+  const RunResult d = memtide({"detach", std::to_string(target.pid)}, dir.path());
+  EXPECT_EQ(d.status, 0) << d.err;
+  EXPECT_EQ(wait_exit(attach), 0) << slurp(attach.err);
+  expect_detached_trace(report(first, dir.path()));
+  // Ctrl-C of memtide attach.
+  const fs::path second = dir.path() / "by-sigint.mtide";
+  const Spawned attach2 = spawn({MT_WRAPPER, "attach", std::to_string(target.pid), "-o", second.string()}, dir.path(), "attach2");
+  ASSERT_TRUE(wait_file(second));
+  std::this_thread::sleep_for(500ms);
+  kill(attach2.pid, SIGINT);
+  EXPECT_EQ(wait_exit(attach2), 0) << slurp(attach2.err);
+  expect_detached_trace(report(second, dir.path()));
+  // Nothing attached any more: detach says so.
+  EXPECT_EQ(memtide({"detach", std::to_string(target.pid)}, dir.path()).status, 2);
+  kill(target.pid, SIGTERM);
+  wait_exit(target);
+}
+
+// ---- Refusals: exit 2, a word on what to do, the process untouched -------------------------
+
+void expect_refused(const std::vector<std::string>& args, const fs::path& dir, const std::string& words) {
+  const RunResult r = memtide(args, dir);
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find(words), std::string::npos) << r.err;
+}
+
+TEST(AttachRefuses, AProcessThatIsNotThere) {
+  TempDir dir;
+  expect_refused({"attach", "999999999"}, dir.path(), "no process");
+  expect_refused({"detach", "999999999"}, dir.path(), "no process");
+}
+
+TEST(AttachRefuses, ABadOptionBeforeTouchingTheProcess) {
+  TempDir dir;
+  const Spawned target = spawn({MT_STATIC_SLEEPER, "30"}, dir.path(), "static");
+  expect_refused({"attach", std::to_string(target.pid), "--sample", "lots"}, dir.path(), "bad value MEMTIDE_SAMPLE=lots");
+  expect_refused({"attach", std::to_string(target.pid), "--no-such-option", "1"}, dir.path(), "unknown option");
+  expect_refused({"attach", std::to_string(target.pid), "--no-follow"}, dir.path(), "not an option of memtide attach");
+  kill(target.pid, SIGTERM);
+  wait_exit(target);
+}
+
+TEST(AttachRefuses, AStaticallyLinkedProgram) {
+  TempDir dir;
+  const Spawned target = spawn({MT_STATIC_SLEEPER, "30"}, dir.path(), "static");
+  std::this_thread::sleep_for(200ms);
+  expect_refused({"attach", std::to_string(target.pid)}, dir.path(), "statically linked");
+  EXPECT_EQ(kill(target.pid, 0), 0);
+  kill(target.pid, SIGTERM);
+  wait_exit(target);
+}
+
+TEST(AttachRefuses, AProgramRecordedByRun) {
+  TempDir dir;
+  const fs::path ready = dir.path() / "ready";
+  std::vector<std::string> args{MT_WRAPPER, "run", "-q", "--no-symbolize", "-o", (dir.path() / "run.mtide").string(), "--"};
+  const std::vector<std::string> t = target_args(60, ready);
+  args.insert(args.end(), t.begin(), t.end());
+  const Spawned run = spawn(args, dir.path(), "run");
+  ASSERT_TRUE(wait_file(ready));
+  const std::string pid = slurp(ready).substr(0, slurp(ready).find('\n'));
+  expect_refused({"attach", pid}, dir.path(), "already recorded by memtide run");
+  EXPECT_EQ(wait_exit(run), 3);
+}
+
+TEST(AttachRefuses, AProcessAlreadyAttached) {
+  TempDir dir;
+  const fs::path ready = dir.path() / "ready", trace = dir.path() / "trace.mtide";
+  const Spawned target = spawn(target_args(400, ready, 0), dir.path(), "target");
+  ASSERT_TRUE(wait_file(ready));
+  const Spawned attach = spawn({MT_WRAPPER, "attach", std::to_string(target.pid), "-o", trace.string()}, dir.path(), "attach");
+  ASSERT_TRUE(wait_file(trace));
+  expect_refused({"attach", std::to_string(target.pid), "-o", (dir.path() / "other.mtide").string()}, dir.path(),
+                 "already attached");
+  EXPECT_EQ(memtide({"detach", std::to_string(target.pid)}, dir.path()).status, 0);
+  EXPECT_EQ(wait_exit(attach), 0);
+  kill(target.pid, SIGTERM);
+  wait_exit(target);
+}
+
+TEST(AttachRefuses, AProcessOfAnotherUser) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root: a process of another user to attach to as that user cannot";
+  if (system("command -v setpriv >/dev/null") != 0) GTEST_SKIP() << "setpriv (util-linux) is not installed";
+  TempDir dir;
+  chmod(dir.path().c_str(), 0777);
+  // The build must be readable by the unprivileged user that runs memtide attach.
+  if (system(("setpriv --reuid=65534 --regid=65534 --clear-groups test -x " + std::string(MT_WRAPPER)).c_str()) != 0)
+    GTEST_SKIP() << "the build tree is not readable by user 65534";
+  const Spawned target = spawn(target_args(200, dir.path() / "ready", 0), dir.path(), "target");
+  ASSERT_TRUE(wait_file(dir.path() / "ready"));
+  const RunResult r = run({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", MT_WRAPPER, "attach",
+                           std::to_string(target.pid), "-o", (dir.path() / "t.mtide").string()}, {}, dir.path(), 120);
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("belongs to"), std::string::npos) << r.err;
+  EXPECT_EQ(kill(target.pid, 0), 0);
+  kill(target.pid, SIGTERM);
+  wait_exit(target);
+}
+
+TEST(AttachRefuses, WhenPtraceScopeForbidsIt) {
+  std::ifstream f("/proc/sys/kernel/yama/ptrace_scope");
+  int scope = 0;
+  if (!(f >> scope)) GTEST_SKIP() << "no Yama on this kernel: ptrace_scope does not apply";
+  if (geteuid() == 0 && scope < 3) GTEST_SKIP() << "ptrace_scope " << scope << " does not restrict root";
+  if (scope == 0) GTEST_SKIP() << "ptrace_scope is 0: attaching to one's own processes is allowed";
+  TempDir dir;
+  const Spawned target = spawn(target_args(100, dir.path() / "ready", 0), dir.path(), "target");
+  ASSERT_TRUE(wait_file(dir.path() / "ready"));
+  expect_refused({"attach", std::to_string(target.pid)}, dir.path(), "ptrace_scope");
+  kill(target.pid, SIGTERM);
+  wait_exit(target);
+}
+
+TEST(AttachRefuses, A32BitProgram) {
+  if (std::string(MT_SLEEPER32).empty()) GTEST_SKIP() << "no 32-bit C toolchain (gcc-multilib) to build one";
+  TempDir dir;
+  const Spawned target = spawn({MT_SLEEPER32, "30"}, dir.path(), "sleeper32");
+  std::this_thread::sleep_for(200ms);
+  expect_refused({"attach", std::to_string(target.pid)}, dir.path(), "32-bit");
+  kill(target.pid, SIGTERM);
+  wait_exit(target);
+}
+
+TEST(AttachRefuses, AProcessInAnotherMountNamespaceWithOtherLibraries) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to make a mount namespace";
+  if (system("command -v unshare >/dev/null") != 0) GTEST_SKIP() << "unshare (util-linux) is not installed";
+  TempDir dir;
+  const fs::path empty = dir.path() / "empty", ready = dir.path() / "ready";
+  std::ofstream(empty) << "";
+  // In its namespace, memtide's library is another file.
+  const std::string script = "mount --bind " + empty.string() + " " + MT_PRELOAD + " && exec " + MT_ATTACH_TARGET +
+                             " --threads 1 --rounds 200 --round-ms 50 --ready " + ready.string();
+  const Spawned target = spawn({"unshare", "-m", "--propagation", "private", "sh", "-c", script}, dir.path(), "ns");
+  if (!wait_file(ready, 20s)) {
+    kill(target.pid, SIGKILL);
+    wait_exit(target);
+    GTEST_SKIP() << "cannot make a mount namespace here: " << slurp(target.err);
+  }
+  const std::string pid = slurp(ready).substr(0, slurp(ready).find('\n'));
+  expect_refused({"attach", pid}, dir.path(), "another mount namespace");
+  kill(std::stoi(pid), SIGTERM);
+  wait_exit(target);
+}
+
+TEST(AttachRefuses, AProgramWithAnAllocatorOfItsOwn) {
+  TempDir dir;
+  const Spawned target = spawn({MT_OWN_MALLOC_SLEEPER, "30"}, dir.path(), "own");
+  std::this_thread::sleep_for(300ms);
+  expect_refused({"attach", std::to_string(target.pid)}, dir.path(), "not the C library's");
+  EXPECT_EQ(kill(target.pid, 0), 0);
+  kill(target.pid, SIGTERM);
+  wait_exit(target);
+}
+
+}  // namespace
+}  // namespace memtide::test
