@@ -84,26 +84,12 @@ void WindowOptions::apply(ReplayOptions& o) const {
 
 namespace {
 
-struct Progress {
-  bool on = isatty(STDERR_FILENO) == 1;
-  int last = -1;
-  void operator()(uint64_t done, uint64_t total) {
-    if (!on || total == 0) return;
-    const int pct = static_cast<int>(done * 100 / total);
-    if (pct == last) return;
-    last = pct;
-    const int width = 30, fill = pct * width / 100;
-    std::fprintf(stderr, "\r[%.*s%*s] %3d%%", fill, "##############################", width - fill, "", pct);
-    if (done >= total) std::fprintf(stderr, "\r%*s\r", width + 8, "");
-    std::fflush(stderr);
-  }
-};
 
 }  // namespace
 
 std::unique_ptr<Model> load_model(const std::string& path, ReplayOptions options, bool quiet_warnings,
                                   SymbolPreload* preload) {
-  auto progress = std::make_shared<Progress>();
+  auto progress = std::make_shared<ProgressBar>();
   if (progress->on) options.progress = [progress](uint64_t d, uint64_t t) { (*progress)(d, t); };
   // A trace that holds its names (memtide symbolize, memtide run) needs no module file opened
   // ahead: `memtide symbolize` named every address its stacks hold in each module it could
@@ -149,6 +135,15 @@ nlohmann::json stack_json(Symbolizer& s, StackId id, std::size_t max_frames) {
   return arr;
 }
 
+std::string frame_line(const Frame& f, const char* indent, std::size_t i) {
+  char number[32];
+  std::snprintf(number, sizeof number, "%s#%-2zu ", indent, i);
+  const std::string label = frame_label(f);
+  const std::string whole = format_frame(f);
+  const std::string head = style().full_names ? label : shorten_templates(label);
+  return fitted_frame(number, printable(head), printable(whole.substr(std::min(label.size(), whole.size()))));
+}
+
 void print_stack(Symbolizer& s, StackId id, std::size_t max_frames, const char* indent) {
   const std::vector<Frame> frames = leaf_first(s, id);
   std::size_t i = 0;
@@ -157,7 +152,7 @@ void print_stack(Symbolizer& s, StackId id, std::size_t max_frames, const char* 
       std::printf("%s... %s\n", indent, count_of(frames.size() - i, "more frame", "more frames").c_str());
       break;
     }
-    std::printf("%s#%-2zu %s\n", indent, i++, printable(format_frame(f)).c_str());
+    std::printf("%s\n", frame_line(f, indent, i++).c_str());
   }
   if (frames.empty()) std::printf("%s(empty stack)\n", indent);
 }

@@ -59,6 +59,12 @@ std::vector<analysis::Frame> leaf_first(analysis::Symbolizer& s, analysis::Stack
 // The stack as JSON: [{"function","file","line","module","inlined"}...], allocation site first.
 nlohmann::json stack_json(analysis::Symbolizer& s, analysis::StackId id, std::size_t max_frames);
 // "    #0 f (file.cpp:12) [module]" lines.
+// `memtide report --histogram`: heap allocations by size class, as text or JSON (histogram.cpp).
+int print_histogram(const std::string& file, bool as_json);
+
+// Frame `i` of a stack as printed for a person: "#3 name (file:line) [module]", after `indent`,
+// styled as style() says (names shortened, cut to the width, colour).
+std::string frame_line(const analysis::Frame& f, const char* indent, std::size_t i);
 void print_stack(analysis::Symbolizer& s, analysis::StackId id, std::size_t max_frames, const char* indent = "      ");
 
 }  // namespace memtide::cli

@@ -13,12 +13,19 @@
 // --max-growth RATE judges a worker by growth instead (analysis/growth.h): the live heap bytes of
 // the stacks that keep growing after a warm-up, per minute; given alone, leaks are not judged
 // (a worker never exits) and a trace cut short is judged on what it holds.
-// --junit writes a JUnit XML file (one test case per limit); --json prints JSON instead of text.
+// --junit writes a JUnit XML file (one test case per process); --json prints JSON instead of text.
+// --error-exitcode sets the status of a broken limit, --gen-suppressions prints the lines that
+// would hide each leak, --keep-traces=failed removes the traces that passed. A directory
+// stands for its traces. MEMTIDE_CHECK_OPTIONS gives options too (main.cpp).
 //
 // Sections: [1] evaluation  [2] text  [3] JSON  [4] JUnit  [5] command
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <map>
+#include <optional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -54,6 +61,9 @@ struct CheckOptions {
   bool options_only = false;  // check the options and stop (memtide run, before the program)
   std::size_t top = 20;
   std::size_t frames = 24;
+  int error_exitcode = 1;       // a broken limit's exit status (a test's own failure is another)
+  bool gen_suppressions = false;  // a suppression block per leaking stack, to paste
+  std::string keep_traces = "all";  // "failed": remove the traces of processes that passed
 };
 
 // ---------------------------------------------------------------------------------------
@@ -134,7 +144,8 @@ Evaluation evaluate(const Model& m, Symbolizer& sym, SuppressionList& supp, cons
 // [2] Text
 // ---------------------------------------------------------------------------------------
 
-std::string stack_text(Symbolizer& sym, StackId id, std::size_t max_frames, const char* indent) {
+// For the terminal (`tty`: styled, frame_line) or a file (JUnit, suppressions: whole names).
+std::string stack_text(Symbolizer& sym, StackId id, std::size_t max_frames, const char* indent, bool tty = false) {
   std::string out;
   std::size_t i = 0;
   const auto frames = leaf_first(sym, id);
@@ -143,9 +154,24 @@ std::string stack_text(Symbolizer& sym, StackId id, std::size_t max_frames, cons
       out += std::string(indent) + "... " + count_of(frames.size() - i, "more frame", "more frames") + "\n";
       break;
     }
-    out += std::string(indent) + "#" + std::to_string(i++) + " " + printable(format_frame(f)) + "\n";
+    out += (tty ? frame_line(f, indent, i++) : std::string(indent) + "#" + std::to_string(i++) + " " + printable(format_frame(f))) + "\n";
   }
   return out;
+}
+
+// --gen-suppressions: per leaking stack, its stack as comments and the line that hides it, a
+// block to paste into a suppressions file as it is.
+void print_suppressions(const Model& m, Symbolizer& sym, const Evaluation& e, const CheckOptions& o) {
+  const FunctionSpread spread(m, sym);
+  std::printf("\nsuppressions (--gen-suppressions), one block per leaking stack:\n");
+  std::size_t i = 0;
+  for (const StackStats* s : e.leaks) {
+    if (i++ == o.top) break;
+    std::printf("\n# %s in %s leaked by %s\n", human_bytes(s->m.leaked_bytes).c_str(),
+                count_of(s->m.leaked_blocks, "block", "blocks").c_str(), printable(program_name(m.process)).c_str());
+    std::fputs(stack_text(sym, s->stack, std::min<std::size_t>(o.frames, 8), "#   ").c_str(), stdout);
+    std::printf("%s\n", printable(suggest_suppression(leaf_first(sym, s->stack), spread)).c_str());
+  }
 }
 
 void print_text(const Model& m, Symbolizer& sym, const SuppressionList& supp, const Evaluation& e, const CheckOptions& o) {
@@ -155,7 +181,8 @@ void print_text(const Model& m, Symbolizer& sym, const SuppressionList& supp, co
                 human_bytes(m.sampling.interval()).c_str(), count_of(m.sampling.samples, "sample", "samples").c_str());
   for (const Limit& l : e.limits) {
     if (!l.set) continue;
-    std::printf("  %s %s: %s (limit %s)\n", l.broken() ? "FAIL" : "ok  ", l.what.c_str(), l.value(l.actual).c_str(),
+    std::printf("  %s %s: %s (limit %s)\n", l.broken() ? paint("FAIL", "1;31").c_str() : paint("ok  ", "32").c_str(),
+                l.what.c_str(), l.value(l.actual).c_str(),
                 l.value(l.limit).c_str());
   }
   if (!e.leaks_judged)
@@ -185,7 +212,7 @@ void print_text(const Model& m, Symbolizer& sym, const SuppressionList& supp, co
       std::printf("  %zu. %s in %s%s, allocated %s .. %s\n", ++i, human_bytes(s->m.leaked_bytes).c_str(),
                   count_of(s->m.leaked_blocks, "block", "blocks").c_str(), kinds.c_str(),
                   rel_time(m, s->m.first_leak_time).c_str(), rel_time(m, s->m.last_leak_time).c_str());
-      std::fputs(stack_text(sym, s->stack, o.frames, "      ").c_str(), stdout);
+      std::fputs(stack_text(sym, s->stack, o.frames, "      ", true).c_str(), stdout);
     }
   }
   if (!e.peak_stacks.empty()) {
@@ -201,7 +228,7 @@ void print_text(const Model& m, Symbolizer& sym, const SuppressionList& supp, co
       }
       std::printf("  %zu. %s in %s\n", ++i, human_bytes(s->m.peak_bytes).c_str(),
                   count_of(s->m.peak_blocks, "block", "blocks").c_str());
-      std::fputs(stack_text(sym, s->stack, o.frames, "      ").c_str(), stdout);
+      std::fputs(stack_text(sym, s->stack, o.frames, "      ", true).c_str(), stdout);
     }
   }
   if (e.growth) print_growth(m, *e.growth, sym, o.top, o.frames);
@@ -219,7 +246,8 @@ void print_text(const Model& m, Symbolizer& sym, const SuppressionList& supp, co
   }
   for (const Suppression& x : supp.items())
     if (!x.builtin && !x.stacks) std::printf("  unused: leak:%s (%s)\n", x.pattern.c_str(), x.origin.c_str());
-  std::printf("\n%s\n", e.failed() ? "memtide check: FAILED" : "memtide check: passed");
+  if (o.gen_suppressions && !e.leaks.empty()) print_suppressions(m, sym, e, o);
+  std::printf("\nmemtide check: %s\n", e.failed() ? paint("FAILED", "1;31").c_str() : paint("passed", "32").c_str());
 }
 
 // ---------------------------------------------------------------------------------------
@@ -248,6 +276,8 @@ json check_json(const Model& m, Symbolizer& sym, const SuppressionList& supp, co
   j["peak_bytes"] = m.heap().peak_bytes;
   j["total_allocations"] = m.heap().allocations;
   json leaks = json::array();
+  std::optional<FunctionSpread> spread;
+  if (o.gen_suppressions && !e.leaks.empty()) spread.emplace(m, sym);
   for (const StackStats* s : e.leaks) {
     if (leaks.size() == o.top) break;
     leaks.push_back({{"bytes", s->m.leaked_bytes},
@@ -256,6 +286,7 @@ json check_json(const Model& m, Symbolizer& sym, const SuppressionList& supp, co
                      {"indirect_count", e.scanned ? s->m.indirect_blocks : 0},
                      {"stack_id", s->stack.value},
                      {"stack", stack_json(sym, s->stack, o.frames)}});
+    if (spread) leaks.back()["suppression"] = suggest_suppression(leaf_first(sym, s->stack), *spread);
   }
   j["leaks"] = leaks;
   json peak = json::array();
@@ -291,61 +322,86 @@ json check_json(const Model& m, Symbolizer& sym, const SuppressionList& supp, co
 // written at all.
 std::string junit_escape(std::string_view s) { return xml_escape(s, '?', true); }
 
-// One trace's test suite (one test case per limit); adds to the counts of the whole report.
-std::string junit_suite(const Model& m, Symbolizer& sym, const Evaluation& e, const CheckOptions& o,
-                        std::size_t& all_tests, std::size_t& all_failures) {
-  std::ostringstream x;
-  std::size_t tests = 0, failures = 0;
-  for (const Limit& l : e.limits)
-    if (l.set) ++tests, failures += l.broken();
-  all_tests += tests;
-  all_failures += failures;
-  const std::string suite = "memtide check " + (m.process.exe.empty() ? o.file : analysis::program_label(m.process));
-  x << "  <testsuite name=\"" << junit_escape(suite) << "\" tests=\"" << tests << "\" failures=\"" << failures
-    << "\" errors=\"0\" skipped=\"0\" time=\"" << static_cast<double>(m.duration()) / 1e9 << "\">\n";
-  x << "    <properties>\n      <property name=\"trace\" value=\"" << junit_escape(o.file) << "\"/>\n"
-    << "      <property name=\"suppressed_bytes\" value=\"" << e.suppressed_bytes << "\"/>\n    </properties>\n";
+// One process's test case: named after its program, failed when a limit is broken (each broken
+// limit and the offending stacks in the body), an error when the trace could not be judged.
+struct JunitCase {
+  std::string name;  // the program's name (made unique in run_check)
+  uint64_t pid = 0;
+  std::string trace;
+  double seconds = 0;
+  std::string failure, body;  // failure message and text: a limit is broken
+  bool growth = false;        // the broken limit is growth alone (a memtide.growth failure)
+  bool leak = false;          // a leak or peak limit is broken
+  std::string error;          // the trace could not be judged
+};
+
+JunitCase junit_case(const Model& m, Symbolizer& sym, const Evaluation& e, const CheckOptions& o) {
+  JunitCase c;
+  c.pid = m.process.pid;
+  c.trace = o.file;
+  c.seconds = static_cast<double>(m.duration()) / 1e9;
+  bool leak_stacks = false;
   for (const Limit& l : e.limits) {
-    if (!l.set) continue;
-    x << "    <testcase classname=\"memtide.check\" name=\"" << junit_escape(l.name) << "\" time=\"0\">\n";
-    if (l.broken()) {
-      std::string body = l.what + ": " + l.value(l.actual) + " (limit " + l.value(l.limit) + ")\n";
-      std::size_t i = 0;
-      if (l.name == "max-growth") {
-        for (const StackGrowth& s : e.growth->growing) {
-          if (i++ == o.top) break;
-          body += "\n" + growth_line(s) + "\n" + stack_text(sym, s.stack, o.frames, "  ");
-        }
-      } else if (l.name != "max-peak-bytes") {
-        for (const StackStats* s : e.leaks) {
-          if (i++ == o.top) break;
-          body += "\n" + human_bytes(s->m.leaked_bytes) + " in " + count_of(s->m.leaked_blocks, "block", "blocks") + "\n" +
-                  stack_text(sym, s->stack, o.frames, "  ");
-        }
-      } else {
-        for (const StackStats* s : e.peak_stacks) {
-          if (i++ == o.top) break;
-          body += "\n" + human_bytes(s->m.peak_bytes) + " in " + count_of(s->m.peak_blocks, "block", "blocks") +
-                  " live at the peak\n" + stack_text(sym, s->stack, o.frames, "  ");
-        }
-      }
-      x << "      <failure type=\"" << (l.name == "max-growth" ? "memtide.growth" : "memtide.leak") << "\" message=\""
-        << junit_escape(l.what + " " + l.value(l.actual) + " > " + l.value(l.limit)) << "\">" << junit_escape(body)
-        << "</failure>\n";
-    }
-    x << "    </testcase>\n";
+    if (!l.broken()) continue;
+    c.failure += (c.failure.empty() ? "" : "; ") + l.what + " " + l.value(l.actual) + " > " + l.value(l.limit);
+    c.body += l.what + ": " + l.value(l.actual) + " (limit " + l.value(l.limit) + ")\n";
+    leak_stacks |= l.name != "max-peak-bytes" && l.name != "max-growth";
+    (l.name == "max-growth" ? c.growth : c.leak) = true;
   }
-  x << "  </testsuite>\n";
-  return x.str();
+  std::size_t i = 0;
+  if (c.growth) {
+    for (const StackGrowth& s : e.growth->growing) {
+      if (i++ == o.top) break;
+      c.body += "\n" + growth_line(s) + "\n" + stack_text(sym, s.stack, o.frames, "  ");
+    }
+  }
+  i = 0;
+  if (leak_stacks) {
+    for (const StackStats* s : e.leaks) {
+      if (i++ == o.top) break;
+      c.body += "\n" + human_bytes(s->m.leaked_bytes) + " in " + count_of(s->m.leaked_blocks, "block", "blocks") + "\n" +
+                stack_text(sym, s->stack, o.frames, "  ");
+    }
+  }
+  i = 0;
+  for (const StackStats* s : e.peak_stacks) {
+    if (i++ == o.top) break;
+    c.body += "\n" + human_bytes(s->m.peak_bytes) + " in " + count_of(s->m.peak_blocks, "block", "blocks") +
+              " live at the peak\n" + stack_text(sym, s->stack, o.frames, "  ");
+  }
+  return c;
 }
 
-std::string write_junit(const std::string& path, const std::vector<std::string>& suites, std::size_t tests,
-                        std::size_t failures, const CheckOptions& o) {
+// The report: one test suite, one test case per process (several processes of one program told
+// apart by their pids).
+std::string write_junit(const std::string& path, std::vector<JunitCase> cases, const CheckOptions& o) {
+  std::map<std::string, int> uses;
+  for (const JunitCase& c : cases) ++uses[c.name];
+  std::size_t failures = 0, errors = 0;
+  double seconds = 0;
+  for (JunitCase& c : cases) {
+    if (uses[c.name] > 1) c.name += " (pid " + std::to_string(c.pid) + ")";
+    failures += !c.failure.empty();
+    errors += !c.error.empty();
+    seconds += c.seconds;
+  }
   std::ostringstream x;
   x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  x << "<testsuites name=\"memtide\" tests=\"" << tests << "\" failures=\"" << failures << "\" errors=\"0\">\n";
-  for (const std::string& suite : suites) x << suite;
-  x << "</testsuites>\n";
+  x << "<testsuites name=\"memtide\" tests=\"" << cases.size() << "\" failures=\"" << failures << "\" errors=\"" << errors
+    << "\">\n";
+  x << "  <testsuite name=\"memtide check\" tests=\"" << cases.size() << "\" failures=\"" << failures << "\" errors=\""
+    << errors << "\" skipped=\"0\" time=\"" << seconds << "\">\n";
+  for (const JunitCase& c : cases) {
+    x << "    <testcase classname=\"memtide.check\" name=\"" << junit_escape(c.name) << "\" time=\"" << c.seconds << "\">\n";
+    if (!c.error.empty())
+      x << "      <error type=\"memtide.error\" message=\"" << junit_escape(c.error) << "\"/>\n";
+    else if (!c.failure.empty())
+      x << "      <failure type=\"" << (c.growth && !c.leak ? "memtide.growth" : "memtide.leak") << "\" message=\"" << junit_escape(c.failure) << "\">" << junit_escape(c.body)
+        << "</failure>\n";
+    x << "      <system-out>trace: " << junit_escape(c.trace) << "</system-out>\n";
+    x << "    </testcase>\n";
+  }
+  x << "  </testsuite>\n</testsuites>\n";
   std::vector<std::string> inputs = o.suppressions;
   inputs.insert(inputs.end(), o.files.begin(), o.files.end());
   return write_whole_file(path, x.view(), inputs);
@@ -373,20 +429,37 @@ std::string incomplete_reason(const Model& m) {
 // JSON and JUnit parts.
 struct Verdict {
   int status = kExitOk;
+  bool program_failed = false;  // the process itself did not exit 0 (its trace is kept)
   std::string label;
   json j;
-  std::string junit;
+  JunitCase junit;
 };
 
-Verdict judge(const CheckOptions& o, SuppressionList supp, std::size_t& junit_tests, std::size_t& junit_failures) {
+Verdict judge(const CheckOptions& o, SuppressionList supp) {
   Verdict v;
   v.label = o.file;
+  v.junit.name = std::filesystem::path(o.file).filename().string();
+  v.junit.trace = o.file;
+  // Every error below is also the test case's.
+  auto print_error = [&](std::string_view file, const std::string& message) {
+    cli::print_error(file, message);
+    v.junit.error = message;
+  };
   SymbolPreload preload;
   ReplayOptions ro;
   ro.stack_history = !o.max_growth.empty();
   auto model = load_model(o.file, ro, false, &preload);
-  if (!model) return v.status = kExitError, v;
-  if (model->have_process) v.label = program_name(model->process) + " (pid " + std::to_string(model->process.pid) + ")";
+  if (!model) {
+    v.junit.error = "the trace cannot be read";
+    return v.status = kExitError, v;
+  }
+  if (model->have_process) {
+    v.label = program_name(model->process) + " (pid " + std::to_string(model->process.pid) + ")";
+    v.junit.name = program_name(model->process);
+    v.junit.pid = model->process.pid;
+  }
+  v.program_failed = !model->end || (fmt::end_has_exit_status(model->end->reason) ? model->end->status != 0
+                                                                                  : model->end->reason != fmt::EndReason::Exec);
   if (model->corrupt) {
     print_error(o.file, "the trace is corrupt: leaks cannot be trusted");
     return v.status = kExitError, v;
@@ -436,12 +509,42 @@ Verdict judge(const CheckOptions& o, SuppressionList supp, std::size_t& junit_te
     print_text(*model, sym, supp, e, o);
   std::cout.flush();
   print_symbol_problems(o.file, sym);
-  if (!o.junit.empty()) v.junit = junit_suite(*model, sym, e, o, junit_tests, junit_failures);
+  if (!o.junit.empty()) {
+    JunitCase c = junit_case(*model, sym, e, o);
+    c.name = v.junit.name;
+    v.junit = std::move(c);
+  }
   v.status = e.failed() ? 1 : kExitOk;
   return v;
 }
 
-int run_check(const CheckOptions& o) {
+// The files to judge: each FILE, and for a directory (a whole run's) its .mtide files in name
+// order. Empty, else what is wrong.
+std::string expand_directories(std::vector<std::string>& files) {
+  std::vector<std::string> out;
+  for (const std::string& f : files) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(f, ec)) {
+      out.push_back(f);
+      continue;
+    }
+    std::vector<std::string> found;
+    for (const auto& entry : std::filesystem::directory_iterator(f, ec))
+      if (entry.path().extension() == ".mtide" && entry.is_regular_file(ec)) found.push_back(entry.path().string());
+    if (ec) return f + ": " + ec.message();
+    if (found.empty()) return f + ": the directory holds no trace (.mtide)";
+    std::sort(found.begin(), found.end());
+    out.insert(out.end(), found.begin(), found.end());
+  }
+  files = std::move(out);
+  return "";
+}
+
+int run_check(CheckOptions o) {
+  if (const std::string err = expand_directories(o.files); !err.empty()) {
+    std::cerr << "memtide: " << printable(err) << '\n';
+    return kExitError;
+  }
   SuppressionList supp;
   std::vector<std::string> notes;
   for (const std::string& f : o.suppressions) {
@@ -465,17 +568,14 @@ int run_check(const CheckOptions& o) {
   if (o.options_only) return kExitOk;
 
   std::vector<Verdict> verdicts;
-  std::vector<std::string> suites;
-  std::size_t junit_tests = 0, junit_failures = 0;
   int status = kExitOk;
   for (const std::string& f : o.files) {
     CheckOptions one = o;
     one.file = f;
     if (!verdicts.empty() && !o.json) std::printf("\n");
-    verdicts.push_back(judge(one, supp, junit_tests, junit_failures));
+    verdicts.push_back(judge(one, supp));
     const int st = verdicts.back().status;
     if (st == kExitError || (st == 1 && status == kExitOk)) status = st;
-    if (!verdicts.back().junit.empty()) suites.push_back(verdicts.back().junit);
   }
   if (o.json) {
     if (verdicts.size() == 1) {
@@ -495,14 +595,22 @@ int run_check(const CheckOptions& o) {
     std::printf("memtide check: %s\n", status == kExitOk ? "passed" : status == 1 ? "FAILED" : "could not judge every process");
   }
   std::cout.flush();
-  if (!o.junit.empty() && !suites.empty()) {
-    if (const std::string err = write_junit(o.junit, suites, junit_tests, junit_failures, o); !err.empty()) {
+  if (!o.junit.empty()) {
+    std::vector<JunitCase> cases;
+    for (const Verdict& v : verdicts) cases.push_back(v.junit);
+    if (const std::string err = write_junit(o.junit, std::move(cases), o); !err.empty()) {
       print_error(o.junit, "cannot write the JUnit report: " + err);
       return kExitError;
     }
   }
-  return status;
+  // Only the traces worth a look stay: of a process that broke a limit, could not be judged or
+  // failed by itself.
+  if (o.keep_traces == "failed")
+    for (std::size_t i = 0; i < verdicts.size(); ++i)
+      if (verdicts[i].status == kExitOk && !verdicts[i].program_failed) std::filesystem::remove(o.files[i]);
+  return status == 1 ? o.error_exitcode : status;
 }
+
 
 }  // namespace
 
@@ -517,7 +625,9 @@ Command check_command() {
                   return problem ? "not a size: '" + v + "': " + problem : std::string();
                 },
                 "SIZE");
-            sub.add_option("file", o->files, "Trace files (.mtide): each is judged; the check fails when one fails")
+            sub.add_option("file", o->files,
+                           "Trace files (.mtide), or directories of them (a run's): each is judged; the check fails "
+                           "when one fails")
                 ->required();
             sub.add_option("--max-leaked-bytes", o->max_leaked_bytes, "Most leaked bytes allowed (default 0 when no leak limit is given)")
                 ->check(size_check);
@@ -545,7 +655,20 @@ Command check_command() {
             sub.add_flag("--allow-incomplete", o->allow_incomplete,
                          "Judge a trace cut short (truncated, no End record, recording stopped early) on what it "
                          "holds, instead of exit 2");
-            sub.add_option("--junit", o->junit, "Also write a JUnit XML report to this file");
+            sub.add_option("--junit", o->junit,
+                           "Also write a JUnit XML report to this file: one test case per process, named after its "
+                           "program");
+            sub.add_option("--error-exitcode", o->error_exitcode,
+                           "Exit status when a limit is broken (default 1; not 2, the status of an error), to tell a "
+                           "leak from a test's own failure")
+                ->check(CLI::Range(1, 255) & CLI::Validator(
+                                                 [](std::string& v) { return v == "2" ? std::string("2 is the status of an error") : std::string(); },
+                                                 "NOT 2"));
+            sub.add_flag("--gen-suppressions", o->gen_suppressions,
+                         "Print a suppression block for each leaking stack, to paste into a suppressions file");
+            sub.add_option("--keep-traces", o->keep_traces,
+                           "all (default), or failed: remove the trace of each process that passed and exited 0")
+                ->check(CLI::IsMember({"all", "failed"}));
             sub.add_flag("--json", o->json, "Print the result as JSON instead of text");
             sub.add_flag("--options-only", o->options_only,
                          "Check the options (limits, suppressions files, --junit's path) and stop: FILE is the "
@@ -553,6 +676,9 @@ Command check_command() {
                 ->group("");  // (memtide run's, before the program starts)
             sub.add_option("--top", o->top, "Leak stacks printed (default 20)")->check(CLI::Range(1, 1000000));
             sub.add_option("--frames", o->frames, "Frames printed per stack (default 24)")->check(CLI::Range(1, 100000));
+            // Given twice (MEMTIDE_CHECK_OPTIONS, then the command line): the last one counts.
+            for (CLI::Option* opt : sub.get_options())
+              if (opt->get_items_expected_max() == 1) opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
             return [o] { return run_check(*o); };
           }};
 }

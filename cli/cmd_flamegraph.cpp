@@ -1,7 +1,8 @@
-// `memtide flamegraph FILE --metric allocated|count|leaked|peak|temporary|live [--from T --to T]
+// `memtide flamegraph FILE --metric allocated|allocations|leaked|peak|temporary|live [--from T --to T]
 //  [--at T] -o OUT`: folded stacks ("main;f;g 1234", read by flamegraph.pl, inferno and speedscope) for
 // OUT ending in .folded or .txt (or "-": stdout), a self-contained interactive SVG for .svg.
-// Values are bytes, except for count and temporary (numbers of allocations).
+// Values are bytes, except for allocations and temporary (numbers of allocations). The metrics are
+// named as in the viewer; `count`, their former name for allocations, is still taken.
 #include <CLI/CLI.hpp>
 
 #include <cctype>
@@ -28,7 +29,7 @@ struct FlameOptions {
 };
 
 const std::map<std::string, Metric> kMetrics = {{"allocated", Metric::Allocated},
-                                                {"count", Metric::Count},
+                                                {"allocations", Metric::Count},
                                                 {"leaked", Metric::Leaked},
                                                 {"peak", Metric::Peak},
                                                 {"temporary", Metric::Temporary},
@@ -74,8 +75,8 @@ int run_flamegraph(const FlameOptions& o) {
     const bool bytes = o.metric != Metric::Count && o.metric != Metric::Temporary;
     so.bytes = bytes;
     so.unit = bytes ? "bytes" : "allocations";
-    so.title = "memtide: " + std::string(o.bottom_up ? "bottom-up " : "") + metric_name +
-               (bytes ? " bytes" : " allocations");
+    so.title = "memtide: " + std::string(o.bottom_up ? "bottom-up " : "") +
+               (o.metric == Metric::Count ? "allocations" : metric_name + (bytes ? " bytes" : " allocations"));
     so.subtitle = model->process.exe.empty() ? o.file : analysis::program_label(model->process) + " (" + o.file + ")";
     if (model->has_window()) so.subtitle += ", allocations made in [" + rel_time(*model, model->window_from) + ", " +
                                             (model->window_to == UINT64_MAX ? std::string("end") : rel_time(*model, model->window_to)) + "]";
@@ -101,12 +102,13 @@ Command flamegraph_command() {
           [](CLI::App& sub) -> std::function<int()> {
             auto o = std::make_shared<FlameOptions>();
             sub.add_option("file", o->file, "Trace file (.mtide)")->required();
-            sub.add_option("--metric", o->metric, "What the widths show: allocated (bytes, default), count, leaked, "
+            sub.add_option("--metric", o->metric, "What the widths show: allocated (bytes, default), allocations, leaked, "
                                                   "peak (bytes live at the high-water mark), temporary, "
                                                   "live (bytes live at --at TIME)")
                 ->transform(CLI::Validator(
                     [](std::string& v) -> std::string {
                       for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+                      if (v == "count") v = "allocations";
                       if (const auto it = kMetrics.find(v); it != kMetrics.end()) {
                         v = std::to_string(static_cast<int>(it->second));  // parsed into the enum
                         return {};

@@ -380,7 +380,16 @@ int run_info(const InfoOptions& o) {
   s.file = o.file;
   s.header = reader.info();
   s.c = &c;
-  s.stop = read_records(reader, decoder, c);
+  // (read_records, with a progress bar: a large trace takes seconds)
+  ProgressBar progress;
+  const uint64_t total = reader.size();
+  for (Block b;;) {
+    s.stop = reader.next(b);
+    if (s.stop.ok()) s.stop = decoder.decode(b, c);
+    if (!s.stop.ok()) break;
+    progress(reader.offset(), total);
+  }
+  progress(total, total);
   s.size = reader.size();
   const bool alive = reader.writer_alive();
   switch (s.stop.status) {

@@ -28,6 +28,7 @@ using nlohmann::json;
 struct ReportOptions {
   std::string file;
   bool json = false;
+  bool histogram = false;
   std::size_t top = 10;
   std::size_t frames = 32;
   WindowOptions window;
@@ -432,12 +433,21 @@ Command report_command() {
             sub.add_flag("--json", o->json, "Print the report as JSON (schema: docs/REPORT_JSON.md)");
             sub.add_option("--top", o->top, "Stacks listed per section (default 10)")->check(CLI::Range(1, 1000000));
             sub.add_option("--frames", o->frames, "Frames printed per stack (default 32)")->check(CLI::Range(1, 100000));
+            sub.add_flag("--histogram", o->histogram,
+                         "Print instead the heap allocations by size, in power-of-two classes (with --json: as JSON)");
             o->window.declare(sub, true);
             auto* growth = sub.add_flag("--growth", o->growth,
                                         "Also list the stacks whose live bytes keep growing after a warm-up (a "
                                         "worker's leaks), told apart from caches that fill and hold");
             o->growth_opt.declare(sub)->needs(growth);
-            return [o] { return run_report(*o); };
+            return [o] {
+              if (!o->histogram) return run_report(*o);
+              if (!o->window.from.empty() || !o->window.to.empty() || !o->window.at.empty()) {
+                print_error(o->file, "--histogram counts the whole trace: it takes no --from, --to or --at");
+                return kExitError;
+              }
+              return print_histogram(o->file, o->json);
+            };
           }};
 }
 

@@ -2,9 +2,11 @@
 
 #include <ext/stdio_sync_filebuf.h>
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
@@ -208,6 +210,108 @@ std::string write_whole_file(const std::string& path, std::string_view data, con
   std::size_t done = 0;
   if (const int e = write_all(out.fd(), data.data(), data.size(), done); e != 0) return std::strerror(e);
   return out.commit();
+}
+
+Style& style() {
+  static Style s;
+  return s;
+}
+
+void set_style(bool full_names, const std::string& color) {
+  Style& s = style();
+  s.full_names = full_names;
+  const bool tty = isatty(STDOUT_FILENO) == 1;
+  const char* no_color = std::getenv("NO_COLOR");
+  const char* term = std::getenv("TERM");
+  s.color = color == "always" ||
+            (color == "auto" && tty && !(no_color && *no_color) && !(term && std::strcmp(term, "dumb") == 0));
+  s.width = 0;
+  winsize ws{};
+  if (tty && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 20) s.width = ws.ws_col;
+}
+
+std::string shorten_templates(std::string_view name) {
+  std::string out;
+  out.reserve(name.size());
+  int depth = 0;
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    if (depth == 0 && c == '<') {
+      // An operator's own '<' (operator<, operator<<, operator<=, operator<=>) opens no list.
+      const std::string_view before = name.substr(0, i);
+      std::size_t op = before.size();
+      while (op > 0 && before[op - 1] == '<') --op;
+      if (before.substr(0, op).ends_with("operator")) {
+        out += c;
+        continue;
+      }
+      out += "<...";
+      depth = 1;
+    } else if (depth > 0) {
+      if (c == '<') ++depth;
+      if (c == '>' && --depth == 0) out += '>';
+    } else {
+      out += c;
+    }
+  }
+  if (depth > 0) out += '>';  // (a name cut short)
+  return out;
+}
+
+std::string paint(std::string_view s, const char* sgr) {
+  if (!style().color || s.empty()) return std::string(s);
+  return std::string("\033[") + sgr + "m" + std::string(s) + "\033[0m";
+}
+
+std::string fitted_frame(std::string_view indent, std::string_view head, std::string_view tail) {
+  std::string h(head), t(tail);
+  const std::size_t width = style().width;
+  if (width && indent.size() + h.size() + t.size() > width) {
+    const std::size_t room = width > indent.size() + 4 ? width - indent.size() - 3 : 1;
+    if (h.size() >= room) {
+      h.resize(room);
+      t.clear();
+    } else {
+      t.resize(room - h.size());
+    }
+    (t.empty() ? h : t) += "...";
+  }
+  return std::string(indent) + paint(h, "1") + paint(t, "2");
+}
+
+ProgressBar::ProgressBar() : on(isatty(STDERR_FILENO) == 1) {}
+
+void ProgressBar::operator()(uint64_t done, uint64_t total) {
+  if (!on || total == 0) return;
+  const int pct = static_cast<int>(std::min(done, total) * 100 / total);
+  if (pct == last) return;
+  last = pct;
+  const int width = 30, fill = pct * width / 100;
+  std::fprintf(stderr, "\r[%.*s%*s] %3d%%", fill, "##############################", width - fill, "", pct);
+  if (done >= total) std::fprintf(stderr, "\r%*s\r", width + 8, "");
+  std::fflush(stderr);
+}
+
+std::string check_options_from_env(std::vector<std::string>& args) {
+  const char* env = std::getenv(kCheckOptionsEnv);
+  if (!env) return "";
+  std::string word;
+  auto take = [&]() -> std::string {
+    if (word.empty()) return "";
+    if (word[0] == '-') return "'" + word + "': give the option's name without dashes (error-exitcode=23)";
+    args.push_back("--" + word);
+    word.clear();
+    return "";
+  };
+  for (const char* c = env;; ++c) {
+    if (*c == 0 || *c == ' ' || *c == ':' || *c == '\t' || *c == '\n') {
+      if (std::string err = take(); !err.empty()) return err;
+      if (*c == 0) break;
+    } else {
+      word += *c;
+    }
+  }
+  return "";
 }
 
 namespace {

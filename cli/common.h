@@ -32,6 +32,41 @@ std::string format_duration(uint64_t ns);
 // line has not that shape.
 bool manifest_trace_path(const std::string& line, std::string& path);
 
+// The options of MEMTIDE_CHECK_OPTIONS as `memtide check` arguments ("name=value" and "name",
+// separated by spaces or colons, to "--name=value" and "--name"); empty, else what is wrong.
+inline constexpr const char* kCheckOptionsEnv = "MEMTIDE_CHECK_OPTIONS";
+std::string check_options_from_env(std::vector<std::string>& args);
+
+// How text for a person looks, set once from the command line (main.cpp): C++ names with their
+// template arguments shortened unless --full-names, lines cut to the terminal's width when
+// standard output is one, colour per --color (auto: on a terminal, unless NO_COLOR is set).
+struct Style {
+  bool full_names = false;
+  bool color = false;
+  std::size_t width = 0;  // 0: lines are not cut (not a terminal)
+};
+Style& style();
+// Sets style() from the options: `color` is auto, always or never.
+void set_style(bool full_names, const std::string& color);
+// "std::vector<int, std::allocator<int> >::push_back(int const&)" ->
+// "std::vector<...>::push_back(int const&)": each outermost template argument list becomes
+// <...> (heaptrack_print's shortening); `operator<`, `operator<<`, `operator<=>` stay.
+std::string shorten_templates(std::string_view name);
+// `s` between the SGR sequence `sgr` ("1" bold, "31" red, "2" dim) and a reset when colour is
+// on; `s` itself otherwise.
+std::string paint(std::string_view s, const char* sgr);
+// A line of a stack: `head` (the function, bold) then `tail` (where it is, dim), cut with "..."
+// to fit the width after `indent` columns.
+std::string fitted_frame(std::string_view indent, std::string_view head, std::string_view tail);
+
+// A progress bar on stderr while a command reads a file, when stderr is a terminal.
+struct ProgressBar {
+  bool on;
+  int last = -1;
+  ProgressBar();
+  void operator()(uint64_t done, uint64_t total);
+};
+
 // Every file a command writes goes through OutputFile: written under a temporary name in the
 // same directory (mode 0600: traces and what is made from them hold addresses), then renamed
 // over `path` in one step, so that a failure or an interruption leaves what was there before.

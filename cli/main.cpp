@@ -7,6 +7,8 @@
 #include <cstring>
 #include <exception>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -21,11 +23,27 @@ int main(int argc, char** argv) {
     return std::string("memtide: ") + e.what() + " (see --help)\n";
   });
 
+  // How text for a person looks, for every command (given before or after the command's name).
+  bool full_names = false;
+  std::string color = "auto";
+  app.add_flag("--full-names", full_names, "Print C++ names whole (default: template arguments shortened to <...>)");
+  app.add_option("--color", color, "Colour in the text output: auto (on a terminal, unless NO_COLOR is set), always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
+
   const std::vector<Command> commands = all_commands();
   std::vector<std::pair<CLI::App*, std::function<int()>>> actions;
   for (const Command& c : commands) {
     CLI::App* sub = app.add_subcommand(std::string(c.name), std::string(c.description));
+    sub->fallthrough();
     actions.emplace_back(sub, c.setup(*sub));
+  }
+  // `memtide-cli help [CMD]`: the command's --help.
+  if (argc >= 2 && std::string_view(argv[1]) == "help") {
+    if (argc == 2) return std::cout << app.help(), kExitOk;
+    for (auto& [sub, action] : actions)
+      if (sub->get_name() == argv[2]) return std::cout << sub->help(), kExitOk;
+    std::cerr << "memtide: unknown command '" << printable(argv[2]) << "' (see memtide help)\n";
+    return kExitError;
   }
 
   // A first word that names no command: CLI11 would call it a missing subcommand.
@@ -38,14 +56,27 @@ int main(int argc, char** argv) {
     }
   }
 
+  // MEMTIDE_CHECK_OPTIONS gives `check` options before the command line's, which win (as
+  // LSAN_OPTIONS does for LeakSanitizer): "error-exitcode=23 suppressions=ci/memtide.supp".
+  std::vector<std::string> args(argv, argv + argc);
+  if (argc >= 2 && args[1] == "check") {
+    std::vector<std::string> env_args;
+    if (const std::string err = check_options_from_env(env_args); !err.empty()) {
+      std::cerr << "memtide: MEMTIDE_CHECK_OPTIONS: " << printable(err) << '\n';
+      return kExitError;
+    }
+    args.insert(args.begin() + 2, env_args.begin(), env_args.end());
+  }
   try {
-    app.parse(argc, argv);
+    std::vector<std::string> reversed(args.rbegin(), args.rend() - 1);  // (CLI11 takes them last first)
+    app.parse(reversed);
   } catch (const CLI::ParseError& e) {
     // --help / --version exit 0; every usage error exits 2 (CLI11's own codes vary).
     const int code = app.exit(e);
     return code == 0 ? kExitOk : kExitError;
   }
 
+  set_style(full_names, color);
   try {
     for (auto& [sub, action] : actions) {
       if (!sub->parsed()) continue;

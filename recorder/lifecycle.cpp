@@ -12,9 +12,12 @@
 #include <libunwind.h>
 #include <signal.h>
 #include <fcntl.h>
+#include <spawn.h>
 #include <sys/file.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -46,6 +49,9 @@ Recording recording;
 namespace {
 
 pthread_mutex_t g_start_mutex = PTHREAD_MUTEX_INITIALIZER;
+// MEMTIDE_CHECK_OPTIONS's value when the program gates itself at exit (self_check): set, and
+// not under `memtide run`, which gates every process of its run itself.
+const char* g_check_options = nullptr;
 bool g_dormant = false;  // loaded by `memtide attach`, not attached yet
 
 void install_fork_handlers();
@@ -186,6 +192,11 @@ void early_init(const Options* given = nullptr, bool set_flush = false, bool set
   pthread_mutex_unlock(&recording.shared_mutex);
   if (!given) {
     recording.manifest = std::getenv("MEMTIDE_MANIFEST");
+    if (!recording.manifest) {
+      // The gate counts what is unreachable at exit, as LeakSanitizer does: scan unless told.
+      g_check_options = std::getenv("MEMTIDE_CHECK_OPTIONS");
+      if (g_check_options && !std::getenv("MEMTIDE_LEAK_SCAN")) recording.opts.leak_scan = true;
+    }
     if (!recording.opts.follow) leave_environment();  // (before the program's main)
   }
   recording.state.store(kActive, std::memory_order_release);
@@ -393,10 +404,68 @@ void end_at_quick_exit() { finish(fmt::EndReason::QuickExit, static_cast<uint64_
 void install_quick_exit_handler() { at_quick_exit(end_at_quick_exit); }
 void install_exit_status_handler() { on_exit(keep_exit_status, nullptr); }
 
+namespace {
+// MEMTIDE_CHECK_OPTIONS in a direct LD_PRELOAD run, as LSAN_OPTIONS: once the trace is
+// whole, `memtide-cli check` judges it (its report on stderr: the program's stdout stays its
+// own), and a program that exited 0 exits with the gate's status instead when the gate fails.
+// memtide-cli is found beside the library's tree: ../bin, or ../../bin from lib/<multiarch>.
+void self_check(const char* trace) {
+  Dl_info info{};
+  if (!dladdr(reinterpret_cast<void*>(&self_check), &info) || !info.dli_fname) return;
+  static char cli[4096];
+  const char* slash = std::strrchr(info.dli_fname, '/');
+  const int dir_len = slash ? static_cast<int>(slash - info.dli_fname) : 1;
+  const char* dir = slash ? info.dli_fname : ".";
+  bool found = false;
+  for (const char* up : {"/../bin/memtide-cli", "/../../bin/memtide-cli"}) {
+    std::snprintf(cli, sizeof cli, "%.*s%s", dir_len, dir, up);
+    if ((found = access(cli, X_OK) == 0)) break;
+  }
+  const int exit_status = g_exit_status.load() & 0xff;
+  std::fflush(nullptr);  // (the program's output before the report)
+  if (!found) {
+    message("MEMTIDE_CHECK_OPTIONS: memtide-cli not found near %s: the trace %s was not checked", info.dli_fname, trace);
+    if (exit_status == 0) _exit(2);
+    return;
+  }
+  static char* env[4096];
+  static char preload[4096], options[4096];
+  env_without_own(environ, env, sizeof env / sizeof env[0] - 1, preload, sizeof preload);
+  size_t n = 0;
+  while (env[n]) ++n;
+  std::snprintf(options, sizeof options, "MEMTIDE_CHECK_OPTIONS=%s", g_check_options);
+  env[n] = options;
+  env[n + 1] = nullptr;
+  char check[] = "check";
+  char* argv[] = {cli, check, const_cast<char*>(trace), nullptr};
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO);
+  pid_t pid = -1;
+  int status = 0;
+  const int err = posix_spawn(&pid, cli, &actions, nullptr, argv, env);
+  posix_spawn_file_actions_destroy(&actions);
+  while (err == 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  const int gate = err != 0 ? 2 : WIFEXITED(status) ? WEXITSTATUS(status) : 2;
+  if (gate != 0 && exit_status == 0) _exit(gate);  // (the program's own failure wins)
+}
+}  // namespace
+
 void finish_detached() { finish(fmt::EndReason::Detach, 0, 10000); }
 
 void finish_at_exit() {
+  // The trace's name as it is now: a relative name was resolved in the directory the program
+  // was in when it opened the file.
+  static char trace[4096];
+  if (g_check_options && recording.fd >= 0 && getpid() == recording.pid) {
+    char fd_link[64];
+    std::snprintf(fd_link, sizeof fd_link, "/proc/self/fd/%d", recording.fd);
+    const ssize_t n = readlink(fd_link, trace, sizeof trace - 1);
+    trace[n > 0 ? n : 0] = 0;
+  }
   finish(fmt::EndReason::Exit, static_cast<uint64_t>(static_cast<unsigned>(g_exit_status.load()) & 0xff), 10000);
+  if (trace[0]) self_check(trace);
 }
 void finish_immediate_exit(int status) {
   // A vfork child shares the parent's memory: its _exit is not the end of the parent's trace.

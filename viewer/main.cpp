@@ -33,7 +33,8 @@ std::optional<uint64_t> parse_seconds(const std::string& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App cli{"memtide-view: the memtide trace viewer"};
+  CLI::App cli{"memtide-view: the memtide trace viewer", "memtide-view"};
+  cli.set_version_flag("--version", std::string("memtide-view ") + MEMTIDE_VERSION);
   std::string file, screenshot, view = "summary", metric, direction, select, search, baseline, theme, domain;
   RunOptions run;
   float scale = 0;
@@ -47,6 +48,7 @@ int main(int argc, char** argv) {
   cli.add_option("--theme", theme, "dark or light")->check(CLI::IsMember({"dark", "light"}));
   cli.add_option("--metric", metric,
                  "Flamegraph metric: allocated, allocations, temporary, leaked, peak, live")
+      ->transform([](std::string v) { return v == "count" ? std::string("allocations") : v; })  // (the former CLI name)
       ->check(CLI::IsMember({"allocated", "allocations", "temporary", "leaked", "peak", "live"}));
   cli.add_option("--domain", domain, "Flamegraph, leaks, trees and compare: heap, mmap (anonymous mappings) or custom (memtide_alloc pools)")
       ->check(CLI::IsMember({"heap", "mmap", "custom"}));
@@ -65,7 +67,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 100000));
   try {
     cli.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
+  } catch (const CLI::Success& e) {  // --help, --version
     return cli.exit(e);
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "memtide-view: %s\n", e.what());

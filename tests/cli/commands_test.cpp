@@ -19,7 +19,8 @@ namespace {
 TEST(Flamegraph, FoldedOutputSumsToTheTotals) {
   const json j = report(leaky_trace());
   for (auto [metric, key] : {std::pair{"allocated", "total_allocated_bytes"}, std::pair{"leaked", "leaked_bytes"},
-                             std::pair{"count", "total_allocations"}, std::pair{"peak", "peak_bytes"},
+                             std::pair{"count", "total_allocations"}, std::pair{"allocations", "total_allocations"},
+                             std::pair{"peak", "peak_bytes"},
                              std::pair{"temporary", "temporary_allocations"}}) {
     const Proc r = cli(std::string("flamegraph --metric ") + metric + " -o - " + leaky_trace());
     ASSERT_EQ(r.status, 0) << r.err;
@@ -45,7 +46,7 @@ TEST(Flamegraph, OutputTypesAndErrors) {
   EXPECT_EQ(bad.status, 2);
   // The error names the choices, in readable text (an enum's mapping once printed NUL bytes).
   EXPECT_EQ(bad.err.find('\0'), std::string::npos);
-  EXPECT_NE(bad.err.find("'nope' is not a metric; one of: allocated, count, leaked, live, peak, temporary"),
+  EXPECT_NE(bad.err.find("'nope' is not a metric; one of: allocated, allocations, leaked, live, peak, temporary"),
             std::string::npos)
       << bad.err;
   // Metric names ignore case.

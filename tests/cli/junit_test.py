@@ -38,7 +38,8 @@ leaky_trace, clean_trace = os.path.join(tmp, "leaky.mtide"), os.path.join(tmp, "
 record(leaky_trace)
 record(clean_trace, "clean")
 
-# A leaking run: one failing test case per broken limit, with the leak stacks in the body.
+# A leaking run: one test case, the process's, named after its program, failing with each broken
+# limit in its message and the leak stacks in the body.
 xml = os.path.join(tmp, "leaky.xml")
 r = check(leaky_trace, xml, "--max-peak-bytes", "1GiB")
 expect(r.returncode == 1, f"check on the leaking trace exited {r.returncode}")
@@ -48,21 +49,25 @@ suites = root.findall("testsuite")
 expect(len(suites) == 1, f"{len(suites)} test suites")
 suite = suites[0]
 cases = suite.findall("testcase")
-names = sorted(c.get("name") for c in cases)
-expect(names == ["max-leaked-bytes", "max-peak-bytes"], f"test cases {names}")
-expect(suite.get("tests") == "2" and suite.get("failures") == "1", f"suite counts {suite.attrib}")
-failed = [c for c in cases if c.find("failure") is not None]
-expect(len(failed) == 1 and failed[0].get("name") == "max-leaked-bytes", "the leak limit is the failure")
-body = failed[0].find("failure").text if failed else ""
+names = [c.get("name") for c in cases]
+expect(names == [os.path.basename(leaky)], f"test cases {names}")
+expect(suite.get("tests") == "1" and suite.get("failures") == "1", f"suite counts {suite.attrib}")
+failure = cases[0].find("failure") if cases else None
+expect(failure is not None, "the leaking process's test case did not fail")
+message = failure.get("message") if failure is not None else ""
+expect("leaked bytes" in message and "peak" not in message, f"failure message {message!r}")
+body = failure.text if failure is not None else ""
 for fn in ("leak_a", "leak_b", "inlined_leak"):
     expect(fn in body, f"{fn} missing from the failure text")
+out = cases[0].find("system-out") if cases else None
+expect(out is not None and leaky_trace in out.text, "the trace is not named")
 
-# A clean run: the same test cases, none failing.
+# A clean run: the same test case, not failing.
 xml2 = os.path.join(tmp, "clean.xml")
 r = check(clean_trace, xml2)
 expect(r.returncode == 0, f"check on the clean trace exited {r.returncode}: {r.stdout}")
 suite = ET.parse(xml2).getroot().find("testsuite")
-expect(suite.get("failures") == "0", f"clean suite counts {suite.attrib}")
+expect(suite.get("failures") == "0" and suite.get("tests") == "1", f"clean suite counts {suite.attrib}")
 expect(all(c.find("failure") is None for c in suite.findall("testcase")), "a clean case failed")
 
 if failures:
