@@ -35,6 +35,8 @@ struct TscClock {
   std::atomic<const TscParams*> params{nullptr};  // nullptr: not calibrated (yet)
 };
 extern TscClock g_tsc;
+// Finds whether the TSC may be used (once; from the thread that starts the writer).
+void tsc_probe();
 void tsc_calibrate_begin();
 // Called by the writer as time passes; false once the calibration is over (done or given up).
 bool tsc_calibrate_step();

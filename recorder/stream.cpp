@@ -65,12 +65,22 @@ bool tsc_usable() {
   close(fd);
   return n >= 3 && std::strncmp(buf, "tsc", 3) == 0 && (buf[3] == '\n' || buf[3] == 0);
 }
+
+// Whether the TSC may be used, found by the thread that starts the writer (tsc_probe), not by
+// the writer: the file it reads takes the lowest free descriptor for a moment, which must not
+// be taken from under a program that is opening its own (their numbers are the program's).
+int g_tsc_usable = -1;
 }  // namespace
+
+void tsc_probe() {
+  if (g_tsc_usable < 0) g_tsc_usable = tsc_usable() ? 1 : 0;
+}
 
 void tsc_calibrate_begin() {
   // (In a child forked during the first step, the final one is made from here.)
   const TscParams* p = g_tsc.params.load();
-  g_cal_ok = (p == nullptr || p == &g_tsc_steps[0]) && tsc_usable();
+  tsc_probe();
+  g_cal_ok = (p == nullptr || p == &g_tsc_steps[0]) && g_tsc_usable == 1;
   if (!g_cal_ok) return;
   g_cal_ns = monotonic_ns();
   g_cal_tsc = __builtin_ia32_rdtsc();

@@ -573,6 +573,7 @@ void writer_trace_opened() {
 }
 
 void writer_start() {
+  tsc_probe();
   // The writer's timed waits are on CLOCK_MONOTONIC deadlines.
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
