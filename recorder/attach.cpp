@@ -553,19 +553,7 @@ void attach_reset_threads() {
       kept_table_free(ts->memo.kept);
       ts->memo.kept = nullptr;
     }
-    append_thread_record(s, fmt::RecordType::ThreadStart, static_cast<uint64_t>(ts->tid), nullptr);
-    char path[64], name[64];
-    std::snprintf(path, sizeof path, "/proc/self/task/%d/comm", static_cast<int>(ts->tid));
-    const int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-      const ssize_t n = read(fd, name, sizeof name - 1);
-      close(fd);
-      if (n > 0) {
-        name[n] = 0;
-        if (name[n - 1] == '\n') name[n - 1] = 0;
-        append_thread_record(s, fmt::RecordType::ThreadName, 0, name);
-      }
-    }
+    append_thread_start(s, ts->tid);
     prev = s;
     s = next;
   }

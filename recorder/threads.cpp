@@ -58,6 +58,20 @@ void append_thread_record(Stream* s, fmt::RecordType type, uint64_t os_tid, cons
   end_record(s);
 }
 
+void append_thread_start(Stream* s, pid_t tid) {
+  append_thread_record(s, fmt::RecordType::ThreadStart, static_cast<uint64_t>(tid), nullptr);
+  char path[64], name[64];
+  std::snprintf(path, sizeof path, "/proc/self/task/%d/comm", static_cast<int>(tid));
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  const ssize_t n = read(fd, name, sizeof name - 1);
+  close(fd);
+  if (n <= 0) return;
+  name[n] = 0;
+  if (name[n - 1] == '\n') name[n - 1] = 0;
+  append_thread_record(s, fmt::RecordType::ThreadName, 0, name);
+}
+
 void on_thread_name(unsigned long thread, const char* name) {
   if (!name || tls_busy) return;
   if (thread != static_cast<unsigned long>(pthread_self())) return;  // only a thread's own name is attributed
@@ -165,19 +179,7 @@ ThreadState* create_thread_state() {
   pthread_mutex_unlock(&recording.registry_mutex);
   tls_thread = ts;
   pthread_setspecific(recording.thread_key, ts);
-  append_thread_record(&ts->stream, fmt::RecordType::ThreadStart, static_cast<uint64_t>(ts->tid), nullptr);
-  char path[64], name[64];
-  std::snprintf(path, sizeof path, "/proc/self/task/%d/comm", static_cast<int>(ts->tid));
-  const int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    const ssize_t n = read(fd, name, sizeof name - 1);
-    close(fd);
-    if (n > 0) {
-      name[n] = 0;
-      if (name[n - 1] == '\n') name[n - 1] = 0;
-      append_thread_record(&ts->stream, fmt::RecordType::ThreadName, 0, name);
-    }
-  }
+  append_thread_start(&ts->stream, ts->tid);
   return ts;
 }
 

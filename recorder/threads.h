@@ -12,5 +12,7 @@ namespace memtide::rec {
 void thread_exit_destructor(void* p);
 // A ThreadStart (with `os_tid`), ThreadName (`name`) or ThreadExit record of stream `s`.
 void append_thread_record(Stream* s, fmt::RecordType type, uint64_t os_tid, const char* name);
+// The thread's ThreadStart, then its name as /proc has it (ThreadName), to `s`.
+void append_thread_start(Stream* s, pid_t tid);
 
 }  // namespace memtide::rec

@@ -200,6 +200,18 @@ pthread_cond_t g_space_cond = PTHREAD_COND_INITIALIZER;
 // a loss bounded by the flush interval (about two of them under such load).
 std::atomic<uint64_t> g_written_up_to{0};
 
+// With queue_mutex held: one step of a wait for the writer (at most `ns` nanoseconds).
+void wait_space_cond_locked(long ns) {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  ts.tv_nsec += ns;
+  if (ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec += 1;
+    ts.tv_nsec -= 1000000000L;
+  }
+  pthread_cond_timedwait(&g_space_cond, &recording.queue_mutex, &ts);
+}
+
 // The writer has written nothing recorded in the last two flush intervals (it is starved of CPU,
 // or still busy with a large pass): wait, in short steps, for a pass to begin and end.
 void wait_for_pass() {
@@ -211,14 +223,7 @@ void wait_for_pass() {
   for (int i = 0; i < 100 && recording.writer_running && !recording.writer_stop &&
                   g_written_up_to.load(std::memory_order_relaxed) == up_to;
        ++i) {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_nsec += 5000000;
-    if (ts.tv_nsec >= 1000000000L) {
-      ts.tv_sec += 1;
-      ts.tv_nsec -= 1000000000L;
-    }
-    pthread_cond_timedwait(&g_space_cond, &recording.queue_mutex, &ts);
+    wait_space_cond_locked(5000000);
   }
   pthread_mutex_unlock(&recording.queue_mutex);
 }
@@ -229,14 +234,7 @@ void wait_for_space_locked() {
   for (int i = 0; i < 200 && recording.writer_running && !recording.writer_stop &&
                   g_queued.load(std::memory_order_relaxed) + checkpoint_backlog() > kMaxQueued / 2;
        ++i) {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_nsec += 20000000;
-    if (ts.tv_nsec >= 1000000000L) {
-      ts.tv_sec += 1;
-      ts.tv_nsec -= 1000000000L;
-    }
-    pthread_cond_timedwait(&g_space_cond, &recording.queue_mutex, &ts);
+    wait_space_cond_locked(20000000);
   }
 }
 
