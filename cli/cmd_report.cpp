@@ -134,8 +134,10 @@ json report_json(const Model& m, Symbolizer& sym, const ReportOptions& o) {
   } else {
     j["sampling"] = nullptr;
   }
+  // (A window's figures are those of a time range in heaptrack_gui: its leaks are judged at its end.)
   j["window"] = m.has_window() ? json{{"from_ns", rel(m, m.window_from)},
-                                      {"to_ns", m.window_to == UINT64_MAX ? json(nullptr) : rel(m, m.window_to)}}
+                                      {"to_ns", m.window_to == UINT64_MAX ? json(nullptr) : rel(m, m.window_to)},
+                                      {"leaked_means", "allocated in the window and not freed by its end"}}
                                : json(nullptr);
   j["threads"] = m.threads.size();
   json threads = json::array();
@@ -204,6 +206,7 @@ json report_json(const Model& m, Symbolizer& sym, const ReportOptions& o) {
   j["unknown_free_list"] = uf;
   if (m.at_time != UINT64_MAX)
     j["live_at"] = {{"time_ns", rel(m, m.at_time)},
+                    {"means", m.has_window() ? "allocated in the window and still live at time_ns" : "live at time_ns"},
                     {"bytes", h.at_bytes},
                     {"blocks", h.at_blocks},
                     {"stacks", stack_items(m, sym, Domain::Heap, Metric::LiveAt, o)}};
@@ -318,7 +321,8 @@ void report_text(const Model& m, Symbolizer& sym, const ReportOptions& o) {
   }
   if (m.has_window())
     row("window", "allocations made in [" + rel_time(m, m.window_from) + ", " +
-                      (m.window_to == UINT64_MAX ? std::string("end") : rel_time(m, m.window_to)) + "]");
+                      (m.window_to == UINT64_MAX ? std::string("end") : rel_time(m, m.window_to)) +
+                      "]; leaked: not freed by the window's end");
   if (m.sampling.sampled())
     row("heap", count_of(h.allocations, "allocation", "allocations") + " (" + human_bytes(h.allocated_bytes) + " " +
                     behind(m.sampling.samples, m.sampling.allocated_var) + "), " +
@@ -360,7 +364,10 @@ void report_text(const Model& m, Symbolizer& sym, const ReportOptions& o) {
                 fr.calls ? thousands(fr.calls).c_str() : "-");
   }
 
-  print_section(m, sym, "LEAKS (not freed at the end, by stack)", Domain::Heap, Metric::Leaked, o);
+  print_section(m, sym,
+                m.has_window() && m.window_to != UINT64_MAX ? "LEAKS (made in the window, not freed by its end, by stack)"
+                                                            : "LEAKS (not freed at the end, by stack)",
+                Domain::Heap, Metric::Leaked, o);
   print_section(m, sym, "PEAK (live at the high-water mark, by stack)", Domain::Heap, Metric::Peak, o);
   if (m.at_time != UINT64_MAX) {
     const std::string title = "LIVE AT " + rel_time(m, m.at_time) + " (" + human_bytes(h.at_bytes) + " in " +

@@ -343,12 +343,16 @@ void App::draw() {
                        s.path.c_str(), s.error.c_str());
   }
   const LoaderProgress progress = loader_.progress();
-  if (!opening_.empty() && s.path == opening_) opening_.clear();
+  // (A snapshot with the timeline only comes first: the file is still being opened.)
+  if (!opening_.empty() && s.path == opening_ && (s.loaded() || !s.error.empty())) opening_.clear();
   if (!s.loaded() && !opening_.empty()) {
-    // The first analysis of a file: a large progress bar in the middle of the window.
+    // The first analysis of a file: a large progress bar in the middle of the window, or at
+    // the top above the whole run's timeline once it is read (loader.h).
     const ImVec2 avail = ImGui::GetContentRegionAvail();
     const float w = std::min(avail.x * 0.6f, 640 * scale());
-    ImGui::SetCursorPos(ImVec2((ImGui::GetWindowWidth() - w) * 0.5f, ImGui::GetCursorPosY() + avail.y * 0.4f));
+    const bool early = s.path == opening_ && s.timeline;
+    ImGui::SetCursorPos(ImVec2((ImGui::GetWindowWidth() - w) * 0.5f,
+                               ImGui::GetCursorPosY() + (early ? 8 * scale() : avail.y * 0.4f)));
     ImGui::BeginGroup();
     ImGui::TextUnformatted(("Opening " + opening_).c_str());
     char label[96];
@@ -358,6 +362,10 @@ void App::draw() {
       std::snprintf(label, sizeof label, "%s", progress.busy ? progress.phase.c_str() : "starting");
     ImGui::ProgressBar(progress.fraction >= 0 ? progress.fraction : 0.0f, ImVec2(w, 0), label);
     ImGui::EndGroup();
+    if (early) {
+      ImGui::Spacing();
+      timeline_.draw(f, ImGui::GetContentRegionAvail().y, false);
+    }
   } else if (!s.loaded()) {
     ImGui::Spacing();
     if (s.path.empty() || !s.error.empty()) {
@@ -368,7 +376,7 @@ void App::draw() {
   } else {
     if (view_ != ViewKind::Timeline) strip_.draw(f, 90 * scale(), true);
     if (!selection_.empty()) {
-      ImGui::TextDisabled("Selection %s .. %s: views show allocations made in it (leaks: still live at the end)",
+      ImGui::TextDisabled("Selection %s .. %s: views show allocations made in it (leaks: not freed by its end)",
                           format_duration(selection_.from).c_str(), format_duration(selection_.to).c_str());
       ImGui::SameLine();
       if (ImGui::SmallButton("Clear selection")) selection_ = {};
