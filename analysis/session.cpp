@@ -42,6 +42,7 @@ struct Session::Impl {
   uint64_t tail_time = 0;        // (at_stop) the time of the trace's last record, read from its tail
   uint64_t began = 0;            // the offset the replay's reading began at
   uint64_t stop_after = UINT64_MAX;  // a window's stop (absolute; at or after the replay's): no reading past it
+  uint64_t progress_end = 0;         // (a window) about where its reading ends; 0: the file's end
   std::optional<std::vector<CheckpointHead>> heads;  // found once, when needed
 
   explicit Impl(ReplayOptions o) : opt(std::move(o)) {}
@@ -58,6 +59,12 @@ struct Session::Impl {
     if (opt.to) {
       const uint64_t base = start_time(), end = std::max(*opt.to, opt.at.value_or(0));
       if (base) stop_after = base + std::min(end, UINT64_MAX - base);
+      // The progress is of the part to read: up to the first checkpoint after the stop.
+      for (const CheckpointHead& h : checkpoints())
+        if (h.time > stop_after) {
+          progress_end = h.offset;
+          break;
+        }
     }
   }
 
@@ -205,7 +212,7 @@ struct Session::Impl {
         // (A file still being written grows while it is read: the size is then the offset reached,
         // so that the fraction never passes 1.)
         if (opt.progress && it.blocks && ((blocks + it.blocks) >> 6) != (blocks >> 6))
-          opt.progress(it.offset, std::max(size, it.offset));
+          opt.progress(it.offset, std::max(progress_end ? std::min(progress_end, size) : size, it.offset));
         blocks += it.blocks;
         if (detail::passed(*rp)) {  // the window's stop: the rest of the file does not change it
           at_stop = stopped = true;
