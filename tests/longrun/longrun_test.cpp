@@ -11,10 +11,12 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "analysis/replay.h"
 #include "formats/checkpoint.h"
 #include "formats/reader.h"
+#include "viewer/loader.h"
 #include "model_equal.h"
 
 namespace memtide::test {
@@ -295,6 +297,43 @@ TEST(Checkpoints, TheCommandsAgreeOnAWindow) {
   };
   EXPECT_EQ(folded_sum(run_out(cli + "flamegraph --metric leaked -o - --from 1.2s --to 2.5s " + trace)), leaked);
   EXPECT_EQ(folded_sum(run_out(cli + "flamegraph --metric live --at 2.5s -o - --from 1.2s --to 2.5s " + trace)), leaked);
+}
+
+// The viewer's selection is the same replay: from the checkpoint before it up to its end, with
+// the figures of the CLI's window; and the timeline read without a replay has a heap point per
+// checkpoint, at its live bytes.
+TEST(Checkpoints, TheViewersSelectionStartsFromACheckpoint) {
+  const std::string trace = temp_path("viewer.mtide");
+  ASSERT_EQ(record_worker(trace, "--seconds 6 --threads 2 --rate 40000"), 0);
+  const auto heads = heads_of(trace);
+  ASSERT_GE(heads.size(), 4u);
+  const viewer::TimelineData t = viewer::scan_timeline(trace, 4096);
+  ASSERT_EQ(t.heap.size(), heads.size());
+  for (std::size_t i = 0; i < heads.size(); ++i) EXPECT_EQ(t.heap[i].last, heads[i].bytes[0]);
+  EXPECT_GT(t.rss.size(), 100u);
+  EXPECT_GE(t.markers.size(), 3u);
+
+  const uint64_t s = 1'000'000'000;
+  viewer::Loader l;
+  l.open(trace);
+  auto wait = [](auto&& p) {
+    for (int i = 0; i < 6000 && !p(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return p();
+  };
+  ASSERT_TRUE(wait([&] { return l.idle() && l.snapshot()->loaded(); }));
+  const viewer::TimeRange w{4 * s + s / 2, 5 * s};
+  l.set_window(w);
+  ASSERT_TRUE(wait([&] { return l.idle() && l.snapshot()->view && l.snapshot()->view->window == w; }));
+  const auto v = l.snapshot()->view;
+  struct stat st {};
+  ASSERT_EQ(stat(trace.c_str(), &st), 0);
+  EXPECT_LT(v->bytes_read, static_cast<uint64_t>(st.st_size) / 2);
+  ReplayOptions o;
+  o.from = w.from;
+  o.to = o.at = w.to;
+  const Replayed full = replay(trace, o, true);
+  expect_same_window(*v->model, *full.model);
+  EXPECT_GT(v->model->heap().leaked_bytes, 0u);
 }
 
 TEST(Checkpoints, ASampledWindowFromACheckpointEqualsTheFullReplay) {
