@@ -521,9 +521,10 @@ void Loader::open_job(Job& j) {
   const auto t0 = Clock::now();
   w.identity = identity_of(w.path);
   w.last_size = file_size(w.path);
-  {
+  if (!replaced) {
     // The whole run's timeline first, read without a replay (a fraction of its time), shown
-    // while the replay runs; the replay's, finer, replaces it.
+    // while the replay runs; the replay's, finer, replaces it. (A followed file read again
+    // keeps showing what it showed until then.)
     set_phase("reading the timeline", -1.f);
     auto early = std::make_shared<Snapshot>();
     early->path = w.path;
