@@ -61,6 +61,7 @@ TimelineData make_timeline(const analysis::Model& m) {
 // others stepped over by their headers; the checkpoints' heads give the live bytes at their
 // times and the threads' marks up to the last of them.
 TimelineData scan_timeline(const std::string& path, std::size_t points) {
+  constexpr std::size_t kMaxMarks = 100000;  // (as many as a replay keeps)
   TimelineData d;
   fmt::FileReader r;
   if (!r.open(path).ok()) return d;
@@ -80,7 +81,7 @@ TimelineData scan_timeline(const std::string& path, std::size_t points) {
       last = std::max(last, x.time);
     }
     void on_marker(uint32_t s, const fmt::Marker& x) {
-      if (!x.switches_sampling()) marks.push_back({x.time, analysis::ThreadId(s), std::string(x.label)});
+      if (marks.size() < kMaxMarks) marks.push_back({x.time, analysis::ThreadId(s), std::string(x.label)});
       last = std::max(last, x.time);
     }
     void on_end(uint32_t, const fmt::End& x) { last = std::max(last, x.time); }
@@ -107,7 +108,7 @@ TimelineData scan_timeline(const std::string& path, std::size_t points) {
     if (h.bytes[kCustom] || !custom.points().empty()) custom.add(h.time, h.bytes[kCustom]);
     if (h.bytes[kHeap] > d.peak_bytes) d.peak_bytes = h.bytes[kHeap], d.peak_time = h.time - std::min(h.time, v.start);
     for (const fmt::CheckpointHead::MarkerCopy& m : h.markers)
-      if (!m.sampling) v.marks.push_back({m.time, analysis::ThreadId(static_cast<uint32_t>(m.stream)), m.label});
+      if (v.marks.size() < kMaxMarks) v.marks.push_back({m.time, analysis::ThreadId(static_cast<uint32_t>(m.stream)), m.label});
     v.last = std::max(v.last, h.time);
   }
   d.coarse = true;
