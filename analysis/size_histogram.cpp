@@ -50,17 +50,20 @@ namespace {
 
 struct SizeCounter : NullVisitor {
   SizeHistogram* h;
+  uint64_t from = 0, to = UINT64_MAX;
   bool sampled = false;
   void on_alloc(uint32_t, const Alloc& a) {
     if (!is_heap(a.api) || a.api == Api::Custom) return;  // (custom blocks lie inside heap blocks)
+    sampled |= a.weight != 0;  // (a sampled trace, whatever the window)
+    if (a.time < from || a.time > to) return;
     h->add(a.size);
-    sampled |= a.weight != 0;
   }
 };
 
 }  // namespace
 
-SizeHistogramResult size_histogram_of_file(const std::string& path, const std::function<bool(uint64_t, uint64_t)>& progress) {
+SizeHistogramResult size_histogram_of_file(const std::string& path, const std::function<bool(uint64_t, uint64_t)>& progress,
+                                           uint64_t from, uint64_t to) {
   SizeHistogramResult out;
   FileReader reader;
   if (const OpenResult open = reader.open(path); !open.ok()) {
@@ -69,6 +72,8 @@ SizeHistogramResult size_histogram_of_file(const std::string& path, const std::f
   }
   SizeCounter c;
   c.h = &out.histogram;
+  c.from = from;
+  c.to = to;
   RecordDecoder decoder;
   const uint64_t total = reader.size();
   ReadResult r;

@@ -193,7 +193,7 @@ bool App::complete() const {
   if (!s.error.empty()) return true;
   if (!s.loaded() || !s.view || !s.view->complete) return false;
   if (s.compare && !s.compare->complete && s.compare->error.empty()) return false;
-  if (requested_view_.value_or(view_) == ViewKind::Sizes && !sizes_.complete(s)) return false;
+  if (requested_view_.value_or(view_) == ViewKind::Sizes && !sizes_.complete(s, selection_)) return false;
   return true;
 }
 

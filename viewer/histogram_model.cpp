@@ -42,7 +42,7 @@ void HistogramJob::stop() {
   stop_.store(false);
 }
 
-void HistogramJob::want(const std::string& path, uint64_t key) {
+void HistogramJob::want(const std::string& path, uint64_t key, TimeRange window, uint64_t time_base) {
   if (busy()) {
     if (path == path_) return;  // the same file: its read goes on; the newer key's follows
     stop();
@@ -53,16 +53,20 @@ void HistogramJob::want(const std::string& path, uint64_t key) {
   key_ = key;
   progress_.store(0);
   busy_.store(true, std::memory_order_release);
-  thread_ = std::thread([this, path, key] {
-    const analysis::SizeHistogramResult r = analysis::size_histogram_of_file(path, [&](uint64_t done, uint64_t total) {
+  const uint64_t from = window.empty() ? 0 : time_base + window.from;
+  const uint64_t to = window.empty() ? UINT64_MAX : time_base + window.to;
+  thread_ = std::thread([this, path, key, window, from, to] {
+    auto progress = [&](uint64_t done, uint64_t total) {
       progress_.store(total ? static_cast<float>(static_cast<double>(done) / static_cast<double>(total)) : 0.0f,
                       std::memory_order_relaxed);
       return !stop_.load(std::memory_order_relaxed);
-    });
+    };
+    const analysis::SizeHistogramResult r = analysis::size_histogram_of_file(path, progress, from, to);
     if (!stop_.load()) {
       auto d = std::make_shared<HistogramData>(make_histogram(r));
       d->path = path;
       d->key = key;
+      d->window = window;
       std::lock_guard lock(mu_);
       result_ = std::move(d);
     }

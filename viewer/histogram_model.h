@@ -2,7 +2,7 @@
 // --histogram` counts them (analysis/size_histogram.h), and the background job that reads them
 // from the trace. The histogram needs every allocation's size, which the replay's model does
 // not keep: the job reads the records of the whole file once, on a thread of its own, when the
-// view is first shown (and again after each refresh of a live file).
+// view is first shown (and again for another selected range, and after a live refresh).
 #pragma once
 
 #include <atomic>
@@ -15,12 +15,14 @@
 
 #include "analysis/size_histogram.h"
 #include "viewer/serial.h"
+#include "viewer/timeline_model.h"
 
 namespace memtide::viewer {
 
 struct HistogramData {
   std::string path;
   uint64_t key = 0;  // what it was made for (HistogramJob::want)
+  TimeRange window;  // relative; empty: the whole trace
   std::string error;    // no histogram (a sampled trace, a damaged file)
   std::string warning;  // a truncated tail: the classes count the blocks before it
   std::vector<analysis::SizeClass> classes;  // smallest first; the empty ones between included
@@ -44,10 +46,11 @@ class HistogramJob {
   HistogramJob(const HistogramJob&) = delete;
   HistogramJob& operator=(const HistogramJob&) = delete;
 
-  // The histogram of `path` as of `key` (a live file's refresh count) is wanted: starts a read
-  // unless one for it was made. A read of the same file goes on to its end (a live file's next
-  // read starts after it); one of another file is abandoned.
-  void want(const std::string& path, uint64_t key);
+  // The histogram of `path` as of `key` (what it depends on: a live file's refreshes, the
+  // window) is wanted, of the allocations made in `window` (relative to `time_base`; empty: all):
+  // starts a read unless one for it was made. A read of the same file goes on to its end (the
+  // next read starts after it); one of another file is abandoned.
+  void want(const std::string& path, uint64_t key, TimeRange window = {}, uint64_t time_base = 0);
   // The newest result (perhaps of an older key), null before the first.
   std::shared_ptr<const HistogramData> result() const;
   bool busy() const { return busy_.load(std::memory_order_acquire); }

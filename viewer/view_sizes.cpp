@@ -1,5 +1,5 @@
-// Sizes: the heap allocations of the whole trace by size, in power-of-two classes (the
-// histogram of `memtide report --histogram`). Each class has two bars side by side, its share
+// Sizes: the heap allocations by size, in power-of-two classes (the histogram of `memtide
+// report --histogram`), of the whole trace or of the selected range. Each class has two bars side by side, its share
 // of the allocations and its share of the bytes, so that many small blocks and a few large
 // ones show apart; hovering a class tells its numbers. The classes as a table below.
 #include <imgui.h>
@@ -13,16 +13,20 @@
 
 namespace memtide::viewer {
 
-uint64_t SizesView::key(const Snapshot& s) {
-  // A live refresh or a file opened again with other contents: another histogram.
-  return (s.base ? s.base->file_size : 0) * 1000003 + s.refreshes;
+uint64_t SizesView::key(const Snapshot& s, TimeRange window) {
+  // A live refresh, a file opened again with other contents, another range: another histogram.
+  uint64_t k = 1469598103934665603ull;
+  for (uint64_t v : {s.base ? s.base->file_size : 0, s.refreshes, window.from, window.to}) k = (k ^ v) * 1099511628211ull;
+  return k;
 }
 
-bool SizesView::complete(const Snapshot& s) const { return !s.loaded() || job_.done(s.path, key(s)); }
+bool SizesView::complete(const Snapshot& s, TimeRange selection) const {
+  return !s.loaded() || job_.done(s.path, key(s, selection));
+}
 
 void SizesView::draw(Frame& f) {
   const Snapshot& s = f.snap;
-  if (s.loaded()) job_.want(s.path, key(s));
+  if (s.loaded()) job_.want(s.path, key(s, f.selection), f.selection, s.base->time_base);
   const std::shared_ptr<const HistogramData> held = job_.result();
   const HistogramData* d = held && held->path == s.path ? held.get() : nullptr;
   hovered_ = -1;
@@ -40,8 +44,11 @@ void SizesView::draw(Frame& f) {
   }
   ImGui::Text("%s heap allocations, %s in all, by size", format_count(d->allocations).c_str(), format_bytes(d->bytes).c_str());
   ImGui::SameLine(0, 16 * sc);
-  ImGui::TextDisabled("(the whole trace%s; realloc counts as an allocation)",
-                      f.selection.empty() ? "" : ", not the selection");
+  if (d->window.empty())
+    ImGui::TextDisabled("(the whole trace; realloc counts as an allocation)");
+  else
+    ImGui::TextDisabled("(made in %s .. %s; realloc counts as an allocation)", format_duration(d->window.from).c_str(),
+                        format_duration(d->window.to).c_str());
   if (job_.busy()) {
     ImGui::SameLine(0, 16 * sc);
     ImGui::TextDisabled("reading again... %.0f %%", job_.progress() * 100);

@@ -201,13 +201,13 @@ class GrowthView {
   std::vector<std::array<ImVec2, 2>> buttons_;
 };
 
-// The Sizes view (view_sizes.cpp): the heap allocations by size class. It reads the histogram
-// of the shown trace (HistogramJob) when first drawn.
+// The Sizes view (view_sizes.cpp): the heap allocations by size class, of the selected range. It
+// reads the histogram of the shown trace (HistogramJob) when first drawn.
 class SizesView {
  public:
   void draw(Frame& f);
-  // The histogram of the snapshot's trace is made (or nothing is loaded).
-  bool complete(const Snapshot& s) const;
+  // The histogram of the snapshot's trace for `selection` is made (or nothing is loaded).
+  bool complete(const Snapshot& s, TimeRange selection) const;
   // For tests: the centre of class i's bars at the last draw ((-1, -1) when not drawn), and
   // the class under the pointer (-1: none).
   ImVec2 bar(std::size_t i) const { return i < bars_.size() ? bars_[i] : ImVec2(-1, -1); }
@@ -216,7 +216,7 @@ class SizesView {
   const HistogramJob& job() const { return job_; }
 
  private:
-  static uint64_t key(const Snapshot& s);
+  static uint64_t key(const Snapshot& s, TimeRange window);
   HistogramJob job_;
   std::vector<ImVec2> bars_;
   int hovered_ = -1;

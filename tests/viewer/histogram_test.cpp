@@ -82,6 +82,31 @@ TEST(Histogram, ClassesAreThoseOfReportHistogramJson) {
   fs::remove(path);
 }
 
+// The classes add up to the heap's allocations as the replay counts them, of the whole trace
+// and of a window (the viewer's selection; the window's bounds are included, as the replay's).
+TEST(Histogram, ClassesAddUpToTheReplaysAllocations) {
+  const std::string path = write_trace("histogram-window");
+  for (const auto& [from, to] : {std::pair<uint64_t, uint64_t>{0, 0}, {11 * kMs, 20 * kMs}, {40 * kMs, 43 * kMs}}) {
+    analysis::ReplayOptions o;
+    if (to) o.from = from, o.to = to;
+    auto r = analysis::analyze_file(path, o);
+    ASSERT_TRUE(r.ok()) << r.error;
+    const uint64_t base = r.model->time_base;
+    const analysis::SizeHistogramResult h =
+        to ? analysis::size_histogram_of_file(path, {}, base + from, base + to) : analysis::size_histogram_of_file(path);
+    ASSERT_TRUE(h.ok()) << h.error;
+    EXPECT_EQ(h.histogram.allocations(), r.model->heap().allocations) << from << " .. " << to;
+    EXPECT_EQ(h.histogram.total_bytes(), r.model->heap().allocated_bytes) << from << " .. " << to;
+  }
+  // 11 ms .. 20 ms: two blocks of 100 B and one of 1000 B; 40 .. 43 ms: the sizes 0, 1, 2, 3.
+  auto r = analysis::analyze_file(path);
+  ASSERT_TRUE(r.ok());
+  const uint64_t base = r.model->time_base;
+  EXPECT_EQ(analysis::size_histogram_of_file(path, {}, base + 11 * kMs, base + 20 * kMs).histogram.total_bytes(), 1200u);
+  EXPECT_EQ(analysis::size_histogram_of_file(path, {}, base + 40 * kMs, base + 43 * kMs).histogram.allocations(), 4u);
+  fs::remove(path);
+}
+
 TEST(Histogram, LabelsOfClasses) {
   EXPECT_EQ(size_class_label({65, 128, 0, 0}), "65 B .. 128 B");
   EXPECT_EQ(size_class_tick({65, 128, 0, 0}), "128 B");
@@ -159,9 +184,9 @@ TEST_F(HeadlessSizes, HoveringAClassTellsItsNumbers) {
   frame(ImVec2(-1, -1));
   // The first draw starts the read on the job's thread; a watchdog bounds the wait.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (!view.complete(snap) && std::chrono::steady_clock::now() < deadline)
+  while (!view.complete(snap, selection) && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  ASSERT_TRUE(view.complete(snap));
+  ASSERT_TRUE(view.complete(snap, selection));
   frame(ImVec2(-1, -1));
   EXPECT_EQ(view.hovered(), -1);
   EXPECT_TRUE(view.tooltip().empty());
@@ -183,18 +208,34 @@ TEST_F(HeadlessSizes, HoveringAClassTellsItsNumbers) {
   EXPECT_NE(view.tooltip().find("1 allocation ("), std::string::npos) << view.tooltip();
 }
 
+TEST_F(HeadlessSizes, ASelectedRangeHasItsOwnHistogram) {
+  selection = {40 * kMs, 43 * kMs};
+  frame(ImVec2(-1, -1));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!view.complete(snap, selection) && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_TRUE(view.complete(snap, selection));
+  EXPECT_FALSE(view.complete(snap, {})) << "the whole trace's is another";
+  const auto d = view.job().result();
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->window, selection);
+  EXPECT_EQ(d->allocations, 4u) << "the sizes 0, 1, 2 and 3";
+  ASSERT_EQ(d->classes.size(), 3u);
+  EXPECT_EQ(d->classes[0].allocations, 2u);
+}
+
 TEST_F(HeadlessSizes, ANewRefreshOfTheFileIsReadAgain) {
   frame(ImVec2(-1, -1));
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (!view.complete(snap) && std::chrono::steady_clock::now() < deadline)
+  while (!view.complete(snap, selection) && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  ASSERT_TRUE(view.complete(snap));
+  ASSERT_TRUE(view.complete(snap, selection));
   snap.refreshes = 2;
-  EXPECT_FALSE(view.complete(snap));
+  EXPECT_FALSE(view.complete(snap, selection));
   frame(ImVec2(-1, -1));
-  while (!view.complete(snap) && std::chrono::steady_clock::now() < deadline)
+  while (!view.complete(snap, selection) && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  EXPECT_TRUE(view.complete(snap));
+  EXPECT_TRUE(view.complete(snap, selection));
 }
 
 }  // namespace
