@@ -44,13 +44,15 @@ void HistogramJob::stop() {
 
 void HistogramJob::want(const std::string& path, uint64_t key, TimeRange window, uint64_t time_base) {
   if (busy()) {
-    if (path == path_) return;  // the same file: its read goes on; the newer key's follows
+    // A live file's refresh waits for the read of the same range to end; another file or range
+    // abandons it.
+    if (path == path_ && window == window_) return;
     stop();
   }
   if (done(path, key)) return;
   if (thread_.joinable()) thread_.join();  // finished
   path_ = path;
-  key_ = key;
+  window_ = window;
   progress_.store(0);
   busy_.store(true, std::memory_order_release);
   const uint64_t from = window.empty() ? 0 : time_base + window.from;

@@ -48,8 +48,8 @@ class HistogramJob {
 
   // The histogram of `path` as of `key` (what it depends on: a live file's refreshes, the
   // window) is wanted, of the allocations made in `window` (relative to `time_base`; empty: all):
-  // starts a read unless one for it was made. A read of the same file goes on to its end (the
-  // next read starts after it); one of another file is abandoned.
+  // starts a read unless one for it was made. A read of the same file and range goes on to its
+  // end (the next read starts after it); one of another file or range is abandoned.
   void want(const std::string& path, uint64_t key, TimeRange window = {}, uint64_t time_base = 0);
   // The newest result (perhaps of an older key), null before the first.
   std::shared_ptr<const HistogramData> result() const;
@@ -63,8 +63,8 @@ class HistogramJob {
   mutable std::mutex mu_;
   std::shared_ptr<const HistogramData> result_;
   std::thread thread_;
-  std::string path_;  // of the read running or last made
-  uint64_t key_ = 0;
+  std::string path_;  // of the read running or last started
+  TimeRange window_;
   std::atomic<bool> busy_{false}, stop_{false};
   std::atomic<float> progress_{0};
 };

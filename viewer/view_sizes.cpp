@@ -1,7 +1,8 @@
 // Sizes: the heap allocations by size, in power-of-two classes (the histogram of `memtide
-// report --histogram`), of the whole trace or of the selected range. Each class has two bars side by side, its share
-// of the allocations and its share of the bytes, so that many small blocks and a few large
-// ones show apart; hovering a class tells its numbers. The classes as a table below.
+// report --histogram`), of the whole trace or of the selected range. Each class has two bars
+// side by side, its share of the allocations and its share of the bytes, so that many small
+// blocks and a few large ones show apart; hovering a class tells its numbers. The classes as a
+// table below.
 #include <imgui.h>
 
 #include <algorithm>
