@@ -26,6 +26,7 @@ const char* view_name(ViewKind v) {
     case ViewKind::Tree: return "tree";
     case ViewKind::Compare: return "compare";
     case ViewKind::Growth: return "growth";
+    case ViewKind::Sizes: return "sizes";
     case ViewKind::Count_: break;
   }
   return "?";
@@ -35,6 +36,7 @@ std::optional<ViewKind> parse_view(const std::string& name) {
   for (unsigned i = 0; i < static_cast<unsigned>(ViewKind::Count_); ++i)
     if (name == view_name(static_cast<ViewKind>(i))) return static_cast<ViewKind>(i);
   if (name == "trees") return ViewKind::Tree;
+  if (name == "histogram") return ViewKind::Sizes;
   return std::nullopt;
 }
 
@@ -107,6 +109,7 @@ bool domain_combo(Frame& f) {
 
 App::App(AppOptions o) : opt_(std::move(o)), loader_(opt_.loader), snap_(loader_.snapshot()) {
   if (!opt_.config_dir.empty()) settings_ = load_settings(opt_.config_dir);
+  leaks_.suppressions = opt_.suppressions;
 }
 
 App::~App() = default;
@@ -190,6 +193,7 @@ bool App::complete() const {
   if (!s.error.empty()) return true;
   if (!s.loaded() || !s.view || !s.view->complete) return false;
   if (s.compare && !s.compare->complete && s.compare->error.empty()) return false;
+  if (requested_view_.value_or(view_) == ViewKind::Sizes && !sizes_.complete(s, selection_)) return false;
   return true;
 }
 
@@ -388,7 +392,7 @@ void App::draw() {
     if (ImGui::BeginTabBar("views")) {
       for (unsigned i = 0; i < static_cast<unsigned>(ViewKind::Count_); ++i) {
         const auto v = static_cast<ViewKind>(i);
-        static const char* const titles[] = {"Summary", "Timeline", "Flamegraph", "Leaks", "Trees", "Compare", "Growth"};
+        static const char* const titles[] = {"Summary", "Timeline", "Flamegraph", "Leaks", "Trees", "Compare", "Growth", "Sizes"};
         const ImGuiTabItemFlags flags = requested_view_ == v ? ImGuiTabItemFlags_SetSelected : 0;
         if (ImGui::BeginTabItem(titles[i], nullptr, flags)) {
           view_ = v;
@@ -401,6 +405,7 @@ void App::draw() {
             case ViewKind::Tree: tree_.draw(f); break;
             case ViewKind::Compare: compare_.draw(f); break;
             case ViewKind::Growth: growth_.draw(f); break;
+            case ViewKind::Sizes: sizes_.draw(f); break;
             case ViewKind::Count_: break;
           }
           ImGui::EndChild();
