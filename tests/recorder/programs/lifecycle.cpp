@@ -64,8 +64,9 @@
 //                           for a time that grows with its free chunks
 //   lifecycle handler-malloc call|jmp  one thread; a 100 us interval timer whose SIGALRM handler
 //                           mallocs and frees (call) or siglongjmps (jmp) out of whatever runs,
-//                           while the thread mallocs and frees: undefined behaviour that glibc
-//                           ends with SIGABRT (or SIGSEGV) untraced; prints "survived" if not
+//                           while the thread mallocs and frees 20 M times: undefined behaviour
+//                           that glibc ends with SIGABRT (or SIGSEGV) untraced as a rule;
+//                           prints "survived" if it does not
 //   lifecycle setuid        (as root) gives up its user and group ids for 65534's, then prints
 //                           "uid <task> <real> <effective>" for every task of the process
 #include <dirent.h>
@@ -342,7 +343,7 @@ int main(int argc, char** argv) {
     itimerval every{{0, 100}, {0, 100}};
     setitimer(ITIMER_REAL, &every, nullptr);
     void* keep[512] = {};
-    for (long i = 0; i < 50000000; ++i) {
+    for (long i = 0; i < 20000000; ++i) {
       if (jump) sigsetjmp(env, 1);
       free(keep[i & 511]);
       keep[i & 511] = malloc(16 + (i * 7919) % 4000);
