@@ -54,14 +54,23 @@ struct Session::Impl {
   // before the checkpoint skipped. MEMTIDE_FULL_REPLAY=1 replays from the start instead.
   void start_from_checkpoint() {
     const char* full = std::getenv("MEMTIDE_FULL_REPLAY");
-    if (!opt.from || (full && *full && std::string(full) != "0")) return;
+    // (A segment set whose first segments are gone starts at its first checkpoint, window or not.)
+    const bool cut = reader.starts_mid_run();
+    if ((!opt.from && !cut) || (full && *full && std::string(full) != "0")) return;
     const std::vector<CheckpointHead> heads = find_checkpoints(reader);
     const uint64_t base = start_time();
+    if (cut && heads.empty()) m.warnings.push_back("no checkpoint in the first kept segment: the blocks allocated before it are unknown");
     if (heads.empty() || base == 0) return;
-    uint64_t t = base + std::min<uint64_t>(*opt.from, UINT64_MAX - base);
+    uint64_t t = opt.from ? base + std::min<uint64_t>(*opt.from, UINT64_MAX - base) : 0;
     if (opt.at) t = std::min(t, base + std::min<uint64_t>(*opt.at, UINT64_MAX - base));
     const CheckpointHead* h = checkpoint_before(heads, t);
+    if (!h && cut) h = &heads.front();
     if (!h) return;
+    if (cut && (!opt.from || *opt.from < h->time - base)) {
+      // The set's range is a window from that checkpoint: what came before is not in it.
+      opt.from = h->time - base;
+      rp = detail::make_replayer(m, opt);
+    }
     std::vector<std::pair<CheckpointDomain, CheckpointEntry>> live;
     live.reserve(h->blocks[0] + h->blocks[1] + h->blocks[2]);
     if (std::string e = read_checkpoint(reader, *h, [&](CheckpointDomain d, const CheckpointEntry& x) { live.emplace_back(d, x); });
