@@ -70,13 +70,30 @@ std::vector<SegmentPath> list_segments(const std::string& stem) {
   return out;
 }
 
+namespace {
+
+// Whether the file at `path` has a segment's header.
+bool is_segment_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  uint8_t h[20];
+  const bool yes = ::pread(fd, h, sizeof h, 0) == static_cast<ssize_t>(sizeof h) &&
+                   std::memcmp(h, kFileMagic, sizeof kFileMagic) == 0 && (wire::load_le<uint32_t>(h + 16) & kFileFlagSegment);
+  ::close(fd);
+  return yes;
+}
+
+}  // namespace
+
 bool names_segment_set(const std::string& path, std::string& stem) {
   uint32_t n = 0;
-  if (parse_segment_name(path, stem, n)) return !list_segments(stem).empty();
   struct stat st;
-  if (::stat(path.c_str(), &st) == 0) return false;  // a file of that name is a trace of its own
+  // A file is a segment when its header says so (`t.4242.mtide`, a forked child's trace, is not).
+  if (::stat(path.c_str(), &st) == 0) return S_ISREG(st.st_mode) && parse_segment_name(path, stem, n) && is_segment_file(path);
+  // A base name first (a child's set t.4242.mtide is t.4242.NNNN.mtide), then a removed segment.
   stem = set_stem(path);
-  return !list_segments(stem).empty();
+  if (!list_segments(stem).empty()) return true;
+  return parse_segment_name(path, stem, n) && !list_segments(stem).empty();
 }
 
 // ---------------------------------------------------------------------------------------

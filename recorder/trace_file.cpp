@@ -11,6 +11,7 @@
 #include "recorder/trace_file.h"
 
 #include <errno.h>  // program_invocation_short_name
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/membarrier.h>
 #include <sys/file.h>
@@ -76,7 +77,7 @@ constexpr uint64_t kEndRoom = 256;
 
 // A kept trace (MEMTIDE_KEEP, section [5]): the set's stem and name, the current segment's
 // number (0: a single file) and its byte 0 in the set's offsets (g_file_bytes counts them all).
-char g_stem[sizeof recording.path];
+char g_stem[sizeof recording.path - 32];  // (room for ".<number>.mtide" in a path)
 char g_set_name[sizeof recording.path];
 uint32_t g_segment = 0;
 uint64_t g_segment_base = 0;
@@ -467,15 +468,46 @@ bool g_rotating = false;
 
 void segment_path(char* out, size_t cap, uint32_t n) { std::snprintf(out, cap, "%s.%04u.mtide", g_stem, n); }
 
+// Whether the directory of `stem` holds a segment of it (STEM.<digits>.mtide): a set of an
+// earlier recording, which a new one of that name would mix with. Read with getdents64 into
+// a buffer on the stack (opendir would allocate).
+bool stem_has_segments(const char* stem) {
+  const char* slash = std::strrchr(stem, '/');
+  char dir[sizeof recording.path];
+  std::snprintf(dir, sizeof dir, "%.*s", slash ? static_cast<int>(slash == stem ? 1 : slash - stem) : 1, slash ? stem : ".");
+  const char* prefix = slash ? slash + 1 : stem;
+  const size_t plen = std::strlen(prefix);
+  const int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return false;
+  alignas(8) char buf[8192];
+  bool found = false;
+  for (long n; !found && (n = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0;) {
+    for (long at = 0; at < n && !found;) {
+      const auto* d = reinterpret_cast<const struct dirent64*>(buf + at);
+      const char* e = d->d_name;
+      const size_t len = std::strlen(e);
+      if (len > plen + 7 && std::strncmp(e, prefix, plen) == 0 && e[plen] == '.' && std::strcmp(e + len - 6, ".mtide") == 0) {
+        size_t digits = 0;
+        while (plen + 1 + digits < len - 6 && e[plen + 1 + digits] >= '0' && e[plen + 1 + digits] <= '9') ++digits;
+        found = digits >= 4 && plen + 1 + digits == len - 6;
+      }
+      at += d->d_reclen;
+    }
+  }
+  syscall(SYS_close, fd);
+  return found;
+}
+
 // `name` (a candidate of open_trace_file) turned into its set's first segment's name; false when
-// it would not fit, or its base name is a file (opening the set by it would open that file).
+// it would not fit, its base name is a file (opening the set by it would open that file), or
+// segments of that name are there.
 bool segment_first_name(char* name) {
   const size_t n = std::strlen(name);
   const size_t stem = n > 6 && std::strcmp(name + n - 6, ".mtide") == 0 ? n - 6 : n;
-  if (stem + 16 > sizeof g_stem) return false;
+  if (stem >= sizeof g_stem) return false;
   std::snprintf(g_stem, sizeof g_stem, "%.*s", static_cast<int>(stem), name);
   std::snprintf(g_set_name, sizeof g_set_name, "%s.mtide", g_stem);
-  if (access(g_set_name, F_OK) == 0) return false;
+  if (access(g_set_name, F_OK) == 0 || stem_has_segments(g_stem)) return false;
   g_segment = 1;
   g_segment_base = 0;
   segment_path(name, sizeof recording.path, 1);
