@@ -12,6 +12,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -24,6 +25,7 @@
 #include <new>
 
 #include "recorder/backing.h"
+#include "recorder/own_heap.h"
 #include "recorder/recorder.h"
 
 #define MT_EXPORT extern "C" __attribute__((visibility("default")))
@@ -66,8 +68,13 @@ inline void* checked_mul(size_t a, size_t b, size_t& out) {
   return reinterpret_cast<void*>(1);
 }
 
+// A hook entered while its thread runs the recorder: the recorder's own allocation (libdw's)
+// is served from its own arena (recorder/own_heap.h).
+inline bool own_turn() { return MT_UNLIKELY(rec::tls_busy) && rec::own_turn(); }
+
 inline void free_block(Api api, void* p) {
   if (!p) return;
+  if (MT_UNLIKELY(rec::own_block(p))) return rec::own_free(p);
   rec::free_hook(api, p);  // timestamped before the block can be reused
   rec::backing_free(p);
 }
@@ -109,6 +116,7 @@ __attribute__((always_inline)) inline void* new_block(Api api, size_t n, size_t 
 // ---------------------------------------------------------------------------------------
 MT_EXPORT void* malloc(size_t n) {
   if (MT_UNLIKELY(!ready())) return rec::pool_alloc(n, 16);
+  if (own_turn()) return rec::own_malloc(n);
   void* p = rec::call_backing(rec::backing.malloc, n);
   rec::alloc_hook(Api::Malloc, p, n, MT_FRAME);
   return p;
@@ -120,6 +128,7 @@ MT_EXPORT void* calloc(size_t n, size_t size) {
   size_t total;
   if (!checked_mul(n, size, total)) return nullptr;
   if (MT_UNLIKELY(!ready())) return rec::pool_alloc(total, 16);
+  if (own_turn()) return rec::own_calloc(n, size);
   void* p = rec::call_backing(rec::backing.calloc, n, size);
   rec::alloc_hook(Api::Calloc, p, total, MT_FRAME);
   return p;
@@ -131,6 +140,7 @@ MT_EXPORT void* realloc(void* old, size_t n) {
     if (p && old) std::memcpy(p, old, rec::pool_usable_size(old) < n ? rec::pool_usable_size(old) : n);
     return p;
   }
+  if (const bool own = own_turn(); own || MT_UNLIKELY(rec::own_block(old))) return rec::own_realloc(old, n, own);
   const rec::ReallocTicket t = rec::on_realloc_begin(old);
   void* p = rec::call_backing(rec::backing_realloc, old, n);
   rec::on_realloc_end(t, Api::Realloc, old, p, n, MT_FRAME);
@@ -140,7 +150,7 @@ MT_EXPORT void* realloc(void* old, size_t n) {
 MT_EXPORT void* reallocarray(void* old, size_t n, size_t size) {
   size_t total;
   if (!checked_mul(n, size, total)) return nullptr;
-  if (MT_UNLIKELY(!ready())) return realloc(old, total);
+  if (MT_UNLIKELY(!ready()) || own_turn() || MT_UNLIKELY(rec::own_block(old))) return realloc(old, total);
   const rec::ReallocTicket t = rec::on_realloc_begin(old);
   void* p = rec::call_backing(rec::backing_realloc, old, total);
   rec::on_realloc_end(t, Api::Reallocarray, old, p, total, MT_FRAME);
@@ -152,6 +162,13 @@ MT_EXPORT int posix_memalign(void** out, size_t align, size_t n) {
     *out = rec::pool_alloc(n, align);
     return *out ? 0 : ENOMEM;
   }
+  if (own_turn()) {
+    if (align < sizeof(void*) || (align & (align - 1))) return EINVAL;
+    void* p = rec::own_aligned(align, n);
+    if (!p) return ENOMEM;
+    *out = p;
+    return 0;
+  }
   const int r = rec::call_backing(rec::backing.posix_memalign, out, align, n);
   if (r == 0) rec::alloc_hook(Api::PosixMemalign, *out, n, MT_FRAME);
   return r;
@@ -159,6 +176,7 @@ MT_EXPORT int posix_memalign(void** out, size_t align, size_t n) {
 
 MT_EXPORT void* aligned_alloc(size_t align, size_t n) {
   if (MT_UNLIKELY(!ready())) return rec::pool_alloc(n, align);
+  if (own_turn()) return rec::own_aligned(align, n);
   void* p = rec::call_backing(rec::backing.aligned_alloc, align, n);
   rec::alloc_hook(Api::AlignedAlloc, p, n, MT_FRAME);
   return p;
@@ -166,6 +184,7 @@ MT_EXPORT void* aligned_alloc(size_t align, size_t n) {
 
 MT_EXPORT void* memalign(size_t align, size_t n) {
   if (MT_UNLIKELY(!ready())) return rec::pool_alloc(n, align);
+  if (own_turn()) return rec::own_aligned(align, n);
   void* p = rec::call_backing(rec::backing.memalign, align, n);
   rec::alloc_hook(Api::Memalign, p, n, MT_FRAME);
   return p;
@@ -173,6 +192,7 @@ MT_EXPORT void* memalign(size_t align, size_t n) {
 
 MT_EXPORT void* valloc(size_t n) {
   if (MT_UNLIKELY(!ready())) return rec::pool_alloc(n, 4096);
+  if (own_turn()) return rec::own_aligned(4096, n);
   void* p = rec::call_backing(rec::backing.valloc, n);
   rec::alloc_hook(Api::Valloc, p, n, MT_FRAME);
   return p;
@@ -180,6 +200,7 @@ MT_EXPORT void* valloc(size_t n) {
 
 MT_EXPORT void* pvalloc(size_t n) {
   if (MT_UNLIKELY(!ready())) return rec::pool_alloc((n + 4095) & ~size_t{4095}, 4096);
+  if (own_turn()) return rec::own_aligned(4096, (n + 4095) & ~size_t{4095});
   void* p = rec::call_backing(rec::backing.pvalloc, n);
   rec::alloc_hook(Api::Pvalloc, p, n, MT_FRAME);
   return p;
@@ -187,6 +208,7 @@ MT_EXPORT void* pvalloc(size_t n) {
 
 MT_EXPORT size_t malloc_usable_size(void* p) {
   if (MT_UNLIKELY(!ready())) return p ? rec::pool_usable_size(p) : 0;
+  if (MT_UNLIKELY(rec::own_block(p))) return rec::own_usable_size(p);
   return rec::backing_usable_size(p);
 }
 
@@ -533,6 +555,31 @@ MT_EXPORT int execle(const char* path, const char* arg, ...) {
   va_end(ap);
   return execve(path, argv, envp);
 }
+
+// Credentials are per thread in Linux; glibc changes every thread's when it knows of more than
+// one. While it is told the program's thread is the only one (recorder/own_heap.h), it learns
+// of the writer for the call: the writer keeps no credentials the program gave up.
+namespace {
+template <typename... A>
+int setxid(const char* name, A... args) {
+  auto fn = reinterpret_cast<int (*)(A...)>(dlsym(RTLD_NEXT, name));
+  if (!fn) {
+    errno = ENOSYS;
+    return -1;
+  }
+  return rec::as_multithreaded([&] { return fn(args...); });
+}
+}  // namespace
+
+MT_EXPORT int setuid(uid_t u) noexcept { return setxid("setuid", u); }
+MT_EXPORT int setgid(gid_t g) noexcept { return setxid("setgid", g); }
+MT_EXPORT int seteuid(uid_t u) noexcept { return setxid("seteuid", u); }
+MT_EXPORT int setegid(gid_t g) noexcept { return setxid("setegid", g); }
+MT_EXPORT int setreuid(uid_t r, uid_t e) noexcept { return setxid("setreuid", r, e); }
+MT_EXPORT int setregid(gid_t r, gid_t e) noexcept { return setxid("setregid", r, e); }
+MT_EXPORT int setresuid(uid_t r, uid_t e, uid_t s) noexcept { return setxid("setresuid", r, e, s); }
+MT_EXPORT int setresgid(gid_t r, gid_t e, gid_t s) noexcept { return setxid("setresgid", r, e, s); }
+MT_EXPORT int setgroups(size_t n, const gid_t* list) noexcept { return setxid("setgroups", n, list); }
 
 // ---------------------------------------------------------------------------------------
 // [5] memtide.h

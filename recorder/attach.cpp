@@ -38,6 +38,7 @@
 #include "recorder/base.h"
 #include "recorder/lifecycle.h"
 #include "recorder/options.h"
+#include "recorder/own_heap.h"
 #include "recorder/recorder.h"
 #include "recorder/state.h"
 #include "recorder/threads.h"
@@ -257,7 +258,7 @@ struct Patch {
 };
 Patch* g_patches = nullptr;  // mapped, grown by doubling
 size_t g_npatches = 0, g_patch_cap = 0;
-pthread_mutex_t g_patch_mutex = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t g_patch_mutex = MT_MUTEX_INITIALIZER;
 std::atomic<bool> g_attached{false};
 
 bool remember(void** slot, void* old, void* shim) {
@@ -449,6 +450,7 @@ void detach() {
 
 void* control_main(void* fifo_fd) {
   ++tls_busy;  // the recorder's own thread: never recorded
+  tls_recorder_thread = true;
   prctl(PR_SET_NAME, "memtide-attach");
   const int fd = static_cast<int>(reinterpret_cast<intptr_t>(fifo_fd));
   char c;
@@ -491,13 +493,10 @@ int attach_start(const char* config) {
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
   pthread_attr_setstacksize(&attr, 64 * 1024);
-  // The control thread must not take the program's signals (a process-directed one would
-  // stop the read; the program's handlers expect the program's threads).
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  const int r = pthread_create(&g_control, &attr, control_main, reinterpret_cast<void*>(static_cast<intptr_t>(fifo)));
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  // The control thread takes none of the program's signals (a process-directed one would stop
+  // the read; the program's handlers expect the program's threads).
+  const int r = spawn_recorder_thread(&g_control, &attr, control_main, reinterpret_cast<void*>(static_cast<intptr_t>(fifo)),
+                                      /*keep_single=*/false);  // (it patches modules: the loader's locks)
   pthread_attr_destroy(&attr);
   if (r != 0) {
     close(fifo);
@@ -563,7 +562,7 @@ void attach_reset_threads() {
 void attach_fork_child() {
   // The child is not recorded: its entries get their old values back, the parent's file and
   // writer are left to the parent.
-  pthread_mutex_init(&g_patch_mutex, nullptr);
+  mutex_reset(&g_patch_mutex);
   restore_all();
   g_attached.store(false);
   recording.state.store(kStopped);

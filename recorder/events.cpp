@@ -49,7 +49,7 @@ MT_NOINLINE int unwind_verified(void** ips, int cap, int& skip, UnwindMemo* memo
   void** fast = ips + cap;
   const int nf = fast_backtrace(fast, cap + 1, memo, from);
   const int nl = [&] {
-    BusyScope busy(kReentrant);  // (libunwind maps its caches)
+    BusyScope busy(kOwnAllocs);  // (libunwind maps its caches)
     return unw_backtrace(ips, cap);
   }();
   skip = skip_own_frames(ips, nl);
@@ -129,7 +129,7 @@ MT_NOINLINE uint32_t walk_stack(ThreadState* ts, Stream* stream, const void* fra
     n = unwind_verified(ips, cap, skip, ts ? &ts->memo : nullptr, from);
   }
   if (n < 0) {
-    BusyScope busy(kReentrant);  // (libunwind maps its caches)
+    BusyScope busy(kOwnAllocs);  // (libunwind maps its caches)
     n = unw_backtrace(ips, cap);
   }
   if (recording.opts.unwind != UnwindKind::Verify) skip = skip_own_frames(ips, n);

@@ -48,7 +48,7 @@ Recording recording;
 // ---------------------------------------------------------------------------------------
 namespace {
 
-pthread_mutex_t g_start_mutex = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t g_start_mutex = MT_MUTEX_INITIALIZER;
 // MEMTIDE_CHECK_OPTIONS's value when the program gates itself at exit (self_check): set, and
 // not under `memtide run`, which gates every process of its run itself.
 const char* g_check_options = nullptr;
@@ -237,13 +237,17 @@ void say_if_malloc_is_not_ours() {
 }  // namespace
 
 void start() {
-  BusyScope busy(kReentrant);  // (the writer thread's stack, the file, dlsym)
+  BusyScope busy(kOwnAllocs);  // (the writer thread's stack, the file, dlsym)
   // Loaded by `memtide attach` (dlopen): nothing starts until attach_start.
   if (loaded_after_libc()) {
     g_dormant = true;
     return;
   }
   resolve_backing();
+  // The program's allocator sets up its cache for the main thread now, while no handler of the
+  // program's can interrupt it: the recorder's own allocations before main come from its arena
+  // (own_heap.h), and glibc's first call takes its arena lock even in a single thread.
+  backing_free(call_backing(backing.malloc, 1));
   early_init();
   pthread_mutex_lock(&g_start_mutex);
   if (!recording.started && recording.state.load() == kActive) {
@@ -265,7 +269,7 @@ void start() {
 bool busy() { return tls_busy != 0; }
 
 bool start_attached(const Options& opts, bool set_flush, bool set_counters) {
-  BusyScope busy(kReentrant);  // (as start())
+  BusyScope busy(kOwnAllocs);  // (as start())
   resolve_backing();
   pthread_mutex_lock(&g_start_mutex);
   const int state = recording.state.load();
@@ -564,7 +568,7 @@ void restart_in_child() {
 void fork_child() {
   for (pthread_mutex_t* m : {&recording.queue_mutex, &recording.shared_mutex, &recording.registry_mutex, &maps_mutex,
                              &stacks_mutex, &unwind_mutex, &modules_mutex, &g_start_mutex})
-    pthread_mutex_init(m, nullptr);
+    mutex_reset(m);
   pthread_cond_init(&recording.queue_cond, nullptr);
   sampling::fork_child();
   if (attached()) attach_fork_child();  // (the parent's attach is not the child's)

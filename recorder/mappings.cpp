@@ -11,7 +11,7 @@
 
 namespace memtide::rec {
 
-pthread_mutex_t maps_mutex = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t maps_mutex = MT_MUTEX_INITIALIZER;
 
 namespace {
 struct Map {

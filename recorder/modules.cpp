@@ -19,7 +19,7 @@
 
 namespace memtide::rec {
 
-pthread_mutex_t modules_mutex = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t modules_mutex = MT_MUTEX_INITIALIZER;
 
 // The GNU build-id note among a loaded module's PT_NOTE segments.
 bool loaded_build_id(const ElfW(Phdr)* phdr, int phnum, uintptr_t bias, const uint8_t*& id, size_t& len) {

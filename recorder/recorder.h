@@ -133,12 +133,14 @@ void note_busy_reentry();
 
 // Marks the calling thread busy for its lifetime (heaptrack's RecursionGuard): a way out of
 // the scope that forgets to lower the flag cannot be written. Costs what the two stores did.
-inline constexpr bool kReentrant = true;  // BusyScope around calls that may enter the hooks
+inline constexpr uintptr_t kReentrant = 1;  // BusyScope around calls that may enter the hooks
+// ... whose allocations are the recorder's own (libdw's, pthread_setspecific's): own_heap.h.
+inline constexpr uintptr_t kOwnAllocs = 3;
 class BusyScope {
  public:
-  explicit BusyScope(bool reentrant = false) : outer_(tls_busy_scope) {
+  explicit BusyScope(uintptr_t flags = 0) : outer_(tls_busy_scope) {
     MEMTIDE_CHECK(tls_busy >= 0);
-    tls_busy_scope = reinterpret_cast<uintptr_t>(this) | reentrant;
+    tls_busy_scope = reinterpret_cast<uintptr_t>(this) | flags;
     ++tls_busy;
   }
   ~BusyScope() {

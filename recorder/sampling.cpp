@@ -53,7 +53,7 @@ int64_t draw(ThreadSampler& t, uint64_t interval) {
 // g_table_mutex (taken only on a filter hit, a sampled allocation or a switch).
 // ---------------------------------------------------------------------------------------
 constexpr uintptr_t kEmpty = 0, kTomb = 1;
-pthread_mutex_t g_table_mutex = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t g_table_mutex = MT_MUTEX_INITIALIZER;
 uintptr_t* g_keys = nullptr;
 size_t g_cap = 0, g_used = 0;  // used: live keys and tombstones
 
@@ -196,7 +196,7 @@ void fork_prepare() { pthread_mutex_lock(&g_table_mutex); }
 void fork_parent() { pthread_mutex_unlock(&g_table_mutex); }
 // The child's trace is a new one, which knows none of the parent's blocks.
 void fork_child() {
-  pthread_mutex_init(&g_table_mutex, nullptr);
+  mutex_reset(&g_table_mutex);
   if (g_keys) std::memset(g_keys, 0, g_cap * sizeof(uintptr_t));
   g_used = 0;
   for (auto& c : g_filter) c.store(0, std::memory_order_relaxed);

@@ -25,7 +25,7 @@
 
 namespace memtide::rec {
 
-pthread_mutex_t stacks_mutex = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t stacks_mutex = MT_MUTEX_INITIALIZER;
 
 namespace {
 

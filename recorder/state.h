@@ -61,15 +61,15 @@ struct Recording {
   std::atomic<uint32_t> next_stream{1};
   uint32_t chunk_first = kFirstChunkSize, chunk_max = kMaxChunkSize;  // (kTestChunkEnv)
 
-  pthread_mutex_t registry_mutex = PTHREAD_MUTEX_INITIALIZER;
+  pthread_mutex_t registry_mutex = MT_MUTEX_INITIALIZER;
   Stream* registry = nullptr;  // all streams with data the writer must visit
 
   // The process stream (index 0): shared by every thread under `shared_mutex`; also takes
   // events of threads whose state is gone (after their exit destructor).
-  pthread_mutex_t shared_mutex = PTHREAD_MUTEX_INITIALIZER;
+  pthread_mutex_t shared_mutex = MT_MUTEX_INITIALIZER;
   Stream shared;
 
-  pthread_mutex_t queue_mutex = PTHREAD_MUTEX_INITIALIZER;
+  pthread_mutex_t queue_mutex = MT_MUTEX_INITIALIZER;
   pthread_cond_t queue_cond = PTHREAD_COND_INITIALIZER;
   Chunk* queue_head = nullptr;
   Chunk* queue_tail = nullptr;

@@ -221,29 +221,31 @@ uintptr_t signal_restorer() {
 
 std::atomic<uint64_t> g_lost_events{0};
 
+bool handler_since(uintptr_t scope) {
+  const uintptr_t top = scope & ~uintptr_t{7};
+  const ThreadState* ts = tls_thread;
+  if (!top || !ts || ts->memo.stack_pending || top < ts->memo.stack_lo || top >= ts->memo.stack_hi) return false;
+  const auto here = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+  if (here < ts->memo.stack_lo || here >= ts->memo.stack_hi) return true;  // on another stack: sigaltstack's
+  if (here >= top) return false;
+  // A signal frame between here and the innermost busy scope (one the handler's own call
+  // opened, as the backing allocator's scope around its mmap, lies below the frame): the
+  // restorer, then a ucontext whose interrupted stack pointer lies within the busy code's frames.
+  const uintptr_t restorer = signal_restorer();
+  if (!restorer) return false;
+  for (auto p = (here + 7) & ~uintptr_t{7}; p + sizeof(uintptr_t) + sizeof(ucontext_t) <= top; p += sizeof(uintptr_t)) {
+    if (*reinterpret_cast<const uintptr_t*>(p) != restorer) continue;
+    const auto* uc = reinterpret_cast<const ucontext_t*>(p + sizeof(uintptr_t));
+    const auto sp = static_cast<uintptr_t>(uc->uc_mcontext.gregs[REG_RSP]);
+    if (sp > p && sp <= top) return true;
+  }
+  return false;
+}
+
 void note_busy_reentry() {
   const uintptr_t top = tls_busy_scope;
-  const ThreadState* ts = tls_thread;
-  if (!top || (top & kReentrant) || !ts || ts->memo.stack_pending || top < ts->memo.stack_lo || top >= ts->memo.stack_hi) return;
-  const auto here = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
-  bool handler = here < ts->memo.stack_lo || here >= ts->memo.stack_hi;  // on another stack: sigaltstack's
-  if (!handler && here < top) {
-    // A signal frame between here and the innermost busy scope (one the handler's own call
-    // opened, as the backing allocator's scope around its mmap, lies below the frame): the
-    // restorer, then a ucontext whose interrupted stack pointer lies within the busy code's frames.
-    if (const uintptr_t restorer = signal_restorer()) {
-      for (auto p = (here + 7) & ~uintptr_t{7}; p + sizeof(uintptr_t) + sizeof(ucontext_t) <= top; p += sizeof(uintptr_t)) {
-        if (*reinterpret_cast<const uintptr_t*>(p) != restorer) continue;
-        const auto* uc = reinterpret_cast<const ucontext_t*>(p + sizeof(uintptr_t));
-        const auto sp = static_cast<uintptr_t>(uc->uc_mcontext.gregs[REG_RSP]);
-        if (sp > p && sp <= top) {
-          handler = true;
-          break;
-        }
-      }
-    }
-  }
-  if (handler) g_lost_events.fetch_add(1, std::memory_order_relaxed);
+  if (!top || (top & kReentrant)) return;
+  if (handler_since(top)) g_lost_events.fetch_add(1, std::memory_order_relaxed);
 }
 
 bool acquire_slow(Target& t, bool even_paused) {
@@ -254,7 +256,7 @@ bool acquire_slow(Target& t, bool even_paused) {
   if (!ensure_started()) return false;
   if (!even_paused && recording.paused.load(std::memory_order_relaxed)) return false;
   if (!tls_thread && !tls_exited) {
-    BusyScope busy(kReentrant);  // (pthread_setspecific allocates)
+    BusyScope busy(kOwnAllocs);  // (pthread_setspecific allocates)
     create_thread_state();
   }
   if (tls_thread) {

@@ -14,5 +14,9 @@ void thread_exit_destructor(void* p);
 void append_thread_record(Stream* s, fmt::RecordType type, uint64_t os_tid, const char* name);
 // The thread's ThreadStart, then its name as /proc has it (ThreadName), to `s`.
 void append_thread_start(Stream* s, pid_t tid);
+// Whether a signal handler of the program's runs between the caller and the busy scope
+// `scope` (tls_busy_scope's value) of its thread: a signal frame lies between the two, or the
+// caller runs on another stack (sigaltstack). False when the thread's stack is not known.
+bool handler_since(uintptr_t scope);
 
 }  // namespace memtide::rec

@@ -104,7 +104,7 @@ size_t make_header(uint8_t* h, uint64_t pointer) {
 
 // Held while the trace's descriptor is used for writing, and while a dup2 or dup3 of the
 // program moves it (move_trace_fd): a write never goes to a number the program is taking over.
-pthread_mutex_t g_fd_mutex = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t g_fd_mutex = MT_MUTEX_INITIALIZER;
 
 }  // namespace
 
@@ -445,7 +445,7 @@ int program_dupfd(int fd, int cmd, long min) {
 }
 
 void trace_file_reset_after_fork() {
-  pthread_mutex_init(&g_fd_mutex, nullptr);
+  mutex_reset(&g_fd_mutex);
   close_trace_fd();
 }
 

@@ -41,7 +41,7 @@
 
 namespace memtide::rec {
 
-pthread_mutex_t unwind_mutex = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t unwind_mutex = MT_MUTEX_INITIALIZER;
 
 std::atomic<uint32_t> g_rule_gen{1};
 std::atomic<bool> g_rules_full{false};
@@ -282,7 +282,7 @@ uint64_t compute_rule(Module* m, uint64_t pc) {
 
 // First sight of `pc` (or of its generation): find its module and rule, store it.
 MT_NOINLINE uint64_t rule_resolve(uint64_t pc, uint64_t gen) {
-  BusyScope busy(kReentrant);  // (libelf and libdw allocate through the hooks)
+  BusyScope busy(kOwnAllocs);  // (libelf and libdw allocate through the hooks)
   pthread_mutex_lock(&unwind_mutex);
   uint64_t rule = rule_find(pc, gen);
   if (!rule) {

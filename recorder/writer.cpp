@@ -29,6 +29,7 @@
 #include "formats/segment_set.h"
 #include "recorder/checkpoint.h"
 #include "recorder/process.h"
+#include "recorder/own_heap.h"
 #include "recorder/recorder.h"
 #include "recorder/segments.h"
 #include "recorder/state.h"
@@ -52,7 +53,7 @@ size_t g_cut_cap = 0;
 uint8_t* g_stacks = nullptr;  // the StackDefs taken out of it
 size_t g_stacks_cap = 0;
 bool g_finished = false;       // End written
-pthread_mutex_t g_done_mutex = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t g_done_mutex = MT_MUTEX_INITIALIZER;
 pthread_cond_t g_done_cond = PTHREAD_COND_INITIALIZER;
 
 // Frames [p, p + n) of stream `s` as one block and appends it. `end` (when known: the rest
@@ -448,6 +449,7 @@ void set_idle_level(unsigned level) {
 
 void* writer_main(void*) {
   tls_busy = 1;  // nothing this thread does is the program's
+  tls_recorder_thread = true;
   // The buffers that a chunk of the largest size needs, taken now: a writer that could not get
   // memory later (a low RLIMIT_AS, a program that takes all there is) still writes what was
   // recorded, and the End record.
@@ -588,12 +590,8 @@ void writer_start() {
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setstacksize(&attr, 256 * 1024);
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);  // signals are for the program's threads
   recording.writer_stop = false;
-  recording.writer_running = pthread_create(&recording.writer, &attr, writer_main, nullptr) == 0;
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  recording.writer_running = spawn_recorder_thread(&recording.writer, &attr, writer_main, nullptr, /*keep_single=*/true) == 0;
   pthread_attr_destroy(&attr);
   if (!recording.writer_running) {
     message("cannot start the writer thread; not recording");
@@ -652,7 +650,7 @@ void writer_reset_after_fork() {
   g_quiet_passes = 0;
   g_idle_level = 0;  // (the child's clock epoch starts without kEpochIdle)
   checkpoint_reset_after_fork();
-  pthread_mutex_init(&g_done_mutex, nullptr);
+  mutex_reset(&g_done_mutex);
   pthread_cond_init(&g_done_cond, nullptr);
   trace_file_reset_after_fork();
 }

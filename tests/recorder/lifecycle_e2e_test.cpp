@@ -349,6 +349,48 @@ TEST(Lifecycle, AFatalSignalCannotBeSurvivedThroughAnotherHandler) {
   }
 }
 
+// A handler that mallocs while it interrupts malloc, or siglongjmps out of it, is undefined
+// behaviour that glibc turns into SIGABRT (or SIGSEGV) in a program of one thread. The
+// recorder's writer thread made glibc take its arena lock instead, which the interrupted call
+// held: the program hung. The writer allocates from the recorder's own arena, and glibc still
+// sees one thread.
+TEST(Lifecycle, AHandlerThatMallocsInsideMallocCrashesAsUntraced) {
+  const auto by_glibc = [](int status) { return status == 128 + SIGABRT || status == 128 + SIGSEGV; };
+  for (const std::string how : {"call", "jmp"}) {
+    TempDir plain;
+    const RunResult untraced = run({MT_LIFECYCLE, "handler-malloc", how}, {}, plain.path(), 60);
+    ASSERT_TRUE(by_glibc(untraced.status)) << how << ": the premise (untraced, glibc ends it) " << untraced.status;
+    for (int i = 0; i < 4; ++i) {
+      TempDir dir;
+      // A watchdog of 30 s: a hang fails the test.
+      const RunResult r = run({MT_LIFECYCLE, "handler-malloc", how},
+                              {{"LD_PRELOAD", MT_PRELOAD}, {"MEMTIDE_OUTPUT", (dir.path() / "t.mtide").string()}},
+                              dir.path(), 30);
+      EXPECT_TRUE(by_glibc(r.status)) << how << " run " << i << ": " << r.status << " " << r.err;
+      EXPECT_EQ(r.out.find("survived"), std::string::npos);
+    }
+  }
+}
+
+// Credentials are per thread in Linux: the writer thread gives up the ids the program gives up.
+TEST(Lifecycle, TheWriterThreadGivesUpTheIdsTheProgramGivesUp) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to change ids";
+  TempDir dir;
+  RunResult r;
+  traced({MT_LIFECYCLE, "setuid"}, dir.path(), &r);
+  ASSERT_EQ(r.status, 0) << r.err;
+  int tasks = 0;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    unsigned task = 0, real = 0, eff = 0;
+    if (std::sscanf(line.c_str(), "uid %u %u %u", &task, &real, &eff) != 3) continue;
+    ++tasks;
+    EXPECT_EQ(real, 65534u) << line;
+    EXPECT_EQ(eff, 65534u) << line;
+  }
+  EXPECT_GE(tasks, 2) << "the program's thread and the writer's: " << r.out;
+}
+
 TEST(Lifecycle, ExitFromAnotherThread) {
   TempDir dir;
   RunResult r;

@@ -62,6 +62,12 @@
 //                           come here). glibc answers them by walking every free chunk with the
 //                           arena's lock held, so each call stalls the program's allocations
 //                           for a time that grows with its free chunks
+//   lifecycle handler-malloc call|jmp  one thread; a 100 us interval timer whose SIGALRM handler
+//                           mallocs and frees (call) or siglongjmps (jmp) out of whatever runs,
+//                           while the thread mallocs and frees: undefined behaviour that glibc
+//                           ends with SIGABRT (or SIGSEGV) untraced; prints "survived" if not
+//   lifecycle setuid        (as root) gives up its user and group ids for 65534's, then prints
+//                           "uid <task> <real> <effective>" for every task of the process
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -325,6 +331,43 @@ int main(int argc, char** argv) {
   if (!std::strcmp(mode, "abort")) {
     leak(6666, 1);
     abort();
+  }
+  if (!std::strcmp(mode, "handler-malloc") && argc > 2) {
+    static sigjmp_buf env;
+    static bool jump = !std::strcmp(argv[2], "jmp");
+    signal(SIGALRM, [](int) {
+      if (jump) siglongjmp(env, 1);
+      free(malloc(64));
+    });
+    itimerval every{{0, 100}, {0, 100}};
+    setitimer(ITIMER_REAL, &every, nullptr);
+    void* keep[512] = {};
+    for (long i = 0; i < 50000000; ++i) {
+      if (jump) sigsetjmp(env, 1);
+      free(keep[i & 511]);
+      keep[i & 511] = malloc(16 + (i * 7919) % 4000);
+    }
+    std::puts("survived");
+    return 0;
+  }
+  if (!std::strcmp(mode, "setuid")) {
+    if (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0) return 3;
+    DIR* tasks = opendir("/proc/self/task");
+    if (!tasks) return 4;
+    while (const dirent* e = readdir(tasks)) {
+      if (e->d_name[0] == '.') continue;
+      char path[64], line[256];
+      std::snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
+      FILE* f = std::fopen(path, "r");
+      if (!f) continue;
+      while (std::fgets(line, sizeof line, f)) {
+        unsigned real = 0, eff = 0;
+        if (std::sscanf(line, "Uid: %u %u", &real, &eff) == 2) std::printf("uid %s %u %u\n", e->d_name, real, eff);
+      }
+      std::fclose(f);
+    }
+    closedir(tasks);
+    return 0;
   }
   if (!std::strcmp(mode, "abort-timer")) {
     static sigjmp_buf env;

@@ -67,14 +67,9 @@ int handler_allocs(long ms) {
   sa.sa_handler = on_alarm;
   sa.sa_flags = SA_RESTART;
   sigemptyset(&sa.sa_mask);
-  // A first round without signals: the recorder then knows the unwind rules of these stacks.
-  // (Resolving a new one calls libdw, which allocates with the program's malloc: a handler that
-  // allocates while it interrupts that malloc deadlocks, as it would when interrupting the
-  // program's own.)
-  for (const long warm = now_us() + 100000; now_us() < warm;) {
-    void* m = mmap(nullptr, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m != MAP_FAILED) munmap(m, 1 << 20);
-  }
+  // No first round without signals: the recorder resolves the unwind rules of these stacks
+  // while the handler runs, and libdw's allocations for that are the recorder's own (they must
+  // not hold the program's malloc when the handler calls it).
   sigaction(SIGPROF, &sa, nullptr);
   const long until = now_us() + ms * 1000;
   std::atomic<bool> done{false};
