@@ -35,27 +35,28 @@ for f in "$preload" "$worker"; do
   [[ -f $f ]] || { echo "keep: $f not built" >&2; exit 2; }
 done
 mkdir -p "$dir"
+rm -f "$dir"/*.mtide
 
 # The bytes of the files of trace NAME (NAME.mtide and its segments).
-trace_bytes() { stat -c %s "$1".mtide "$1".[0-9][0-9][0-9][0-9]*.mtide 2>/dev/null | awk '{s += $1} END {print s + 0}'; }
+trace_bytes() { { stat -c %s "$1".mtide "$1".[0-9][0-9][0-9][0-9]*.mtide 2>/dev/null || true; } | awk '{s += $1} END {print s + 0}'; }
 
 # Runs the worker with the environment "$@"; prints "cpu_s maxrss_kib end_bytes most_bytes segments".
 run() {
   local name=$1; shift
   rm -f "$dir/$name".mtide "$dir/$name".[0-9][0-9][0-9][0-9]*.mtide
-  env "$@" MEMTIDE_OUTPUT="$dir/$name.mtide" /usr/bin/time -o "$dir/time.txt" -f '%U %S %M' \
+  /usr/bin/time -o "$dir/time.txt" -f '%U %S %M' env "$@" MEMTIDE_OUTPUT="$dir/$name.mtide" \
     "$worker" --seconds "$seconds" --threads "$threads" --rate "$rate" >/dev/null 2>&1 &
   local pid=$! most=0 b
   while kill -0 "$pid" 2>/dev/null; do
     b=$(trace_bytes "$dir/$name")
-    (( b > most )) && most=$b
+    if (( b > most )); then most=$b; fi
     sleep 0.2
   done
   wait "$pid" || true
   b=$(trace_bytes "$dir/$name")
-  (( b > most )) && most=$b
+  if (( b > most )); then most=$b; fi
   local last
-  last=$(ls "$dir/$name".[0-9][0-9][0-9][0-9]*.mtide 2>/dev/null | sed 's/.*\.\([0-9]*\)\.mtide$/\1/' | sort -n | tail -1)
+  last=$(ls "$dir/$name".[0-9][0-9][0-9][0-9]*.mtide 2>/dev/null | sed 's/.*\.\([0-9]*\)\.mtide$/\1/' | sort -n | tail -1 || true)
   awk -v e="$b" -v m="$most" -v s="${last:-1}" '{printf "%.2f %d %d %d %d\n", $1 + $2, $3, e, m, s}' "$dir/time.txt"
 }
 
