@@ -268,6 +268,8 @@ ReadResult FileReader::peek_header(BlockRef& out) {
   const uint8_t* h = read_at(offset_, kBlockHeaderSize, header_buf_, got);
   if (!h) return ReadResult::io_error(offset_, errno);
   if (got == 0 && set_ && next_segment()) return peek_header(out);
+  if (got == 0 && set_ && set_->gap())
+    return ReadResult::corrupt(offset_, "the next segments were removed before they were read (more than the set's size behind)");
   if (got == 0) return ReadResult::end(offset_);
   if (got < kBlockHeaderSize) return ReadResult::truncated(offset_, "header");
   out.offset = offset_;

@@ -172,6 +172,7 @@ bool SegmentFiles::refresh() {
   if (segs_.empty()) return false;
   bool added = false;
   for (const SegmentPath& p : list_segments(stem_)) {
+    if (p.number > segs_.back().number + 1) gap_ = !added;
     if (p.number != segs_.back().number + 1) continue;
     // (A segment just created may not have its header yet: looked at again next time.)
     if (!add(p.path, p.number)) break;

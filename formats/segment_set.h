@@ -85,6 +85,9 @@ class SegmentFiles {
   uint64_t end_of(std::size_t i) const;
   // Opens the segments written since the last look (a recorder goes on); true when there are.
   bool refresh();
+  // Whether a refresh found later segments but not the next one: removed before it was read
+  // (a follower more than the set's size behind).
+  bool gap() const { return gap_; }
   // Closes the segments that end at or before `off` and that the recorder has removed: their
   // disk space is freed only once no one holds them open. Reads of them then find nothing.
   void release_before(uint64_t off);
@@ -94,6 +97,7 @@ class SegmentFiles {
   bool add(const std::string& path, uint32_t number);
   std::string stem_;
   std::vector<Segment> segs_;
+  bool gap_ = false;
 };
 
 }  // namespace memtide::fmt
