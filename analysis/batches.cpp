@@ -132,8 +132,8 @@ bool BlockSource::pending_ok(const BlockHeader& h) const {
   return hints_ && h.stream != 0 && h.flags == 0 && h.kind == BlockKind::Records;
 }
 
-BlockSource::BlockSource(FileReader& reader, EventMerger& merger)
-    : reader_(reader), merger_(merger), hints_((reader.info().flags & kFileFlagBlockHints) != 0) {
+BlockSource::BlockSource(FileReader& reader, EventMerger& merger, uint64_t stop_after)
+    : reader_(reader), merger_(merger), hints_((reader.info().flags & kFileFlagBlockHints) != 0), stop_after_(stop_after) {
   try {
     threaded_ = true;  // before the thread starts: its push() reads it
     thread_ = std::thread([this] { produce(); });
@@ -236,6 +236,11 @@ bool BlockSource::read_some(EventDecoder& decoder) {
       merger_.add_events(std::move(b), w);
     }
     for (const ReadResult& e : merger_.take_errors()) it.warnings.push_back(block_warning(e));
+    if (it.batch->events.size() && it.batch->events.data()[it.batch->events.size() - 1].time > stop_after_) [[unlikely]] {
+      it.read = ReadResult::end(reader_.offset());
+      it.last = true;
+      break;
+    }
     if (it.batch->events.size() >= kBatchEvents / 2) break;
   }
   const bool more = !it.last;

@@ -99,7 +99,9 @@ struct ReadItem {
 // Without a thread (one could not be started) next() reads and merges on demand.
 class BlockSource {
  public:
-  BlockSource(fmt::FileReader& reader, fmt::EventMerger& merger);
+  // `stop_after`: the reading stops (as at the end of the file) after a block whose events
+  // released a batch event timed after it (a window's end, Session): nothing is read ahead past it.
+  BlockSource(fmt::FileReader& reader, fmt::EventMerger& merger, uint64_t stop_after = UINT64_MAX);
   ~BlockSource();
   BlockSource(const BlockSource&) = delete;
   BlockSource& operator=(const BlockSource&) = delete;
@@ -127,6 +129,7 @@ class BlockSource {
   fmt::Block block_;
   fmt::EventDecoder decoder_;  // used without a thread
   bool hints_ = false;         // the file has block hints (pending_ok)
+  uint64_t stop_after_ = UINT64_MAX;
   bool threaded_ = false;      // a reader thread runs (set before it starts, read by both sides)
   std::thread thread_;
   std::mutex mu_;

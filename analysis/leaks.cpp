@@ -18,6 +18,17 @@ std::vector<const StackStats*> top_stacks(const Model& m, Domain d, Metric metri
   return v;
 }
 
+int suppress_leak(SuppressionList& supp, const std::vector<Frame>& frames, uint64_t blocks, uint64_t bytes) {
+  const int i = supp.match(frames);
+  if (i >= 0) {
+    Suppression& x = supp.items()[static_cast<std::size_t>(i)];
+    ++x.stacks;
+    x.blocks += blocks;
+    x.bytes += bytes;
+  }
+  return i;
+}
+
 CountedLeaks count_leaks(const Model& m, Symbolizer& sym, SuppressionList& supp, bool unreachable_only) {
   CountedLeaks e;
   for (const StackStats* s : top_stacks(m, Domain::Heap, Metric::Leaked, SIZE_MAX)) {
@@ -35,12 +46,8 @@ CountedLeaks count_leaks(const Model& m, Symbolizer& sym, SuppressionList& supp,
   std::vector<Frame> frames;
   for (const StackStats& s : e.counted) {
     sym.stack(s.stack, frames);
-    const int i = supp.match(frames);
-    if (i >= 0) {
-      Suppression& x = supp.items()[static_cast<std::size_t>(i)];
-      ++x.stacks;
-      x.blocks += s.m.leaked_blocks;
-      x.bytes += s.m.leaked_bytes;
+    if (const int i = suppress_leak(supp, frames, s.m.leaked_blocks, s.m.leaked_bytes); i >= 0) {
+      e.suppressed.emplace_back(&s, static_cast<std::size_t>(i));
       e.suppressed_blocks += s.m.leaked_blocks;
       e.suppressed_bytes += s.m.leaked_bytes;
       continue;

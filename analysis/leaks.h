@@ -1,7 +1,7 @@
 // Leaks as every reader lists them: the stacks of a domain ordered by a metric (largest leak
-// first, ties by stack id), and the leaks a gate counts once the reachable blocks and the
-// suppressed stacks are set aside (`memtide check`; the report and the viewer list every leak
-// and suggest suppressions instead).
+// first, ties by stack id), and the heap's leaks once the reachable blocks and the suppressed
+// stacks are set aside: what `memtide check` counts, and what `memtide report --suppressions`
+// and the viewer's Leaks view leave out of their lists (suppress_leak: one match for all three).
 #pragma once
 
 #include <cstdint>
@@ -31,10 +31,17 @@ struct CountedLeaks {
   // largest first.
   std::vector<StackStats> counted;
   std::vector<const StackStats*> leaks;  // of those, the ones no suppression matches (into `counted`)
+  // The others, each with the index of the suppression that matched it (into `counted`).
+  std::vector<std::pair<const StackStats*, std::size_t>> suppressed;
   uint64_t reachable_bytes = 0, reachable_blocks = 0;  // set aside (unreachable_only)
   uint64_t leaked_bytes = 0, leaked_blocks = 0;        // of `leaks`
   uint64_t suppressed_bytes = 0, suppressed_blocks = 0;
 };
+
+// The suppression of `supp` that matches a leaking stack whose frames are `frames` (outermost
+// first, allocation site last, as Symbolizer::stack gives them), with the leak's blocks and
+// bytes counted on it (Suppression::stacks / blocks / bytes); its index, or -1 for none.
+int suppress_leak(SuppressionList& supp, const std::vector<Frame>& frames, uint64_t blocks, uint64_t bytes);
 
 // Counts the heap's leaks of `m`: with `unreachable_only` (a complete leak scan), the blocks
 // still reachable at exit are not leaks; the stacks that match a suppression of `supp` are set

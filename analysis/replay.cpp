@@ -232,7 +232,42 @@ void Replayer::unknown_free(Domain d, uint32_t stream, const Free& f) {
 // [5] Finishing
 // ---------------------------------------------------------------------------------------
 
+// A window whose `at` is later than its end: the replay goes on to `at` for the figures live
+// then, while the window's own (made in it, not freed by its end) are kept as they stood.
+void Replayer::freeze() {
+  frozen_ = std::make_unique<Model>(m_);
+  finish_own(*frozen_);
+}
+
 void Replayer::finish_into(Model& out) const {
+  finish_own(out);
+  if (!frozen_) return;
+  const Model& f = *frozen_;
+  // (No stack is added to a domain's work after the window's end: its allocations are not
+  // counted, so the stacks are in the same order.)
+  for (unsigned di = 0; di < kDomainCount; ++di) {
+    Totals t = f.totals[di];
+    t.at_bytes = out.totals[di].at_bytes;
+    t.at_blocks = out.totals[di].at_blocks;
+    out.totals[di] = t;
+    std::vector<StackStats>& st = out.stacks[di];
+    const std::vector<StackStats>& fs = f.stacks[di];
+    MEMTIDE_CHECK(st.size() == fs.size());
+    for (std::size_t i = 0; i < st.size() && i < fs.size(); ++i) {
+      StackMetrics m = fs[i].m;
+      m.at_bytes = st[i].m.at_bytes;
+      m.at_blocks = st[i].m.at_blocks;
+      st[i].m = m;
+    }
+  }
+  out.alloc_api = f.alloc_api;
+  out.free_api = f.free_api;
+  out.anomalies = f.anomalies;
+  out.freed_before_recording = f.freed_before_recording;
+  out.stack_history = f.stack_history;
+}
+
+void Replayer::finish_own(Model& out) const {
   if (!based_) apply_base(out, out.have_process ? out.process.monotonic_start_ns : 0);
   const bool at_now = opt_.at && !at_done_;  // the chosen time is after the last event
   auto leak = [](StackMetrics& m, uint64_t bytes, uint64_t time, uint64_t blocks = 1) {
@@ -461,6 +496,8 @@ void replay_batch(Replayer& rp, const Batch& b, DecodeScratch& scratch) {
 void replay_rest(Replayer& rp, EventMerger& merger) { merger.finish(rp); }
 
 void finish_into(const Replayer& rp, Model& out) { rp.finish_into(out); }
+
+bool passed(const Replayer& rp) { return rp.passed(); }
 
 
 }  // namespace memtide::analysis::detail

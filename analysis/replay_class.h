@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
@@ -62,38 +63,38 @@ class Replayer : public NullVisitor {
     for (std::string_view a; it.next(a);) p.argv.emplace_back(a);
   }
   void on_module_load(uint32_t, const ModuleLoad& x) {
-    note_time(x.time);
+    if (!admit(x.time)) return;
     m_.modules.push_back(module_info(x));
     if (opt_.on_module) opt_.on_module(m_.modules.back());
   }
   void on_module_unload(uint32_t, const ModuleUnload& x) {
-    note_time(x.time);
+    if (!admit(x.time)) return;
     unload_module(m_, x);
   }
   void on_thread_start(uint32_t, const ThreadStart& x) {
-    note_time(x.time);
+    if (!admit(x.time)) return;
     ThreadInfo& t = thread(static_cast<uint32_t>(x.thread));
     t.os_tid = x.os_tid;
     t.parent = static_cast<uint32_t>(x.parent);
     t.start_time = x.time;
   }
   void on_thread_name(uint32_t, const ThreadName& x) {
-    note_time(x.time);
+    if (!admit(x.time)) return;
     thread(static_cast<uint32_t>(x.thread)).name = x.name;
   }
   void on_thread_exit(uint32_t, const ThreadExit& x) {
-    note_time(x.time);
+    if (!admit(x.time)) return;
     thread(static_cast<uint32_t>(x.thread)).exit_time = x.time;
   }
   void on_stack_def(uint32_t, const StackDef& x) { m_.stack_table.define(x.first_id, x.parent_id, x.ips, x.count); }
   void on_counters(uint32_t, const Counters& x) {
-    note_time(x.time);
+    if (!admit(x.time)) return;
     m_.rss_series.add(x.time, x.rss_bytes);
     m_.peak_rss = std::max(m_.peak_rss, x.rss_bytes);
   }
   void on_marker(uint32_t s, const Marker& x) {
     if (s != 0 && x.time < skip_before_) return;  // a thread's, in the checkpoint's heads (seed_marker)
-    note_time(x.time);
+    if (!admit(x.time)) return;
     if (x.switches_sampling()) switch_sampling(x.time, x.sampling_interval());
     if (m_.markers.size() >= 100000) {
       ++m_.markers_dropped;
@@ -101,7 +102,7 @@ class Replayer : public NullVisitor {
     }
     m_.markers.push_back({x.time, ThreadId(s), std::string(x.label)});
   }
-  void on_watermark(uint32_t, const Watermark& x) { note_time(x.time); }
+  void on_watermark(uint32_t, const Watermark& x) { admit(x.time); }
   // memtide_sample(): the recording switched between exact and sampled (a Marker's field).
   void switch_sampling(uint64_t time, uint64_t interval) {
     if (interval_ == 0 && interval != 0 && (live_[0].size() || live_[1].size())) convert_exact_blocks(time);
@@ -109,12 +110,18 @@ class Replayer : public NullVisitor {
     m_.sampling.note(time, interval);
   }
   void on_end(uint32_t, const End& x) {
-    note_time(x.time);
+    if (!admit(x.time)) return;  // (a window that stops before it: the session reads it from the tail)
     m_.complete = true;
     m_.end = x;
   }
-  void on_symbols(uint32_t, const Symbols& x) { add_embedded(m_, x); }
-  void on_scan(uint32_t, const Scan& x) { scan_.add(x); }
+  // (After a window's stop: the names are read from the tail by the session, and the scan at
+  // exit is of the blocks live at the end, not at the window's.)
+  void on_symbols(uint32_t, const Symbols& x) {
+    if (!passed_) add_embedded(m_, x);
+  }
+  void on_scan(uint32_t, const Scan& x) {
+    if (!passed_) scan_.add(x);
+  }
 
   void on_alloc(uint32_t stream, const Alloc& a) {
     if (windowed_)
@@ -140,8 +147,10 @@ class Replayer : public NullVisitor {
   }
   template <bool W>
   [[gnu::always_inline]] void alloc(uint32_t stream, const Alloc& a) {
-    if (W && a.time < skip_before_) [[unlikely]]
-      return;  // before the checkpoint the replay started from: in its live blocks
+    if (W && (a.time < skip_before_ || a.time > edge_)) [[unlikely]] {
+      // Before the checkpoint the replay started from (in its live blocks), or past the window.
+      if (a.time < skip_before_ || !edge(a.time)) return;
+    }
     note_time(a.time);
     ++m_.events;
     const uint64_t bytes = std::min<uint64_t>(a.size, kMaxBlockBytes);
@@ -154,8 +163,9 @@ class Replayer : public NullVisitor {
   }
   template <bool W>
   [[gnu::always_inline]] void free(uint32_t stream, const Free& f) {
-    if (W && f.time < skip_before_) [[unlikely]]
-      return;
+    if (W && (f.time < skip_before_ || f.time > edge_)) [[unlikely]] {
+      if (f.time < skip_before_ || !edge(f.time)) return;
+    }
     note_time(f.time);
     ++m_.events;
     switch (api_class(f.api)) {
@@ -173,6 +183,9 @@ class Replayer : public NullVisitor {
   // Finishes `out`, a copy of the model being built, as if the trace ended here: leaks, peaks
   // by stack, threads, warnings. The replay's own state is not changed, so it can go on.
   void finish_into(Model& out) const;
+  // Whether the replay went past the window's stop (its end, or `at` when later): the session
+  // reads no further.
+  bool passed() const { return passed_; }
   // A windowed replay from a checkpoint (replayer.h): its live blocks, not counted, and its time,
   // before which events are in them.
   void seed(CheckpointDomain d, const CheckpointEntry& e);
@@ -194,6 +207,29 @@ class Replayer : public NullVisitor {
   void set_base(uint64_t first) {
     based_ = true;
     apply_base(m_, first);
+    // A window with an end stops there (or at `at`, later): nothing after it changes its figures.
+    if (windowed_ && opt_.to) {
+      stop_ = std::max(m_.window_to, opt_.at ? m_.at_time : 0);
+      edge_ = m_.window_to < stop_ ? m_.window_to : stop_;
+    }
+  }
+  // Whether a record timed `t` is replayed: not after the window's stop (edge() past it).
+  [[gnu::always_inline]] bool admit(uint64_t t) {
+    if (t > edge_) [[unlikely]]
+      if (!edge(t)) return false;
+    note_time(t);
+    return true;
+  }
+  // A record after the window's end (edge_): past the stop, nothing more is replayed; before it
+  // (`at` later than the window's end), the window's figures are frozen as they stand.
+  [[gnu::noinline]] bool edge(uint64_t t) {
+    if (t > stop_) {
+      passed_ = true;
+      return false;
+    }
+    freeze();
+    edge_ = stop_;
+    return true;
   }
   void apply_base(Model& m, uint64_t first) const {
     m.first_time = first;
@@ -288,6 +324,16 @@ class Replayer : public NullVisitor {
   uint64_t interval_ = 0;
   std::unordered_map<uint64_t, uint64_t> weights_[2];
   uint64_t skip_before_ = 0;  // (windowed) the checkpoint's time
+  // A window with an end: the time after which nothing is replayed (its end, or `at` when
+  // later), the next time at which something happens (the window's end when `at` is later:
+  // freeze()), and whether a record past the stop was seen.
+  uint64_t stop_ = UINT64_MAX, edge_ = UINT64_MAX;
+  bool passed_ = false;
+  // The window's figures as they stood at its end, when `at` is later (replay.cpp, freeze()):
+  // only the figures live at `at` come from the replay after it.
+  std::unique_ptr<Model> frozen_;
+  void freeze();
+  void finish_own(Model& out) const;
 };
 
 }  // namespace memtide::analysis::detail

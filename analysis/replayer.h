@@ -27,6 +27,9 @@ void replay_rest(Replayer& rp, fmt::EventMerger& merger);
 // Finishes `out`, a copy of the model being built, as if the trace ended here: leaks, peaks by
 // stack, threads, warnings. The replay's own state is not changed, so it can go on.
 void finish_into(const Replayer& rp, Model& out);
+// Whether a window's replay went past its stop (its end, or `at` when later): nothing further
+// in the file changes the model.
+bool passed(const Replayer& rp);
 
 // A windowed replay from a checkpoint: each of its live blocks (not counted: made before the
 // window), then its head, after which the events timed before it are skipped (they are in it).

@@ -4,6 +4,7 @@
 // the model. analyze_file is a session advanced once and finished.
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -37,6 +38,12 @@ struct Session::Impl {
   ReadResult tail;  // Truncated: where the file ends inside a block (for finish())
   bool open = false, stopped = false, finished = false, broken = false;
   uint64_t from_checkpoint = 0;  // the checkpoint the replay started from (its seq), 0: the start
+  bool at_stop = false;          // a window's replay reached its stop: nothing after it is read
+  uint64_t tail_time = 0;        // (at_stop) the time of the trace's last record, read from its tail
+  uint64_t began = 0;            // the offset the replay's reading began at
+  uint64_t stop_after = UINT64_MAX;  // a window's stop (absolute; at or after the replay's): no reading past it
+  uint64_t progress_end = 0;         // (a window) about where its reading ends; 0: the file's end
+  std::optional<std::vector<CheckpointHead>> heads;  // found once, when needed
 
   explicit Impl(ReplayOptions o) : opt(std::move(o)) {}
 
@@ -46,6 +53,19 @@ struct Session::Impl {
     m.file_size = reader.size();
     for (const std::string& w : reader.warnings()) m.warnings.push_back(w);
     start_from_checkpoint();
+    began = reader.offset();
+    // (The replay's time base is the recording's start or the first record, whichever is
+    // earlier: its stop is never after this one.)
+    if (opt.to) {
+      const uint64_t base = start_time(), end = std::max(*opt.to, opt.at.value_or(0));
+      if (base) stop_after = base + std::min(end, UINT64_MAX - base);
+      // The progress is of the part to read: up to the first checkpoint after the stop.
+      for (const CheckpointHead& h : checkpoints())
+        if (h.time > stop_after) {
+          progress_end = h.offset;
+          break;
+        }
+    }
   }
 
   // A window (--from) starts from the latest checkpoint at or before it (and before --at): its
@@ -57,7 +77,7 @@ struct Session::Impl {
     // (A segment set whose first segments are gone starts at its first checkpoint, window or not.)
     const bool cut = reader.starts_mid_run();
     if ((!opt.from && !cut) || (full && *full && std::string(full) != "0")) return;
-    const std::vector<CheckpointHead> heads = find_checkpoints(reader);
+    const std::vector<CheckpointHead>& heads = checkpoints();
     const uint64_t base = start_time();
     if (cut && heads.empty()) m.warnings.push_back("no checkpoint in the first kept segment: the blocks allocated before it are unknown");
     if (heads.empty() || base == 0) return;
@@ -103,6 +123,63 @@ struct Session::Impl {
     reader.seek(h->replay_from);
   }
 
+  const std::vector<CheckpointHead>& checkpoints() {
+    if (!heads) heads = find_checkpoints(reader);
+    return *heads;
+  }
+
+  // A window stopped at its end: what the rest of the file says that is not about its time —
+  // the End record, the time of the last record and the names `memtide symbolize` appended
+  // after it — from the blocks after the last checkpoint (End comes after it), or without
+  // checkpoints the last MiB first; the process stream's and the names' blocks are decoded,
+  // the others stepped over by their headers.
+  void read_tail() {
+    struct Tail : NullVisitor {
+      Model names;  // (the Symbols records, into `m` once End was found before them)
+      std::optional<End> end;
+      uint64_t time = 0;
+      void on_counters(uint32_t, const Counters& x) { time = std::max(time, x.time); }
+      void on_end(uint32_t, const End& x) {
+        time = std::max(time, x.time);
+        end = x;
+      }
+      void on_symbols(uint32_t, const Symbols& x) { add_embedded(names, x); }
+    };
+    auto scan = [&](uint64_t from, bool sync) {
+      Tail v;
+      reader.seek(from);
+      if (sync && !reader.resync()) return v;
+      for (;;) {
+        BlockRef ref;
+        if (!reader.peek_header(ref).ok()) break;
+        const uint16_t f = ref.header.flags;
+        const bool wanted = (ref.header.stream == 0 && !(f & (kBlockFlagCheckpoint | kBlockFlagCheckpointData))) ||
+                            (f & kBlockFlagSymbols);
+        Block b;
+        if (!(wanted ? reader.next(b) : reader.skip(ref)).ok()) break;
+        if (wanted) (void)decode_block(b, *scratch, v);
+      }
+      return v;
+    };
+    constexpr uint64_t kTail = uint64_t{1} << 20;
+    const std::vector<CheckpointHead>& hs = checkpoints();
+    const uint64_t size = reader.size();
+    Tail v;
+    if (!hs.empty()) {
+      v = scan(hs.back().replay_from, false);
+    } else {
+      const bool last_mib = size > began + kTail;
+      v = scan(last_mib ? size - kTail : began, last_mib);
+      if (!v.end && last_mib) v = scan(began, false);
+    }
+    tail_time = v.time;
+    if (v.end) m.complete = true, m.end = v.end;
+    for (auto& [id, names] : v.names.embedded) {
+      std::vector<EmbeddedSymbol>& to = m.embedded[id];
+      to.insert(to.end(), names.begin(), names.end());
+    }
+  }
+
   // The recording's start (ProcessInfo, the first record of the file), 0 when not found.
   uint64_t start_time() {
     struct First : NullVisitor {
@@ -130,7 +207,7 @@ struct Session::Impl {
     // The reader thread stops after the last complete block; every item it read is taken
     // below, so the reader's offset is where the next call starts. It merges the blocks with
     // `merger` meanwhile: the merger is this thread's again once `source` is gone.
-    BlockSource source(reader, merger);
+    BlockSource source(reader, merger, stop_after);
     try {
       for (;;) {
         ReadItem it = source.next();
@@ -144,8 +221,12 @@ struct Session::Impl {
         // (A file still being written grows while it is read: the size is then the offset reached,
         // so that the fraction never passes 1.)
         if (opt.progress && it.blocks && ((blocks + it.blocks) >> 6) != (blocks >> 6))
-          opt.progress(it.offset, std::max(size, it.offset));
+          opt.progress(it.offset, std::max(progress_end ? std::min(progress_end, size) : size, it.offset));
         blocks += it.blocks;
+        if (detail::passed(*rp)) {  // the window's stop: the rest of the file does not change it
+          at_stop = stopped = true;
+          break;
+        }
         const ReadResult& r = it.read;
         if (r.ok()) continue;
         if (r.end_of_file()) break;
@@ -172,6 +253,10 @@ struct Session::Impl {
   void finish() {
     if (finished || !open || broken) return;
     finished = stopped = true;
+    if (at_stop) {  // (the merger may have stopped in the middle of its work: nothing more of it)
+      read_tail();
+      return;
+    }
     if (tail.status == ReadStatus::Truncated) {
       const bool growing = is_file && is_being_written(path);
       m.truncated = true;
@@ -184,6 +269,7 @@ struct Session::Impl {
       m.corrupt = true;
       m.warnings.push_back(detail::block_warning(e));
     }
+    if (detail::passed(*rp)) read_tail();  // the window's stop was among the events held back
   }
 
   std::unique_ptr<Model> snapshot() const {
@@ -191,6 +277,7 @@ struct Session::Impl {
     if (merger.stats().out_of_order)
       out->warnings.push_back(std::to_string(merger.stats().out_of_order) + " events were merged out of time order");
     detail::finish_into(*rp, *out);
+    out->last_time = std::max(out->last_time, tail_time);
     if (from_checkpoint && reader.starts_mid_run()) {
       // A set whose first segments are gone: the blocks made before its range are not in its
       // figures, but those never freed are leaks all the same.

@@ -117,6 +117,14 @@ void SuppressionList::add_builtin() {
   for (const Builtin& b : kBuiltins) items_.push_back({b.pattern, "built-in", b.description, true, b.site_module});
 }
 
+bool load_suppressions(SuppressionList& supp, const std::vector<std::string>& files, bool builtin, std::string& error,
+                       std::vector<std::string>& notes) {
+  for (const std::string& f : files)
+    if (!supp.load_file(f, error, notes)) return false;
+  if (builtin) supp.add_builtin();
+  return true;
+}
+
 int SuppressionList::match(const std::vector<Frame>& frames) const {
   for (std::size_t i = 0; i < items_.size(); ++i) {
     const std::string& p = items_[i].pattern;

@@ -1,4 +1,5 @@
-// Leak suppressions in LeakSanitizer's format, for `memtide check`:
+// Leak suppressions in LeakSanitizer's format, for `memtide check`, `memtide report` and the
+// viewer's Leaks view:
 //
 //   # comment
 //   leak:<pattern>
@@ -57,6 +58,12 @@ class SuppressionList {
  private:
   std::vector<Suppression> items_;
 };
+
+// A reader's suppressions (`memtide check`, `memtide report --suppressions`, the viewer's): the
+// files in order, then the built-in ones unless `builtin` is false. False with `error` at the
+// first file that cannot be read or holds a bad line.
+bool load_suppressions(SuppressionList& supp, const std::vector<std::string>& files, bool builtin, std::string& error,
+                       std::vector<std::string>& notes);
 
 // How widely each function spreads over a program's allocations, to tell the frame that
 // identifies a leak from a wrapper. A suppression is made for one leak; a line that names an

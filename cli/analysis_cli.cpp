@@ -64,7 +64,10 @@ void WindowOptions::declare(CLI::App& sub, bool with_at) {
       "TIME");
   sub.add_option("--from", from, "Only allocations made at or after this time since the start (e.g. 2s, 150ms)")
       ->check(time_check);
-  sub.add_option("--to", to, "Only allocations made at or before this time since the start")->check(time_check);
+  sub.add_option("--to", to,
+                 "Only allocations made at or before this time since the start; leaked: not freed by then (the "
+                 "trace is read no further)")
+      ->check(time_check);
   if (with_at)
     sub.add_option("--at", at, "Also show what was live at this time (with --from/--to: made in the window and "
                                 "still live then)")

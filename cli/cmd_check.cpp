@@ -547,15 +547,11 @@ int run_check(CheckOptions o) {
   }
   SuppressionList supp;
   std::vector<std::string> notes;
-  for (const std::string& f : o.suppressions) {
-    std::string err;
-    if (!supp.load_file(f, err, notes)) {
-      std::cout.flush();
-      std::cerr << "memtide: " << printable(err) << '\n';
-      return kExitError;
-    }
+  if (std::string err; !load_suppressions(supp, o.suppressions, !o.no_builtin, err, notes)) {
+    std::cout.flush();
+    std::cerr << "memtide: " << printable(err) << '\n';
+    return kExitError;
   }
-  if (!o.no_builtin) supp.add_builtin();
   for (const std::string& n : notes) std::cerr << "memtide: note: " << printable(n) << '\n';
   if (!o.junit.empty()) {
     std::vector<std::string> inputs = o.suppressions;

@@ -1,18 +1,22 @@
 // `memtide report FILE [--json] [--top N] [--from T] [--to T] [--at T] [--frames N] [--growth
 // [--warmup T]]`: the analysis of one trace: totals, peak, leaks, and the top stacks by peak, by
 // allocations, by leaks and by temporaries, each frame as function, file:line, module; with
-// --growth the stacks whose live bytes keep growing (cli/growth_cli.h). docs/REPORT_JSON.md is
-// the schema.
+// --growth the stacks whose live bytes keep growing (cli/growth_cli.h). With --suppressions
+// (or the suppressions= of MEMTIDE_CHECK_OPTIONS), the heap's leaks that a suppression matches
+// are left out of the list and counted apart, as `memtide check` sets them aside (the built-in
+// suppressions too, unless --no-builtin-suppressions). docs/REPORT_JSON.md is the schema.
 //
 // Sections: [1] JSON  [2] text  [3] command
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "analysis/attached.h"
 #include "analysis/growth.h"
+#include "analysis/leaks.h"
 #include "analysis/suppressions.h"
 #include "cli/analysis_cli.h"
 #include "cli/commands.h"
@@ -34,7 +38,19 @@ struct ReportOptions {
   WindowOptions window;
   bool growth = false;
   GrowthCliOptions growth_opt;
+  std::vector<std::string> suppressions;  // files; MEMTIDE_CHECK_OPTIONS' first
+  bool no_builtin = false;
+  // With suppressions: the list and the heap's leaks split by it (run_report).
+  const SuppressionList* supp = nullptr;
+  const CountedLeaks* split = nullptr;
 };
+
+// The heap's leaks a report lists: the largest `top`, without the suppressed ones.
+std::vector<const StackStats*> listed_leaks(const Model& m, const ReportOptions& o) {
+  if (!o.split) return top_stacks(m, Domain::Heap, Metric::Leaked, o.top);
+  const auto& v = o.split->leaks;
+  return {v.begin(), v.begin() + static_cast<std::ptrdiff_t>(std::min(v.size(), o.top))};
+}
 
 
 // ---------------------------------------------------------------------------------------
@@ -57,7 +73,8 @@ const FunctionSpread& spread_of(const Model& m, Symbolizer& sym) {
 
 json stack_items(const Model& m, Symbolizer& sym, Domain d, Metric metric, const ReportOptions& o) {
   json arr = json::array();
-  for (const StackStats* s : top_stacks(m, d, metric, o.top)) {
+  const bool heap_leaks = d == Domain::Heap && metric == Metric::Leaked;
+  for (const StackStats* s : heap_leaks ? listed_leaks(m, o) : top_stacks(m, d, metric, o.top)) {
     json j;
     j["bytes"] = metric == Metric::Temporary ? s->m.temp_bytes : s->m.value(metric);
     j["count"] = s->m.blocks(metric);
@@ -106,6 +123,21 @@ json domain_json(const Model& m, Symbolizer& sym, Domain d, const ReportOptions&
           {"leaks", stack_items(m, sym, d, Metric::Leaked, o)}};
 }
 
+// {bytes, blocks, stacks, suppressions: [{pattern, origin, builtin, stacks, blocks, bytes}]}: what
+// the suppressions set aside (each file's and each built-in one that matched), as check's JSON.
+json suppressed_json(const ReportOptions& o) {
+  if (!o.split) return nullptr;
+  json sup = json::array();
+  for (const Suppression& x : o.supp->items())
+    if (x.stacks || !x.builtin)
+      sup.push_back({{"pattern", "leak:" + x.pattern}, {"origin", x.origin}, {"builtin", x.builtin},
+                     {"stacks", x.stacks}, {"blocks", x.blocks}, {"bytes", x.bytes}});
+  return {{"bytes", o.split->suppressed_bytes},
+          {"blocks", o.split->suppressed_blocks},
+          {"stacks", o.split->suppressed.size()},
+          {"suppressions", sup}};
+}
+
 json report_json(const Model& m, Symbolizer& sym, const ReportOptions& o) {
   const Totals& h = m.heap();
   json j;
@@ -134,8 +166,10 @@ json report_json(const Model& m, Symbolizer& sym, const ReportOptions& o) {
   } else {
     j["sampling"] = nullptr;
   }
+  // (A window's figures are those of a time range in heaptrack_gui: its leaks are judged at its end.)
   j["window"] = m.has_window() ? json{{"from_ns", rel(m, m.window_from)},
-                                      {"to_ns", m.window_to == UINT64_MAX ? json(nullptr) : rel(m, m.window_to)}}
+                                      {"to_ns", m.window_to == UINT64_MAX ? json(nullptr) : rel(m, m.window_to)},
+                                      {"leaked_means", "allocated in the window and not freed by its end"}}
                                : json(nullptr);
   j["threads"] = m.threads.size();
   json threads = json::array();
@@ -186,6 +220,7 @@ json report_json(const Model& m, Symbolizer& sym, const ReportOptions& o) {
   j["freed_before_recording"] = m.freed_before_recording[0];
   j["mismatched_frees"] = m.anomalies.mismatch_count;
   j["leaks"] = stack_items(m, sym, Domain::Heap, Metric::Leaked, o);
+  j["suppressed_leaks"] = suppressed_json(o);
   j["peak_stacks"] = stack_items(m, sym, Domain::Heap, Metric::Peak, o);
   j["top_allocators"] = stack_items(m, sym, Domain::Heap, Metric::Allocated, o);
   j["top_temporary"] = stack_items(m, sym, Domain::Heap, Metric::Temporary, o);
@@ -204,6 +239,7 @@ json report_json(const Model& m, Symbolizer& sym, const ReportOptions& o) {
   j["unknown_free_list"] = uf;
   if (m.at_time != UINT64_MAX)
     j["live_at"] = {{"time_ns", rel(m, m.at_time)},
+                    {"means", m.has_window() ? "allocated in the window and still live at time_ns" : "live at time_ns"},
                     {"bytes", h.at_bytes},
                     {"blocks", h.at_blocks},
                     {"stacks", stack_items(m, sym, Domain::Heap, Metric::LiveAt, o)}};
@@ -251,7 +287,7 @@ std::string behind(uint64_t samples, double var) {
 }
 
 void print_section(const Model& m, Symbolizer& sym, const char* title, Domain d, Metric metric, const ReportOptions& o) {
-  const auto top = top_stacks(m, d, metric, o.top);
+  const auto top = d == Domain::Heap && metric == Metric::Leaked ? listed_leaks(m, o) : top_stacks(m, d, metric, o.top);
   if (top.empty()) return;
   const bool sampled = m.sampling.sampled();
   std::printf("\n%s\n", title);
@@ -288,6 +324,20 @@ void print_section(const Model& m, Symbolizer& sym, const char* title, Domain d,
   }
 }
 
+// "5 leaks (500 B) suppressed, from 1 stack", then what each suppression hid, as LSan lists the
+// suppressions used, and the suppressions of the files that matched nothing.
+void print_suppressed(const CountedLeaks& split, const SuppressionList& supp) {
+  std::printf("\nSUPPRESSED LEAKS: %s (%s) suppressed, from %s\n", count_of(split.suppressed_blocks, "leak", "leaks").c_str(),
+              human_bytes(split.suppressed_bytes).c_str(), count_of(split.suppressed.size(), "stack", "stacks").c_str());
+  for (const Suppression& x : supp.items())
+    if (x.stacks)
+      std::printf("  leak:%s (%s): %s, %s, %s\n", printable(x.pattern).c_str(), printable(x.origin).c_str(),
+                  count_of(x.stacks, "stack", "stacks").c_str(), count_of(x.blocks, "block", "blocks").c_str(),
+                  human_bytes(x.bytes).c_str());
+  for (const Suppression& x : supp.items())
+    if (!x.builtin && !x.stacks) std::printf("  unused: leak:%s (%s)\n", printable(x.pattern).c_str(), printable(x.origin).c_str());
+}
+
 void report_text(const Model& m, Symbolizer& sym, const ReportOptions& o) {
   const Totals& h = m.heap();
   std::string state = m.complete ? std::string("complete") : m.truncated ? "truncated" : "incomplete (no end record)";
@@ -318,7 +368,8 @@ void report_text(const Model& m, Symbolizer& sym, const ReportOptions& o) {
   }
   if (m.has_window())
     row("window", "allocations made in [" + rel_time(m, m.window_from) + ", " +
-                      (m.window_to == UINT64_MAX ? std::string("end") : rel_time(m, m.window_to)) + "]");
+                      (m.window_to == UINT64_MAX ? std::string("end") : rel_time(m, m.window_to)) +
+                      "]; leaked: not freed by the window's end");
   if (m.sampling.sampled())
     row("heap", count_of(h.allocations, "allocation", "allocations") + " (" + human_bytes(h.allocated_bytes) + " " +
                     behind(m.sampling.samples, m.sampling.allocated_var) + "), " +
@@ -332,6 +383,9 @@ void report_text(const Model& m, Symbolizer& sym, const ReportOptions& o) {
   {
     std::string leaked = human_bytes(h.leaked_bytes) + " in " + count_of(h.leaked_blocks, "block", "blocks");
     if (m.leak_scan.complete) leaked += " not freed: " + leak_kinds(h);
+    if (o.split)
+      leaked += "; " + count_of(o.split->suppressed_blocks, "leak", "leaks") + " (" +
+                human_bytes(o.split->suppressed_bytes) + ") suppressed";
     row("leaked", leaked);
   }
   for (Domain d : {Domain::Mmap, Domain::Custom}) {
@@ -360,7 +414,11 @@ void report_text(const Model& m, Symbolizer& sym, const ReportOptions& o) {
                 fr.calls ? thousands(fr.calls).c_str() : "-");
   }
 
-  print_section(m, sym, "LEAKS (not freed at the end, by stack)", Domain::Heap, Metric::Leaked, o);
+  print_section(m, sym,
+                m.has_window() && m.window_to != UINT64_MAX ? "LEAKS (made in the window, not freed by its end, by stack)"
+                                                            : "LEAKS (not freed at the end, by stack)",
+                Domain::Heap, Metric::Leaked, o);
+  if (o.split) print_suppressed(*o.split, *o.supp);
   print_section(m, sym, "PEAK (live at the high-water mark, by stack)", Domain::Heap, Metric::Peak, o);
   if (m.at_time != UINT64_MAX) {
     const std::string title = "LIVE AT " + rel_time(m, m.at_time) + " (" + human_bytes(h.at_bytes) + " in " +
@@ -400,7 +458,32 @@ void report_text(const Model& m, Symbolizer& sym, const ReportOptions& o) {
 // [3] Command
 // ---------------------------------------------------------------------------------------
 
-int run_report(const ReportOptions& o) {
+// The suppressions= and no-builtin-suppressions entries of MEMTIDE_CHECK_OPTIONS, before the
+// command line's: the report hides what the gate hides. Its other entries are check's own.
+std::string suppressions_from_env(ReportOptions& o) {
+  std::vector<std::string> words;
+  if (std::string err = check_options_from_env(words); !err.empty()) return std::string(kCheckOptionsEnv) + ": " + err;
+  std::vector<std::string> files;
+  for (const std::string& w : words) {
+    if (w.rfind("--suppressions=", 0) == 0) files.push_back(w.substr(15));
+    if (w == "--no-builtin-suppressions") o.no_builtin = true;
+  }
+  o.suppressions.insert(o.suppressions.begin(), files.begin(), files.end());
+  return "";
+}
+
+int run_report(ReportOptions o) {
+  SuppressionList supp;
+  {
+    std::vector<std::string> notes;
+    std::string err = suppressions_from_env(o);
+    if (err.empty() && !o.suppressions.empty()) load_suppressions(supp, o.suppressions, !o.no_builtin, err, notes);
+    if (!err.empty()) {
+      std::cerr << "memtide: " << printable(err) << '\n';
+      return kExitError;
+    }
+    for (const std::string& n : notes) std::cerr << "memtide: note: " << printable(n) << '\n';
+  }
   ReplayOptions ro;
   o.window.apply(ro);
   ro.stack_history = o.growth;
@@ -408,6 +491,12 @@ int run_report(const ReportOptions& o) {
   auto model = load_model(o.file, ro, false, &preload);
   if (!model) return kExitError;
   Symbolizer sym(*model, {}, &preload);
+  CountedLeaks split;
+  if (!o.suppressions.empty()) {
+    split = count_leaks(*model, sym, supp, false);
+    o.supp = &supp;
+    o.split = &split;
+  }
   const Growth growth = o.growth ? analyze_growth(*model, o.growth_opt.options()) : Growth{};
   if (o.json) {
     json j = report_json(*model, sym, o);
@@ -440,6 +529,12 @@ Command report_command() {
                                         "Also list the stacks whose live bytes keep growing after a warm-up (a "
                                         "worker's leaks), told apart from caches that fill and hold");
             o->growth_opt.declare(sub)->needs(growth);
+            sub.add_option("--suppressions", o->suppressions,
+                           "Leave out of the leaks those a LeakSanitizer-format suppressions file matches (leak:<glob>), "
+                           "and the built-in ones, and count them apart (as check does); repeatable")
+                ->check(CLI::ExistingFile);
+            sub.add_flag("--no-builtin-suppressions", o->no_builtin,
+                         "With --suppressions: do not hide the known one-time allocations of glibc and libstdc++");
             return [o] {
               if (!o->histogram) return run_report(*o);
               if (!o->window.from.empty() || !o->window.to.empty() || !o->window.at.empty()) {

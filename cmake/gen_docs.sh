@@ -10,6 +10,8 @@ mkdir -p "$out"
 
 # The commands, as memtide-cli lists them (less the two memtide run calls by itself), and run, view.
 commands=(run $("$cli" --help | awk '/^Subcommands:/ {on = 1; next} on && /^  [a-z]/ {print $1}' | grep -vx 'options\|summary') view)
+# memtide's own options, before a command.
+global_options="--full-names --color --version --help"
 # The options of a help text: the long and short names at the start of its option lines.
 options_of() { awk '/^  -/ {n = split($1, a, ","); for (i = 1; i <= n; ++i) print a[i]}' | sed 's/=.*//' | sort -u | tr '\n' ' '; }
 help_of() {
@@ -24,6 +26,15 @@ run_options() {  # the recorder's options and memtide run's own (its table print
     sed -E 's/^--\[no-\](.*)/--\1 --no-\1/' | tr ' ' '\n'
   echo -q --check --max-leaked-bytes --max-leaked-blocks --max-peak-bytes --suppressions --include-reachable \
     --allow-incomplete --junit --error-exitcode --gen-suppressions --keep-traces --no-symbolize | tr ' ' '\n'
+}
+# The words a command's options complete to, on one line: the bash and the zsh completion list
+# the same ones (after `memtide run`, `--` too: the program follows it).
+command_options() {
+  case "$1" in
+    run) echo "$(run_options | sort -u | tr '\n' ' ')--" ;;
+    view) help_of view | options_of ;;
+    *) echo "$(help_of "$1" | options_of)--full-names --color" ;;
+  esac
 }
 
 # roff: a backslash, a leading dot or quote, and hyphens (so that options copy as typed).
@@ -98,7 +109,7 @@ roff() { sed -e 's/\\/\\e/g' -e "s/^\\([.']\\)/\\\\\\&\\1/" -e 's/-/\\-/g'; }
   echo "_memtide() {"
   echo '  local cur=${COMP_WORDS[COMP_CWORD]} cmd=${COMP_WORDS[1]:-} opts="" i'
   echo "  if ((COMP_CWORD == 1)); then"
-  echo "    COMPREPLY=(\$(compgen -W \"${commands[*]} help --full-names --color --version --help\" -- \"\$cur\"))"
+  echo "    COMPREPLY=(\$(compgen -W \"${commands[*]} help $global_options\" -- \"\$cur\"))"
   echo "    return"
   echo "  fi"
   echo '  for ((i = 2; i < COMP_CWORD; ++i)); do'
@@ -109,21 +120,13 @@ roff() { sed -e 's/\\/\\e/g' -e "s/^\\([.']\\)/\\\\\\&\\1/" -e 's/-/\\-/g'; }
   echo '  done'
   echo '  case $cmd in'
   echo "    help) COMPREPLY=(\$(compgen -W \"${commands[*]}\" -- \"\$cur\")); return ;;"
-  for c in "${commands[@]}"; do
-    if [[ $c == run ]]; then
-      echo "    run) opts=\"$(run_options | sort -u | tr '\n' ' ')--\" ;;"
-    else
-      extra="--full-names --color"
-      [[ $c == view ]] && extra=""
-      echo "    $c) opts=\"$(help_of "$c" | options_of)$extra\" ;;"
-    fi
-  done
+  for c in "${commands[@]}"; do echo "    $c) opts=\"$(command_options "$c")\" ;;"; done
   echo '  esac'
   echo '  if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "$opts" -- "$cur")); else COMPREPLY=($(compgen -f -- "$cur")); fi'
   echo "}"
   echo "_memtide_view() {"
   echo '  local cur=${COMP_WORDS[COMP_CWORD]}'
-  echo "  if [[ \$cur == -* ]]; then COMPREPLY=(\$(compgen -W \"$("$view" --help | options_of)\" -- \"\$cur\")); else COMPREPLY=(\$(compgen -f -- \"\$cur\")); fi"
+  echo "  if [[ \$cur == -* ]]; then COMPREPLY=(\$(compgen -W \"$(command_options view)\" -- \"\$cur\")); else COMPREPLY=(\$(compgen -f -- \"\$cur\")); fi"
   echo "}"
   echo "complete -o filenames -F _memtide memtide"
   echo "complete -o filenames -F _memtide_view memtide-view"
@@ -134,12 +137,12 @@ roff() { sed -e 's/\\/\\e/g' -e "s/^\\([.']\\)/\\\\\\&\\1/" -e 's/-/\\-/g'; }
   echo "#compdef memtide memtide-view"
   echo "# zsh completion for memtide and memtide-view (generated from their help by gen_docs.sh)"
   echo "if [[ \$service == memtide-view ]]; then"
-  echo "  if [[ \$PREFIX == -* ]]; then compadd -- $("$view" --help | options_of); else _files; fi"
+  echo "  if [[ \$PREFIX == -* ]]; then compadd -- $(command_options view); else _files; fi"
   echo "  return"
   echo "fi"
   echo "local -a opts"
   echo "if (( CURRENT == 2 )); then"
-  echo "  compadd -- ${commands[*]} help"
+  echo "  if [[ \$PREFIX == -* ]]; then compadd -- $global_options; else compadd -- ${commands[*]} help; fi"
   echo "  return"
   echo "fi"
   echo "local dashes=\${words[(I)--]}"
@@ -148,15 +151,7 @@ roff() { sed -e 's/\\/\\e/g' -e "s/^\\([.']\\)/\\\\\\&\\1/" -e 's/-/\\-/g'; }
   echo "fi"
   echo "case \$words[2] in"
   echo "  help) compadd -- ${commands[*]}; return ;;"
-  for c in "${commands[@]}"; do
-    if [[ $c == run ]]; then
-      echo "  run) opts=($(run_options | sort -u | tr '\n' ' ')--) ;;"
-    else
-      extra="--full-names --color"
-      [[ $c == view ]] && extra=""
-      echo "  $c) opts=($(help_of "$c" | options_of)$extra) ;;"
-    fi
-  done
+  for c in "${commands[@]}"; do echo "  $c) opts=($(command_options "$c")) ;;"; done
   echo "esac"
   echo "if [[ \$PREFIX == -* ]]; then compadd -- \$opts; else _files; fi"
 } >"$out/_memtide"

@@ -86,7 +86,9 @@ template <typename Fn, typename... A>
 void* real_operator(const char* name, A... args) {
   auto fn = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
   if (!fn) return nullptr;
-  return rec::call_backing(fn, args...);
+  // (Not call_backing's scope: libstdc++'s operator calls malloc, which is no handler's.)
+  rec::BusyScope busy;
+  return fn(args...);
 }
 
 __attribute__((always_inline)) inline void* new_block(Api api, size_t n, size_t align, const char* real_name, bool nothrow) {

@@ -467,7 +467,7 @@ void* control_main(void* fifo_fd) {
 }  // namespace
 
 int attach_start(const char* config) {
-  BusyScope busy(kReentrant);  // (dlopen, dlsym, the recorder's start, a thread)
+  BusyScope busy(kOwnAllocs);  // (dlopen, dlsym, the recorder's start, a thread)
   const int state = recording.state.load();
   if (g_attached.load() || state == kActive || state == kStarting || !loaded_after_libc()) return kAttachAlreadyRecording;
   if (!config || !read_config(config, g_config)) return kAttachBadConfig;

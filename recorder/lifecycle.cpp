@@ -213,7 +213,7 @@ bool ensure_started() {
   if (s != kUninit || g_dormant) return false;
   if (!backing_ready()) return false;
   {
-    BusyScope busy(kReentrant);
+    BusyScope busy(kOwnAllocs);
     early_init();
   }
   return recording.state.load(std::memory_order_acquire) == kActive;

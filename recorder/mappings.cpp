@@ -63,7 +63,7 @@ inline uint32_t mapping_stack(const Target& t, const void* frame) {
 
 void on_mmap(void* p, size_t length, int flags, int fd, const void* frame) {
   if (p == MAP_FAILED || !(flags & MAP_ANONYMOUS) || fd > 0) return;
-  if (tls_busy) return note_busy_reentry();
+  if (tls_busy) return note_busy_reentry(/*program_call=*/false);
   Target t;
   if (!acquire(t)) return;
   {
@@ -80,7 +80,7 @@ void on_mmap(void* p, size_t length, int flags, int fd, const void* frame) {
 }
 
 void on_munmap_begin(void* p, size_t length) {
-  if (tls_busy) return note_busy_reentry();
+  if (tls_busy) return note_busy_reentry(/*program_call=*/false);
   if (!g_nmaps) return;
   const uintptr_t lo = reinterpret_cast<uintptr_t>(p);
   pthread_mutex_lock(&maps_mutex);
@@ -97,7 +97,7 @@ void on_munmap_begin(void* p, size_t length) {
 }
 
 void on_mremap(void* old_p, size_t old_len, void* new_p, size_t new_len, const void* frame) {
-  if (tls_busy) return note_busy_reentry();
+  if (tls_busy) return note_busy_reentry(/*program_call=*/false);
   if (new_p == MAP_FAILED || !g_nmaps) return;
   const uintptr_t lo = reinterpret_cast<uintptr_t>(old_p);
   pthread_mutex_lock(&maps_mutex);

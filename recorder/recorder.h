@@ -129,7 +129,8 @@ extern __attribute__((tls_model("initial-exec"))) __thread uintptr_t tls_busy_sc
 // own work (the backing allocator's mmap, a calloc in pthread_setspecific) unless a signal
 // handler of the program's interrupted the recorder: its events cannot be recorded then (the
 // stream is in the middle of a record), and are counted as lost (the End record's lost_events).
-void note_busy_reentry();
+// `program_call`: an allocation, a free or a call of memtide.h's, not a mapping.
+void note_busy_reentry(bool program_call);
 
 // Marks the calling thread busy for its lifetime (heaptrack's RecursionGuard): a way out of
 // the scope that forgets to lower the flag cannot be written. Costs what the two stores did.

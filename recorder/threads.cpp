@@ -242,15 +242,19 @@ bool handler_since(uintptr_t scope) {
   return false;
 }
 
-void note_busy_reentry() {
+void note_busy_reentry(bool program_call) {
   const uintptr_t top = tls_busy_scope;
-  if (!top || (top & kReentrant)) return;
-  if (handler_since(top)) g_lost_events.fetch_add(1, std::memory_order_relaxed);
+  if (!top) return;  // (the writer thread, a fork)
+  // Around the backing allocator or the recorder's heap (kReentrant alone), which never
+  // allocate through the hooks, an allocation or a free is a handler's; the mappings are theirs.
+  // In a kOwnAllocs scope the answer is the one own_turn gave the allocation.
+  const bool handler = (top & kOwnAllocs) == kReentrant ? program_call : handler_since(top);
+  if (handler) g_lost_events.fetch_add(1, std::memory_order_relaxed);
 }
 
 bool acquire_slow(Target& t, bool even_paused) {
   if (tls_busy) {
-    note_busy_reentry();
+    note_busy_reentry(/*program_call=*/true);
     return false;
   }
   if (!ensure_started()) return false;

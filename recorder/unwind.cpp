@@ -27,6 +27,7 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <link.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -283,6 +284,12 @@ uint64_t compute_rule(Module* m, uint64_t pc) {
 // First sight of `pc` (or of its generation): find its module and rule, store it.
 MT_NOINLINE uint64_t rule_resolve(uint64_t pc, uint64_t gen) {
   BusyScope busy(kOwnAllocs);  // (libelf and libdw allocate through the hooks)
+  // No handler of the program's runs meanwhile (the signals that a fault raises stay open): one
+  // that allocated would find the recorder inside libdw, its events lost.
+  sigset_t async, old;
+  sigfillset(&async);
+  for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS}) sigdelset(&async, sig);
+  pthread_sigmask(SIG_BLOCK, &async, &old);
   pthread_mutex_lock(&unwind_mutex);
   uint64_t rule = rule_find(pc, gen);
   if (!rule) {
@@ -303,6 +310,7 @@ MT_NOINLINE uint64_t rule_resolve(uint64_t pc, uint64_t gen) {
     if (!rule_store(pc, rule)) g_rules_full.store(true, std::memory_order_relaxed);
   }
   pthread_mutex_unlock(&unwind_mutex);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
   return rule;
 }
 

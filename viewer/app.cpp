@@ -26,6 +26,7 @@ const char* view_name(ViewKind v) {
     case ViewKind::Tree: return "tree";
     case ViewKind::Compare: return "compare";
     case ViewKind::Growth: return "growth";
+    case ViewKind::Sizes: return "sizes";
     case ViewKind::Count_: break;
   }
   return "?";
@@ -35,6 +36,7 @@ std::optional<ViewKind> parse_view(const std::string& name) {
   for (unsigned i = 0; i < static_cast<unsigned>(ViewKind::Count_); ++i)
     if (name == view_name(static_cast<ViewKind>(i))) return static_cast<ViewKind>(i);
   if (name == "trees") return ViewKind::Tree;
+  if (name == "histogram") return ViewKind::Sizes;
   return std::nullopt;
 }
 
@@ -107,6 +109,7 @@ bool domain_combo(Frame& f) {
 
 App::App(AppOptions o) : opt_(std::move(o)), loader_(opt_.loader), snap_(loader_.snapshot()) {
   if (!opt_.config_dir.empty()) settings_ = load_settings(opt_.config_dir);
+  leaks_.suppressions = opt_.suppressions;
 }
 
 App::~App() = default;
@@ -190,6 +193,7 @@ bool App::complete() const {
   if (!s.error.empty()) return true;
   if (!s.loaded() || !s.view || !s.view->complete) return false;
   if (s.compare && !s.compare->complete && s.compare->error.empty()) return false;
+  if (requested_view_.value_or(view_) == ViewKind::Sizes && !sizes_.complete(s, selection_)) return false;
   return true;
 }
 
@@ -343,12 +347,16 @@ void App::draw() {
                        s.path.c_str(), s.error.c_str());
   }
   const LoaderProgress progress = loader_.progress();
-  if (!opening_.empty() && s.path == opening_) opening_.clear();
+  // (A snapshot with the timeline only comes first: the file is still being opened.)
+  if (!opening_.empty() && s.path == opening_ && (s.loaded() || !s.error.empty())) opening_.clear();
   if (!s.loaded() && !opening_.empty()) {
-    // The first analysis of a file: a large progress bar in the middle of the window.
+    // The first analysis of a file: a large progress bar in the middle of the window, or at
+    // the top above the whole run's timeline once it is read (loader.h).
     const ImVec2 avail = ImGui::GetContentRegionAvail();
     const float w = std::min(avail.x * 0.6f, 640 * scale());
-    ImGui::SetCursorPos(ImVec2((ImGui::GetWindowWidth() - w) * 0.5f, ImGui::GetCursorPosY() + avail.y * 0.4f));
+    const bool early = s.path == opening_ && s.timeline;
+    ImGui::SetCursorPos(ImVec2((ImGui::GetWindowWidth() - w) * 0.5f,
+                               ImGui::GetCursorPosY() + (early ? 8 * scale() : avail.y * 0.4f)));
     ImGui::BeginGroup();
     ImGui::TextUnformatted(("Opening " + opening_).c_str());
     char label[96];
@@ -358,6 +366,10 @@ void App::draw() {
       std::snprintf(label, sizeof label, "%s", progress.busy ? progress.phase.c_str() : "starting");
     ImGui::ProgressBar(progress.fraction >= 0 ? progress.fraction : 0.0f, ImVec2(w, 0), label);
     ImGui::EndGroup();
+    if (early) {
+      ImGui::Spacing();
+      timeline_.draw(f, ImGui::GetContentRegionAvail().y, false);
+    }
   } else if (!s.loaded()) {
     ImGui::Spacing();
     if (s.path.empty() || !s.error.empty()) {
@@ -368,7 +380,7 @@ void App::draw() {
   } else {
     if (view_ != ViewKind::Timeline) strip_.draw(f, 90 * scale(), true);
     if (!selection_.empty()) {
-      ImGui::TextDisabled("Selection %s .. %s: views show allocations made in it (leaks: still live at the end)",
+      ImGui::TextDisabled("Selection %s .. %s: views show allocations made in it (leaks: not freed by its end)",
                           format_duration(selection_.from).c_str(), format_duration(selection_.to).c_str());
       ImGui::SameLine();
       if (ImGui::SmallButton("Clear selection")) selection_ = {};
@@ -380,7 +392,7 @@ void App::draw() {
     if (ImGui::BeginTabBar("views")) {
       for (unsigned i = 0; i < static_cast<unsigned>(ViewKind::Count_); ++i) {
         const auto v = static_cast<ViewKind>(i);
-        static const char* const titles[] = {"Summary", "Timeline", "Flamegraph", "Leaks", "Trees", "Compare", "Growth"};
+        static const char* const titles[] = {"Summary", "Timeline", "Flamegraph", "Leaks", "Trees", "Compare", "Growth", "Sizes"};
         const ImGuiTabItemFlags flags = requested_view_ == v ? ImGuiTabItemFlags_SetSelected : 0;
         if (ImGui::BeginTabItem(titles[i], nullptr, flags)) {
           view_ = v;
@@ -393,6 +405,7 @@ void App::draw() {
             case ViewKind::Tree: tree_.draw(f); break;
             case ViewKind::Compare: compare_.draw(f); break;
             case ViewKind::Growth: growth_.draw(f); break;
+            case ViewKind::Sizes: sizes_.draw(f); break;
             case ViewKind::Count_: break;
           }
           ImGui::EndChild();

@@ -17,7 +17,7 @@
 
 namespace memtide::viewer {
 
-enum class ViewKind : uint8_t { Summary, Timeline, Flamegraph, Leaks, Tree, Compare, Growth, Count_ };
+enum class ViewKind : uint8_t { Summary, Timeline, Flamegraph, Leaks, Tree, Compare, Growth, Sizes, Count_ };
 const char* view_name(ViewKind v);  // "summary", "timeline", ... (command-line names)
 std::optional<ViewKind> parse_view(const std::string& name);
 
@@ -25,6 +25,8 @@ struct AppOptions {
   std::string config_dir;   // "" : settings are neither read nor written
   bool remember = true;     // add opened files to the recent list
   Loader::Options loader;
+  // The Leaks view hides the heap leaks these match (`--suppressions`; null: none).
+  std::shared_ptr<const analysis::SuppressionList> suppressions;
 };
 
 class App {
@@ -63,6 +65,7 @@ class App {
   LeaksView& leaks() { return leaks_; }
   CompareView& compare() { return compare_; }
   GrowthView& growth() { return growth_; }
+  SizesView& sizes() { return sizes_; }
   void set_show_stats(bool on) { show_stats_ = on; }
 
  private:
@@ -89,6 +92,7 @@ class App {
   TreeView tree_;
   CompareView compare_;
   GrowthView growth_;
+  SizesView sizes_;
   FileBrowser browser_;
   enum class BrowseFor { Trace, Baseline } browse_for_ = BrowseFor::Trace;
   FrameStats stats_;

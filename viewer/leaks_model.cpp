@@ -6,7 +6,6 @@
 #include <cstdio>
 
 #include "analysis/leaks.h"
-#include "analysis/suppressions.h"
 
 namespace memtide::viewer {
 namespace {
@@ -78,6 +77,8 @@ LeaksData make_leaks(const analysis::Model& m, analysis::Symbolizer& sym, analys
           f.location = buf;
         }
         f.module = std::string(it->module);
+        f.file = std::string(it->file);
+        f.named = !it->function.empty();
         f.inlined = it->inlined;
         f.share = spread.share(*it);
         f.widespread = spread.widespread(*it);
@@ -114,12 +115,13 @@ std::string leak_kind(const LeaksData& d, const LeakRow& r) {
 }
 
 std::vector<uint32_t> filter_and_sort_leaks(const LeaksData& d, std::string_view filter, LeakColumn column,
-                                           bool ascending, bool hide_reachable) {
+                                           bool ascending, bool hide_reachable, const LeakSuppression* hide_suppressed) {
   std::vector<uint32_t> idx;
   idx.reserve(d.rows.size());
   for (uint32_t i = 0; i < d.rows.size(); ++i) {
     const LeakRow& r = d.rows[i];
     if (hide_reachable && d.scanned && r.reachable_blocks == r.blocks) continue;
+    if (hide_suppressed && hide_suppressed->suppressed(i)) continue;
     bool keep = filter.empty() || contains_nocase(r.site, filter);
     for (std::size_t k = 0; !keep && k < r.frames.size(); ++k) {
       const LeakFrame& f = r.frames[k];
@@ -157,6 +159,38 @@ std::string suppression_line(const LeakRow& row, std::size_t frame) {
     if (line != "leak:") return line;
   }
   return analysis::suppression_line(row.site, {});
+}
+
+LeakSuppression suppress_leaks(const LeaksData& d, const analysis::SuppressionList& list) {
+  analysis::SuppressionList supp = list;  // (its counts are this data's)
+  for (analysis::Suppression& x : supp.items()) x.stacks = x.blocks = x.bytes = 0;
+  LeakSuppression out;
+  out.by_row.assign(d.rows.size(), -1);
+  std::vector<analysis::Frame> frames;
+  for (std::size_t i = 0; i < d.rows.size(); ++i) {
+    const LeakRow& r = d.rows[i];
+    if (r.frames.empty()) {
+      ++out.unmatched_rows;
+      continue;
+    }
+    frames.clear();
+    for (auto it = r.frames.rbegin(); it != r.frames.rend(); ++it) {  // outermost first, as Symbolizer::stack
+      analysis::Frame f;
+      f.function = it->named ? std::string_view(it->function) : std::string_view();
+      f.file = it->file;
+      f.module = it->module;
+      f.inlined = it->inlined;
+      frames.push_back(f);
+    }
+    const int k = analysis::suppress_leak(supp, frames, r.blocks, r.bytes);
+    out.by_row[i] = k;
+    if (k < 0) continue;
+    ++out.rows;
+    out.blocks += r.blocks;
+    out.bytes += r.bytes;
+  }
+  out.items = std::move(supp.items());
+  return out;
 }
 
 SuppressionReach suppression_reach(const LeaksData& d, const LeakRow& row, std::size_t frame) {

@@ -1,6 +1,6 @@
 // Leaks view model: one row per stack with blocks not freed at the end of the trace (of the
 // allocations counted in the selected window), each with its symbolised stack, plus sorting,
-// filtering and the suppression line for a row.
+// filtering, the suppression line for a row, and the rows a suppression list hides.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "analysis/model.h"
+#include "analysis/suppressions.h"
 #include "analysis/symbols.h"
 #include "viewer/serial.h"
 
@@ -19,6 +20,10 @@ struct LeakFrame {
   bool inlined = false;
   double share = 0;  // of the program's allocations whose stack holds this function (FunctionSpread)
   bool widespread = false;  // FunctionSpread::widespread: a wrapper's or constructor's, not one leak's
+  // For suppressions: the source file's path as the debug info gives it ("" unknown), and
+  // whether `function` is the function's name rather than a label made of its address.
+  std::string file = {};
+  bool named = false;
 };
 
 struct LeakRow {
@@ -53,13 +58,28 @@ LeaksData make_leaks(const analysis::Model& m, analysis::Symbolizer& sym,
                      analysis::Domain domain = analysis::Domain::Heap, std::size_t max_frames = 128,
                      std::size_t max_rows_with_frames = 50000);
 
+// The heap's leaking rows that a suppression list matches, as `memtide check` and `memtide
+// report --suppressions` set them apart (analysis::suppress_leak, on the rows' frames: the
+// first 128 from the allocation site). Rows beyond the frame budget have no frames: not matched.
+struct LeakSuppression {
+  std::vector<int> by_row;  // per row of the LeaksData: the suppression's index, or -1
+  std::vector<analysis::Suppression> items;  // the list's, each with what it hid
+  uint64_t rows = 0, blocks = 0, bytes = 0;  // suppressed
+  uint64_t unmatched_rows = 0;  // rows without frames, not matched
+  bool suppressed(uint32_t row) const { return row < by_row.size() && by_row[row] >= 0; }
+};
+LeakSuppression suppress_leaks(const LeaksData& d, const analysis::SuppressionList& list);
+
 enum class LeakColumn : uint8_t { Bytes, Blocks, First, Last, Site, Module, Count_ };
 
 // Indices of the rows that pass `filter` (case-insensitive substring of any frame's function,
 // location or module; empty: all), ordered by `column`. With `hide_reachable`, rows whose
-// blocks are all still reachable (leak scan) are left out.
+// blocks are all still reachable (leak scan) are left out; with `hide_suppressed`, the rows it
+// matched.
 std::vector<uint32_t> filter_and_sort_leaks(const LeaksData& d, std::string_view filter, LeakColumn column,
-                                           bool ascending, bool hide_reachable = false);
+                                           bool ascending, bool hide_reachable = false,
+                                           const LeakSuppression* hide_suppressed = nullptr);
+
 
 // "definite", "indirect", "reachable", or a mix such as "1 of 3 reachable"; empty without a
 // leak scan.

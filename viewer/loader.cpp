@@ -366,7 +366,21 @@ struct Loader::Job {
     o.to = r.to;
     o.at = r.to;
     analysis::AnalyzeResult res;
-    if (w.following && l.opt_.incremental) {
+    if (!w.following) {
+      // One replay of the range, from the checkpoint before it up to its end (analysis/replay.h).
+      o.series_points = l.opt_.series_points;
+      o.progress = [&](uint64_t done, uint64_t size) {
+        phase("reading the window", size ? static_cast<float>(static_cast<double>(done) / static_cast<double>(size)) : -1.f);
+        check();
+      };
+      analysis::Session session(std::move(o));
+      res.error = session.open(w.path);
+      if (!res.error.empty()) return w.whole;
+      session.advance();
+      session.finish();
+      res.model = session.snapshot();
+      w.window_bytes = session.bytes_read();
+    } else if (l.opt_.incremental) {
       // A file still being written: one replay of the range, advanced over what each refresh
       // appends, as for the whole trace (a new range starts a new one).
       const bool writer = fmt::is_being_written(w.path);
@@ -404,6 +418,7 @@ struct Loader::Job {
     if (!res.ok()) return w.whole;
     ViewData v;
     v.window = r;
+    v.bytes_read = w.window_bytes;
     v.model = std::shared_ptr<const analysis::Model>(std::move(res.model));
     v.summary = std::make_shared<SummaryData>(make_summary(*v.model, w.path, w.following));
     build_view(v, *w.sym, check, [](const ViewData&) {}, phase_fn(), needs);
@@ -522,6 +537,20 @@ void Loader::open_job(Job& j) {
   const auto t0 = Clock::now();
   w.identity = identity_of(w.path);
   w.last_size = file_size(w.path);
+  if (!replaced) {
+    // The whole run's timeline first, read without a replay (a fraction of its time), shown
+    // while the replay runs; the replay's, finer, replaces it. (A followed file read again
+    // keeps showing what it showed until then.)
+    set_phase("reading the timeline", -1.f);
+    auto early = std::make_shared<Snapshot>();
+    early->path = w.path;
+    auto t = std::make_shared<TimelineData>(scan_timeline(w.path, opt_.series_points));
+    if (t->duration) {
+      early->timeline = std::move(t);
+      j.check_path();
+      publish(early);
+    }
+  }
   analysis::AnalyzeResult res;
   if (opt_.follow && opt_.incremental && fmt::is_being_written(w.path)) {
     // Still being written: a replay that the refreshes resume.

@@ -13,7 +13,9 @@
 // A file that a recorder is still writing is opened as an analysis::Session that each live
 // refresh advances over the blocks appended since the last one; its snapshot replaces the
 // whole-trace model, and the symbolizer (with its cache) is kept while the modules stay the same.
-// A selected time window is still analysed from the start of the file.
+// A selected time window is replayed from the checkpoint before it (the file's start when it
+// has none) up to its end only: its cost follows its width, not the file's size. On opening,
+// the whole run's timeline is read without a replay (scan_timeline) and shown first.
 #pragma once
 
 #include <atomic>

@@ -1,8 +1,10 @@
 // memtide-view: the desktop viewer. `memtide view FILE` runs it.
 //
 //   memtide-view [FILE]
-//   memtide-view --screenshot OUT.png [--view summary|timeline|flamegraph|leaks|tree|compare|growth]
+//   memtide-view --screenshot OUT.png [--view summary|timeline|flamegraph|leaks|tree|compare|growth|sizes]
 //                [--width W --height H] [--domain heap|mmap|custom] [--stats] FILE
+//   memtide-view --suppressions FILE [--no-builtin-suppressions] TRACE   (the Leaks view hides
+//                what `memtide check --suppressions FILE` does)
 #include <CLI/CLI.hpp>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -12,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "analysis/suppressions.h"
 #include "formats/segment_set.h"
 #include "viewer/app.h"
 #include "viewer/format.h"
@@ -37,12 +40,14 @@ int main(int argc, char** argv) {
   CLI::App cli{"memtide-view: the memtide trace viewer", "memtide-view"};
   cli.set_version_flag("--version", std::string("memtide-view ") + MEMTIDE_VERSION);
   std::string file, screenshot, view = "summary", metric, direction, select, search, baseline, theme, domain;
+  std::vector<std::string> suppressions;
+  bool no_builtin = false;
   RunOptions run;
   float scale = 0;
   int frames = 0;
   cli.add_option("file", file, "Trace file (.mtide) to open");
   cli.add_option("--screenshot", screenshot, "Render one view to this PNG file and exit (works under xvfb-run -a)");
-  cli.add_option("--view", view, "View to show: summary, timeline, flamegraph, leaks, tree, compare, growth");
+  cli.add_option("--view", view, "View to show: summary, timeline, flamegraph, leaks, tree, compare, growth, sizes");
   cli.add_option("--width", run.width, "Window width in pixels")->check(CLI::Range(200, 8192));
   cli.add_option("--height", run.height, "Window height in pixels")->check(CLI::Range(150, 8192));
   cli.add_option("--scale", scale, "UI scale (1 = 100 %; HiDPI screens: 1.5, 2)")->check(CLI::Range(0.5, 4.0));
@@ -57,6 +62,12 @@ int main(int argc, char** argv) {
   cli.add_option("--select", select, "Select a time range FROM:TO (e.g. 2s:5.5s) as if dragged on the timeline");
   cli.add_option("--search", search, "Flamegraph search text");
   cli.add_option("--baseline", baseline, "A second trace to compare with (the Compare view)");
+  cli.add_option("--suppressions", suppressions,
+                 "Leaks view: hide the heap leaks a LeakSanitizer-format suppressions file matches (leak:<glob>), and "
+                 "the built-in ones, counted apart (as memtide check does); repeatable")
+      ->allow_extra_args(false);  // (one file each time: the trace file follows)
+  cli.add_flag("--no-builtin-suppressions", no_builtin,
+               "With --suppressions: do not hide the known one-time allocations of glibc and libstdc++");
   cli.add_flag("--stats", run.stats, "Print frame-time percentiles (while loading and afterwards) at exit");
   cli.add_option("--frames", frames, "Screenshot mode: frames to draw after loading before the picture (measurement)")
       ->check(CLI::Range(0, 100000));
@@ -112,6 +123,17 @@ int main(int argc, char** argv) {
   }
 
   AppOptions ao;
+  if (!suppressions.empty()) {
+    auto supp = std::make_shared<memtide::analysis::SuppressionList>();
+    std::string err;
+    std::vector<std::string> notes;
+    if (!memtide::analysis::load_suppressions(*supp, suppressions, !no_builtin, err, notes)) {
+      std::fprintf(stderr, "memtide-view: %s\n", err.c_str());
+      return 2;
+    }
+    for (const std::string& n : notes) std::fprintf(stderr, "memtide-view: note: %s\n", n.c_str());
+    ao.suppressions = std::move(supp);
+  }
   // Screenshots are reproducible: no settings read, no recent list written.
   ao.config_dir = screenshot.empty() ? config_dir() : std::string();
   ao.remember = screenshot.empty();

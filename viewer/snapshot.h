@@ -45,6 +45,7 @@ struct ViewData {
   std::array<std::shared_ptr<const TreeTable>, 2> tables{};
   std::array<std::shared_ptr<const DomainData>, analysis::kDomainCount> domains{};  // [Heap] unused
   bool complete = false;  // every part above is built
+  uint64_t bytes_read = 0;  // file bytes the window's replay read (0: the whole trace's view)
 
   const FlameTree* flame(analysis::Metric m, Direction d) const {
     return flames[static_cast<unsigned>(m)][static_cast<unsigned>(d)].get();

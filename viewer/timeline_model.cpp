@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include "formats/checkpoint.h"
+#include "formats/decoder.h"
+#include "formats/reader.h"
+
 namespace memtide::viewer {
 
 namespace {
@@ -13,6 +17,20 @@ std::vector<SeriesSample> relative(const analysis::Series& s, uint64_t base) {
   for (const analysis::SeriesPoint& p : s.points())
     out.push_back({p.time > base ? p.time - base : 0, p.min, p.max, p.last});
   return out;
+}
+
+// The y axis: the largest value of the series on the scale (the mapped line left off it when it
+// is mostly reserved address space).
+void scale(TimelineData& d) {
+  for (const auto* s : {&d.heap, &d.rss, &d.custom})
+    for (const SeriesSample& p : *s) d.max_value = std::max(d.max_value, p.max);
+  d.max_value = std::max(d.max_value, d.peak_bytes);
+  uint64_t mapped_max = 0;
+  for (const SeriesSample& p : d.mapped) mapped_max = std::max(mapped_max, p.max);
+  // Only against a known RSS: without one, mapped bytes may well be all there is to see.
+  const uint64_t rss_max = std::max(d.max_value, d.peak_rss);
+  if (d.peak_rss && mapped_max / kMappedOffScale > rss_max) d.mapped_off_scale = mapped_max;
+  else d.max_value = std::max(d.max_value, mapped_max);
 }
 
 }  // namespace
@@ -31,17 +49,80 @@ TimelineData make_timeline(const analysis::Model& m) {
   d.peak_bytes = m.heap().peak_bytes;
   d.peak_time = m.heap().peak_time > base ? m.heap().peak_time - base : 0;
   d.peak_rss = m.peak_rss;
-  for (const auto* s : {&d.heap, &d.rss, &d.custom})
-    for (const SeriesSample& p : *s) d.max_value = std::max(d.max_value, p.max);
-  d.max_value = std::max(d.max_value, d.peak_bytes);
-  uint64_t mapped_max = 0;
-  for (const SeriesSample& p : d.mapped) mapped_max = std::max(mapped_max, p.max);
-  // Only against a known RSS: without one, mapped bytes may well be all there is to see.
-  const uint64_t rss_max = std::max(d.max_value, d.peak_rss);
-  if (d.peak_rss && mapped_max / kMappedOffScale > rss_max) d.mapped_off_scale = mapped_max;
-  else d.max_value = std::max(d.max_value, mapped_max);
+  scale(d);
   d.markers.reserve(m.markers.size());
   for (const analysis::MarkerInfo& k : m.markers) d.markers.push_back({k.time > base ? k.time - base : 0, k.label});
+  std::stable_sort(d.markers.begin(), d.markers.end(),
+                   [](const MarkerLabel& a, const MarkerLabel& b) { return a.time < b.time; });
+  return d;
+}
+
+// The process stream's blocks are decoded (its Counters, Markers, ProcessInfo and End), the
+// others stepped over by their headers; the checkpoints' heads give the live bytes at their
+// times and the threads' marks up to the last of them.
+TimelineData scan_timeline(const std::string& path, std::size_t points) {
+  constexpr std::size_t kMaxMarks = 100000;  // (as many as a replay keeps)
+  TimelineData d;
+  fmt::FileReader r;
+  if (!r.open(path).ok()) return d;
+  const uint64_t first = r.offset();
+  const std::vector<fmt::CheckpointHead> heads = fmt::find_checkpoints(r);
+  struct Stream0 : fmt::NullVisitor {
+    analysis::Series rss;
+    uint64_t start = 0, last = 0, peak_rss = 0;
+    std::vector<analysis::MarkerInfo> marks;
+    explicit Stream0(std::size_t n) : rss(n) {}
+    void on_process_info(uint32_t, const fmt::ProcessInfo& x) {
+      if (!start) start = x.monotonic_start_ns;
+    }
+    void on_counters(uint32_t, const fmt::Counters& x) {
+      rss.add(x.time, x.rss_bytes);
+      peak_rss = std::max(peak_rss, x.rss_bytes);
+      last = std::max(last, x.time);
+    }
+    void on_marker(uint32_t s, const fmt::Marker& x) {
+      if (marks.size() < kMaxMarks) marks.push_back({x.time, analysis::ThreadId(s), std::string(x.label)});
+      last = std::max(last, x.time);
+    }
+    void on_end(uint32_t, const fmt::End& x) { last = std::max(last, x.time); }
+  } v(points);
+  fmt::DecodeScratch scratch;
+  r.seek(first);
+  for (;;) {
+    fmt::BlockRef ref;
+    if (!r.peek_header(ref).ok()) break;
+    const uint16_t f = ref.header.flags;
+    const bool wanted = ref.header.stream == 0 && !(f & (fmt::kBlockFlagCheckpoint | fmt::kBlockFlagCheckpointData));
+    fmt::Block b;
+    if (!(wanted ? r.next(b) : r.skip(ref)).ok()) break;
+    if (wanted) (void)fmt::decode_block(b, scratch, v);
+  }
+  if (!v.start) return d;
+  analysis::Series heap(points), mapped(points), custom(points);
+  constexpr auto kHeap = static_cast<unsigned>(fmt::CheckpointDomain::Heap),
+                 kMmap = static_cast<unsigned>(fmt::CheckpointDomain::Mmap),
+                 kCustom = static_cast<unsigned>(fmt::CheckpointDomain::Custom);
+  for (const fmt::CheckpointHead& h : heads) {
+    heap.add(h.time, h.bytes[kHeap]);
+    if (h.bytes[kMmap] || !mapped.points().empty()) mapped.add(h.time, h.bytes[kMmap]);
+    if (h.bytes[kCustom] || !custom.points().empty()) custom.add(h.time, h.bytes[kCustom]);
+    if (h.bytes[kHeap] > d.peak_bytes) d.peak_bytes = h.bytes[kHeap], d.peak_time = h.time - std::min(h.time, v.start);
+    for (const fmt::CheckpointHead::MarkerCopy& m : h.markers)
+      if (v.marks.size() < kMaxMarks) v.marks.push_back({m.time, analysis::ThreadId(static_cast<uint32_t>(m.stream)), m.label});
+    v.last = std::max(v.last, h.time);
+  }
+  d.coarse = true;
+  d.duration = v.last > v.start ? v.last - v.start : 0;
+  d.heap = relative(heap, v.start);
+  d.rss = relative(v.rss, v.start);
+  d.mapped = relative(mapped, v.start);
+  d.custom = relative(custom, v.start);
+  d.heap_bucket_ns = heap.bucket_ns();
+  d.mapped_bucket_ns = mapped.bucket_ns();
+  d.custom_bucket_ns = custom.bucket_ns();
+  d.peak_rss = v.peak_rss;
+  scale(d);
+  for (const analysis::MarkerInfo& k : v.marks) d.markers.push_back({k.time > v.start ? k.time - v.start : 0, k.label});
   std::stable_sort(d.markers.begin(), d.markers.end(),
                    [](const MarkerLabel& a, const MarkerLabel& b) { return a.time < b.time; });
   return d;

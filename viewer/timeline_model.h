@@ -47,10 +47,17 @@ struct TimelineData {
   // reserves gigabytes for its heap and code), which would flatten every other line.
   uint64_t mapped_off_scale = 0;
   std::vector<MarkerLabel> markers;
+  // Read without a replay (scan_timeline): the heap, mapped and custom lines have a point per
+  // checkpoint only, and the threads' marks stop at the last checkpoint.
+  bool coarse = false;
   uint64_t serial = next_serial();
 };
 
 TimelineData make_timeline(const analysis::Model& m);
+// The whole run's timeline read from the trace without replaying its events, in a fraction of
+// a replay's time: RSS and the process's marks from its own stream, the live heap, mapped and
+// custom-pool bytes from the checkpoints (none: no heap line). duration 0: nothing to show.
+TimelineData scan_timeline(const std::string& path, std::size_t points);
 
 // One pixel column: the smallest and largest value of the series inside it. `valid` false
 // where the series has no sample (before its first one).

@@ -1,6 +1,7 @@
 // Leaks: stacks with blocks not freed at the end of the trace (of the allocations in the
 // selected range), sortable and filterable; the selected row's full stack below, and a button
-// that copies an LSan-style suppression line for it.
+// that copies an LSan-style suppression line for it. The heap's leaks that the suppressions
+// given to the viewer match are hidden (or shown marked) and counted apart.
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
@@ -19,12 +20,19 @@ void LeaksView::draw(Frame& f) {
     ImGui::TextDisabled("collecting the leaks...");
     return;
   }
-  if (data->serial != data_serial_) {
+  const bool new_data = data->serial != data_serial_;
+  if (new_data) {
     data_serial_ = data->serial;
     dirty_ = true;
-    selected_ = data->rows.empty() ? -1 : 0;
-    frame_ = data->rows.empty() ? 0 : data->rows[0].suggested;
   }
+  // Suppressions are LSan's, of heap leaks: matched once per data and list, not per frame.
+  const analysis::SuppressionList* supp = f.domain == analysis::Domain::Heap ? suppressions.get() : nullptr;
+  if (new_data || supp != applied_suppressions_) {
+    suppressed_ = supp ? suppress_leaks(*data, *supp) : LeakSuppression{};
+    applied_suppressions_ = supp;
+    dirty_ = true;
+  }
+  if (show_suppressed != applied_show_suppressed_) dirty_ = true;
   ImGui::Text(f.domain == analysis::Domain::Mmap ? "%s still mapped at the end in %s mappings from %s stacks"
               : f.domain == analysis::Domain::Custom ? "%s of custom-pool blocks never released in %s blocks from %s stacks"
                                                      : "%s not freed in %s blocks from %s stacks",
@@ -43,6 +51,24 @@ void LeaksView::draw(Frame& f) {
                 format_bytes(data->indirect_bytes).c_str(), format_bytes(data->reachable_bytes).c_str());
     ImGui::SameLine(0, 20 * sc);
     if (ImGui::Checkbox("hide still reachable", &hide_reachable_)) dirty_ = true;
+  }
+  if (supp) {
+    ImGui::SameLine(0, 20 * sc);
+    ImGui::TextDisabled("%s (%s) suppressed", (format_count(suppressed_.blocks) + (suppressed_.blocks == 1 ? " leak" : " leaks")).c_str(),
+                        format_bytes(suppressed_.bytes).c_str());
+    if (ImGui::IsItemHovered()) {
+      std::string used;
+      for (const analysis::Suppression& x : suppressed_.items)
+        if (x.stacks)
+          used += "leak:" + x.pattern + " (" + x.origin + "): " + format_count(x.stacks) + (x.stacks == 1 ? " stack, " : " stacks, ") +
+                  format_bytes(x.bytes) + "\n";
+      if (used.empty()) used = "no suppression matched a leak\n";
+      if (suppressed_.unmatched_rows)
+        used += format_count(suppressed_.unmatched_rows) + " stacks beyond the frame budget were not matched\n";
+      ImGui::SetTooltip("%s", used.c_str());
+    }
+    toolbar_next(ImGui::CalcTextSize("show suppressed").x + ImGui::GetFrameHeight() + 8 * sc, 8 * sc);
+    ImGui::Checkbox("show suppressed", &show_suppressed);
   }
   ImGui::SameLine(0, 20 * sc);
   ImGui::SetNextItemWidth(260 * sc);
@@ -76,9 +102,15 @@ void LeaksView::draw(Frame& f) {
       dirty_ = true;
     }
     if (dirty_) {  // only when the data, the filter or the sort order changed
-      order_ = filter_and_sort_leaks(*data, filter, column_, ascending_, hide_reachable_);
+      order_ = filter_and_sort_leaks(*data, filter, column_, ascending_, hide_reachable_,
+                                     show_suppressed ? nullptr : &suppressed_);
       applied_filter_ = filter;
+      applied_show_suppressed_ = show_suppressed;
       dirty_ = false;
+      if (new_data) {  // the first row listed
+        selected_ = order_.empty() ? -1 : static_cast<int>(order_[0]);
+        frame_ = order_.empty() ? 0 : data->rows[order_[0]].suggested;
+      }
     }
     ImGuiListClipper clip;
     clip.Begin(static_cast<int>(order_.size()));
@@ -109,7 +141,12 @@ void LeaksView::draw(Frame& f) {
         ImGui::TableNextColumn();
         ImGui::TextUnformatted(leak_kind(*data, r).c_str());
         ImGui::TableNextColumn();
-        ImGui::TextUnformatted(r.site.c_str());
+        if (suppressed_.suppressed(ri)) {  // (listed with "show suppressed")
+          const analysis::Suppression& x = suppressed_.items[static_cast<std::size_t>(suppressed_.by_row[ri])];
+          ImGui::TextDisabled("%s  (suppressed: leak:%s)", r.site.c_str(), x.pattern.c_str());
+        } else {
+          ImGui::TextUnformatted(r.site.c_str());
+        }
         ImGui::TableNextColumn();
         ImGui::TextDisabled("%s", r.module.c_str());
       }

@@ -89,6 +89,9 @@ void TimelineView::draw(Frame& f, float height, bool compact) {
     swatch(pal.peak, ("peak " + format_bytes(d.peak_bytes) + " at " + format_duration(d.peak_time)).c_str());
     if (!d.markers.empty()) swatch(pal.marker, (format_count(d.markers.size()) + " marks").c_str());
     ImGui::NewLine();
+    if (d.coarse)
+      ImGui::TextDisabled("read ahead of the replay: heap and mapped bytes at the checkpoints only%s",
+                          d.heap.empty() ? " (this trace has none)" : "");
     ImGui::TextDisabled("wheel: zoom   right-drag: pan   double-click: show all   left-drag: select a range");
     height = ImGui::GetContentRegionAvail().y;
   }

@@ -12,6 +12,7 @@
 
 #include <imgui.h>
 
+#include "viewer/histogram_model.h"
 #include "viewer/snapshot.h"
 
 namespace memtide::viewer {
@@ -129,9 +130,19 @@ class LeaksView {
  public:
   void draw(Frame& f);
   std::string filter;
+  // The heap's leaks that these match are hidden, and counted apart (null: none).
+  std::shared_ptr<const analysis::SuppressionList> suppressions;
+  bool show_suppressed = false;  // listed all the same, marked
+  // For tests: the rows listed at the last draw (indices into the data's rows), and what the
+  // suppressions matched in that data.
+  const std::vector<uint32_t>& order() const { return order_; }
+  const LeakSuppression& suppressed() const { return suppressed_; }
 
  private:
   uint64_t data_serial_ = 0;
+  const analysis::SuppressionList* applied_suppressions_ = nullptr;
+  LeakSuppression suppressed_;  // of the data and suppressions above (heap only)
+  bool applied_show_suppressed_ = false;
   std::string applied_filter_;
   LeakColumn column_ = LeakColumn::Bytes;
   bool ascending_ = false;
@@ -188,6 +199,28 @@ class GrowthView {
   uint64_t serial_ = 0;
   int selected_ = -1;  // layer
   std::vector<std::array<ImVec2, 2>> buttons_;
+};
+
+// The Sizes view (view_sizes.cpp): the heap allocations by size class, of the selected range. It
+// reads the histogram of the shown trace (HistogramJob) when first drawn.
+class SizesView {
+ public:
+  void draw(Frame& f);
+  // The histogram of the snapshot's trace for `selection` is made (or nothing is loaded).
+  bool complete(const Snapshot& s, TimeRange selection) const;
+  // For tests: the centre of class i's bars at the last draw ((-1, -1) when not drawn), and
+  // the class under the pointer (-1: none).
+  ImVec2 bar(std::size_t i) const { return i < bars_.size() ? bars_[i] : ImVec2(-1, -1); }
+  int hovered() const { return hovered_; }
+  const std::string& tooltip() const { return tooltip_; }  // shown at the last draw ("": none)
+  const HistogramJob& job() const { return job_; }
+
+ private:
+  static uint64_t key(const Snapshot& s, TimeRange window);
+  HistogramJob job_;
+  std::vector<ImVec2> bars_;
+  int hovered_ = -1;
+  std::string tooltip_;
 };
 
 class CompareView {

@@ -253,6 +253,8 @@ std::vector<uint8_t> window_trace() {
   return b.end(70);
 }
 
+// A window's figures are those of heaptrack_gui's time range: allocations made in it, and as
+// leaked those not freed by its end (0xB, freed at 40, after the window, is one of them).
 TEST(Windows, StatisticsCountOnlyAllocationsMadeInTheWindow) {
   ReplayOptions o;
   o.from = 15;
@@ -262,12 +264,22 @@ TEST(Windows, StatisticsCountOnlyAllocationsMadeInTheWindow) {
   EXPECT_TRUE(m->has_window());
   EXPECT_EQ(m->heap().allocations, 2u);
   EXPECT_EQ(m->heap().allocated_bytes, 500u);
-  EXPECT_EQ(m->heap().leaked_bytes, 300u);
-  EXPECT_EQ(m->heap().leaked_blocks, 1u);
+  EXPECT_EQ(m->heap().frees, 0u);
+  EXPECT_EQ(m->heap().leaked_bytes, 500u);
+  EXPECT_EQ(m->heap().leaked_blocks, 2u);
   EXPECT_EQ(m->heap().peak_bytes, 500u);
   EXPECT_EQ(m->heap().peak_time, S + 30);
   EXPECT_EQ(stack_metrics(*m, 2)->alloc_bytes, 200u);
+  EXPECT_EQ(stack_metrics(*m, 2)->leaked_bytes, 200u);
   EXPECT_EQ(stack_metrics(*m, 3)->leaked_bytes, 300u);
+  EXPECT_TRUE(m->complete) << "the End record is read from the tail";
+  EXPECT_EQ(m->last_time, S + 70);
+  // Without an end the window runs to the end of the trace: 0xB's free is in it.
+  o.to.reset();
+  m = analyze(window_trace(), o);
+  EXPECT_EQ(m->heap().allocations, 3u);
+  EXPECT_EQ(m->heap().frees, 1u);
+  EXPECT_EQ(m->heap().leaked_bytes, 700u);  // 0xC and 0xD
 }
 
 TEST(Windows, LiveAtAChosenTime) {
@@ -293,6 +305,16 @@ TEST(Windows, MadeInWindowAndStillLiveAtLaterTime) {
   ASSERT_TRUE(m);
   EXPECT_EQ(m->heap().at_bytes, 100u);  // 0xA; 0xB was freed at 40
   EXPECT_EQ(m->heap().at_blocks, 1u);
+  EXPECT_EQ(stack_metrics(*m, 2)->at_bytes, 100u);
+  // The window's own figures stand as at its end: both blocks, no free.
+  EXPECT_EQ(m->heap().leaked_bytes, 300u);
+  EXPECT_EQ(m->heap().frees, 0u);
+  EXPECT_EQ(stack_metrics(*m, 2)->leaked_bytes, 300u);
+  ReplayOptions no_at = o;
+  no_at.at.reset();
+  auto w = analyze(window_trace(), no_at);
+  EXPECT_EQ(w->heap().leaked_bytes, 300u);
+  EXPECT_EQ(w->heap().peak_bytes, m->heap().peak_bytes);
 }
 
 TEST(Anomalies, MismatchedApisAreCountedWithTheAllocationStack) {

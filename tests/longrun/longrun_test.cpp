@@ -8,11 +8,15 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
+#include <thread>
 
 #include "analysis/replay.h"
 #include "formats/checkpoint.h"
 #include "formats/reader.h"
+#include "viewer/loader.h"
 #include "model_equal.h"
 
 namespace memtide::test {
@@ -114,8 +118,10 @@ void expect_same_window(const analysis::Model& a, const analysis::Model& b) {
   EXPECT_EQ(a.modules.size(), b.modules.size());
 }
 
-// Windows at several places of `trace`: each from a checkpoint (and reading less of the file),
-// equal to the full replay's.
+// Windows at several places of `trace`: each from a checkpoint, equal to the full replay's
+// (which also stops at the window's end). (What each reads is compared on a larger trace in
+// AWindowIsReadNoFurtherThanItsEnd: in a trace of a megabyte or two, the reader thread's
+// read-ahead and the checkpoint's copy of the live blocks are as large as what a window skips.)
 void expect_windows_match(const std::string& trace, uint64_t seconds) {
   const uint64_t s = 1'000'000'000;
   struct W {
@@ -132,7 +138,6 @@ void expect_windows_match(const std::string& trace, uint64_t seconds) {
     const Replayed full = replay(trace, o, true), part = replay(trace, o, false);
     EXPECT_EQ(full.checkpoint, 0u);
     EXPECT_GT(part.checkpoint, 0u);
-    EXPECT_LT(part.bytes_read, full.bytes_read);
     EXPECT_GT(full.model->totals[0].allocations, 0u);
     expect_same_window(*full.model, *part.model);
   }
@@ -216,6 +221,119 @@ TEST(Checkpoints, AWindowsReportAndFlamegraphAreTheFullReplays) {
     EXPECT_GT(full.size(), 100u);
     EXPECT_EQ(part, full);
   }
+}
+
+// A window with an end is read up to it and no further (its figures are as at its end), from
+// a checkpoint or from the start alike; what the rest of the file says that is not about time
+// (the End record, the trace's last time) is read from its tail.
+TEST(Checkpoints, AWindowIsReadNoFurtherThanItsEnd) {
+  const std::string trace = temp_path("stop.mtide");
+  ASSERT_EQ(record_worker(trace, "--seconds 6 --threads 2 --rate 40000"), 0);
+  struct stat st {};
+  ASSERT_EQ(stat(trace.c_str(), &st), 0);
+  const uint64_t size = static_cast<uint64_t>(st.st_size), s = 1'000'000'000;
+  const Replayed whole = replay(trace, {}, false);
+  ASSERT_TRUE(whole.model->complete);
+  for (const bool full : {true, false}) {
+    SCOPED_TRACE(full ? "from the start" : "from a checkpoint");
+    ReplayOptions o;
+    o.from = 1 * s + s / 4;
+    o.to = 2 * s;
+    const Replayed w = replay(trace, o, full);
+    EXPECT_LT(w.bytes_read, size / 2);
+    EXPECT_TRUE(w.model->complete);
+    ASSERT_TRUE(w.model->end && whole.model->end);
+    EXPECT_EQ(w.model->end->reason, whole.model->end->reason);
+    EXPECT_EQ(w.model->last_time, whole.model->last_time);
+    EXPECT_GT(w.model->heap().allocations, 0u);
+    EXPECT_EQ(w.model->heap().leaked_bytes, w.model->heap().allocated_bytes - w.model->heap().freed_bytes);
+  }
+  // Late in the trace, the replay from the checkpoint before the window reads less than one
+  // from the start.
+  {
+    ReplayOptions o;
+    o.from = 4 * s + s / 2;
+    o.to = 5 * s;
+    const Replayed full = replay(trace, o, true), part = replay(trace, o, false);
+    EXPECT_GT(part.checkpoint, 0u);
+    EXPECT_LT(part.bytes_read, full.bytes_read * 3 / 4);
+  }
+  // The window's figures do not depend on how much later `at` is, and `at` at the window's end
+  // is its leaks.
+  ReplayOptions o;
+  o.from = 2 * s;
+  o.to = 3 * s;
+  const Replayed plain = replay(trace, o, false);
+  o.at = 3 * s;
+  const Replayed at_end = replay(trace, o, false);
+  EXPECT_EQ(at_end.model->heap().at_bytes, plain.model->heap().leaked_bytes);
+  o.at = 4 * s;
+  const Replayed later = replay(trace, o, false);
+  analysis::Totals t = later.model->heap();
+  t.at_bytes = t.at_blocks = 0;
+  expect_same_totals(plain.model->heap(), t, 0);
+  EXPECT_LE(later.model->heap().at_bytes, plain.model->heap().leaked_bytes);
+  EXPECT_GT(later.bytes_read, plain.bytes_read);
+}
+
+// report and flamegraph agree on a window: what is leaked in it (not freed by its end) is what
+// was live at its end among the blocks made in it (export's pprof takes the same figures).
+TEST(Checkpoints, TheCommandsAgreeOnAWindow) {
+  const std::string trace = temp_path("agree.mtide");
+  ASSERT_EQ(record_worker(trace, "--seconds 3.5 --threads 2 --rate 4000"), 0);
+  const std::string cli = std::string(MT_CLI) + " ";
+  const nlohmann::json r = nlohmann::json::parse(run_out(cli + "report --json --from 1.2s --to 2.5s --at 2.5s " + trace));
+  const uint64_t leaked = r["leaked_bytes"].get<uint64_t>();
+  EXPECT_GT(leaked, 0u);
+  EXPECT_EQ(r["live_at"]["bytes"].get<uint64_t>(), leaked);
+  EXPECT_EQ(r["window"]["leaked_means"], "allocated in the window and not freed by its end");
+  EXPECT_TRUE(r["complete"].get<bool>());
+  auto folded_sum = [](const std::string& out) {
+    uint64_t sum = 0;
+    std::istringstream in(out);
+    for (std::string line; std::getline(in, line);)
+      if (line.find(' ') != std::string::npos) sum += std::stoull(line.substr(line.rfind(' ') + 1));
+    return sum;
+  };
+  EXPECT_EQ(folded_sum(run_out(cli + "flamegraph --metric leaked -o - --from 1.2s --to 2.5s " + trace)), leaked);
+  EXPECT_EQ(folded_sum(run_out(cli + "flamegraph --metric live --at 2.5s -o - --from 1.2s --to 2.5s " + trace)), leaked);
+}
+
+// The viewer's selection is the same replay: from the checkpoint before it up to its end, with
+// the figures of the CLI's window; and the timeline read without a replay has a heap point per
+// checkpoint, at its live bytes.
+TEST(Checkpoints, TheViewersSelectionStartsFromACheckpoint) {
+  const std::string trace = temp_path("viewer.mtide");
+  ASSERT_EQ(record_worker(trace, "--seconds 6 --threads 2 --rate 40000"), 0);
+  const auto heads = heads_of(trace);
+  ASSERT_GE(heads.size(), 4u);
+  const viewer::TimelineData t = viewer::scan_timeline(trace, 4096);
+  ASSERT_EQ(t.heap.size(), heads.size());
+  for (std::size_t i = 0; i < heads.size(); ++i) EXPECT_EQ(t.heap[i].last, heads[i].bytes[0]);
+  EXPECT_GT(t.rss.size(), 100u);
+  EXPECT_GE(t.markers.size(), 3u);
+
+  const uint64_t s = 1'000'000'000;
+  viewer::Loader l;
+  l.open(trace);
+  auto wait = [](auto&& p) {
+    for (int i = 0; i < 6000 && !p(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return p();
+  };
+  ASSERT_TRUE(wait([&] { return l.idle() && l.snapshot()->loaded(); }));
+  const viewer::TimeRange w{4 * s + s / 2, 5 * s};
+  l.set_window(w);
+  ASSERT_TRUE(wait([&] { return l.idle() && l.snapshot()->view && l.snapshot()->view->window == w; }));
+  const auto v = l.snapshot()->view;
+  struct stat st {};
+  ASSERT_EQ(stat(trace.c_str(), &st), 0);
+  EXPECT_LT(v->bytes_read, static_cast<uint64_t>(st.st_size) / 2);
+  ReplayOptions o;
+  o.from = w.from;
+  o.to = o.at = w.to;
+  const Replayed full = replay(trace, o, true);
+  expect_same_window(*v->model, *full.model);
+  EXPECT_GT(v->model->heap().leaked_bytes, 0u);
 }
 
 TEST(Checkpoints, ASampledWindowFromACheckpointEqualsTheFullReplay) {

@@ -255,6 +255,10 @@ TEST(Wrapper, UnknownVariableIsWarnedOf) {
   EXPECT_NE(r.err.find("MEMTIDE_MAX_DEPHT is not a memtide variable (ignored); did you mean MEMTIDE_MAX_DEPTH?"),
             std::string::npos)
       << r.err;
+  // The readers' variables are memtide's too.
+  RunResult known = run({MT_WRAPPER, "run", "--quiet", "-o", (dir.path() / "k.mtide").string(), "--", MT_LIFECYCLE, "quick-exit"},
+                        {{"MEMTIDE_FULL_REPLAY", "1"}, {"MEMTIDE_CACHE_DIR", dir.path().string()}}, dir.path());
+  EXPECT_EQ(known.err.find("not a memtide variable"), std::string::npos) << known.err;
 }
 
 // The gate's options are checked before the program starts: a missing suppressions file, a

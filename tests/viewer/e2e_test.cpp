@@ -305,6 +305,35 @@ TEST_F(ViewerE2E, GrowthViewStacksTheLeakOverTheCache) {
   EXPECT_EQ(header_bands(img), 1);
 }
 
+TEST_F(ViewerE2E, SizesViewDrawsTheHistogramOfAllocationSizes) {
+  const Image img = shoot("sizes");
+  if (img.px.empty()) return;
+  expect_picture(img, 1100, 720);
+  EXPECT_EQ(selected_tab(img), 7);
+  // Below the timeline strip (whose heap and RSS lines have the same colours): the bars of the
+  // allocations' shares (heap blue) and of the bytes' (RSS orange), then the table of classes.
+  const int top = img.h / 4;
+  EXPECT_GT(pixels_near(img, {86, 180, 250}, 12, top), 3000) << "allocation bars";
+  EXPECT_GT(pixels_near(img, {250, 170, 60}, 12, top), 3000) << "byte bars";
+  EXPECT_EQ(header_bands(img), 1) << "the table of classes";
+}
+
+TEST_F(ViewerE2E, LeaksViewWithSuppressions) {
+  // Every leak of the worker suppressed (its module's name): the table lists none.
+  const std::string supp = (*dir_ / "all.supp").string();
+  std::ofstream(supp) << "leak:*\n";
+  const Image img = shoot("leaks", "--suppressions " + supp);
+  if (img.px.empty()) return;
+  expect_picture(img, 1100, 720);
+  EXPECT_EQ(selected_tab(img), 3);
+  EXPECT_EQ(header_bands(img), 1) << "the leaks table, and no stack: no row to select";
+  const std::string bad = (*dir_ / "bad.supp").string();
+  std::ofstream(bad) << "not a suppression\n";
+  EXPECT_EQ(run(std::string(MT_VIEW) + " --screenshot " + (*dir_ / "x.png").string() + " --suppressions " + bad + " " +
+                *trace_ + " 2>/dev/null"),
+            2);
+}
+
 TEST_F(ViewerE2E, LoadingScreenShowsProgress) {
   // The second frame, long before the trace is read: no tab bar yet, but the progress bar
   // (its frame in the dark style's FrameBg over the window: (29,47,73)).

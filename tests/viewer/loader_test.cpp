@@ -9,6 +9,7 @@
 #include <fstream>
 #include <thread>
 
+#include "analysis/replay.h"
 #include "synthetic_trace.h"
 #include "viewer/file_browser.h"
 #include "viewer/frame_stats.h"
@@ -179,11 +180,70 @@ TEST(Loader, WindowRestrictsTheViewsButNotTheTimeline) {
   EXPECT_EQ(s->view->model->heap().at_bytes, 300u);  // all three live at the window's end
   EXPECT_EQ(s->view->flame(analysis::Metric::Allocated, Direction::TopDown)->total(), 300u);
   EXPECT_EQ(s->view->flame(analysis::Metric::LiveAt, Direction::TopDown)->total(), 300u);
-  EXPECT_EQ(s->view->leaks->total_bytes, 100u);
+  EXPECT_EQ(s->view->leaks->total_bytes, 300u);  // not freed by the window's end (as heaptrack_gui)
   EXPECT_EQ(s->base->heap().allocated_bytes, 1350u);  // the whole trace is kept for the timeline
   l.set_window({});
   ASSERT_TRUE(wait_for([&] { return l.idle() && l.snapshot()->view->window.empty(); }));
   EXPECT_EQ(l.snapshot()->view->model->heap().allocated_bytes, 1350u);
+}
+
+// On opening, the whole run's timeline is read without a replay: RSS, marks and the run's
+// length as the replay gives them; no heap line without checkpoints.
+TEST(Loader, TheTimelineIsReadAheadOfTheReplay) {
+  TempDir d;
+  const std::string path = write_standard(d, "a.mtide");
+  const TimelineData quick = scan_timeline(path, 4096);
+  analysis::AnalyzeResult r = analysis::analyze_file(path);
+  ASSERT_TRUE(r.ok());
+  const TimelineData full = make_timeline(*r.model);
+  EXPECT_TRUE(quick.coarse);
+  EXPECT_EQ(quick.duration, full.duration);
+  EXPECT_EQ(quick.peak_rss, 8192u);
+  ASSERT_EQ(quick.rss.size(), full.rss.size());
+  for (std::size_t i = 0; i < quick.rss.size(); ++i) {
+    EXPECT_EQ(quick.rss[i].time, full.rss[i].time);
+    EXPECT_EQ(quick.rss[i].max, full.rss[i].max);
+  }
+  ASSERT_EQ(quick.markers.size(), 1u);
+  EXPECT_EQ(quick.markers[0].time, full.markers[0].time);
+  EXPECT_EQ(quick.markers[0].label, "phase two");
+  EXPECT_TRUE(quick.heap.empty());
+  EXPECT_EQ(scan_timeline(d.file("missing.mtide"), 4096).duration, 0u);
+}
+
+// A selection is replayed up to its end only: one at the start of a long file reads a small
+// part of it, and its leaks are the blocks not freed by its end.
+TEST(Loader, AWindowIsReadUpToItsEndOnly) {
+  TempDir d;
+  const std::string path = d.file("long.mtide");
+  {
+    test::Synthetic s(path);
+    s.stack(1, 0, {0x1000});
+    uint64_t t = 1000;
+    // (Every record is in the process stream here: the tail a stopped window reads for the End
+    // record, its last MiB, is all decoded. A recorder's events are in the threads' streams.)
+    for (uint64_t i = 0; i < 1600000; ++i) {
+      t += 50;
+      s.malloc(t, 0x100000 + 64 * (i % 50000), 1 + (i * 2654435761u) % 4000, 1);
+      if (i % 5000 == 4999) s.flush(t);  // (a watermark: the merge releases the events before it)
+      if (i % 50000 == 49999)
+        for (uint64_t k = 0; k < 50000; ++k) s.free(t + 1 + k, 0x100000 + 64 * k);
+      if (i % 50000 == 49999) t += 50001;
+    }
+    s.end(t + 10);
+  }
+  Loader l;
+  l.open(path);
+  ASSERT_TRUE(wait_for([&] { return l.idle() && l.snapshot()->loaded(); }, 30s));
+  const TimeRange w{0, 1 * test::kMs};  // the first 1 ms: 20,000 blocks, none freed by then
+  l.set_window(w);
+  ASSERT_TRUE(wait_for([&] { return l.idle() && l.snapshot()->view->window == w; }, 30s));
+  auto s = l.snapshot();
+  EXPECT_GT(s->view->bytes_read, 0u);
+  EXPECT_LT(s->view->bytes_read, fs::file_size(path) / 2);
+  EXPECT_GT(s->view->model->heap().allocations, 15000u);
+  EXPECT_EQ(s->view->model->heap().leaked_blocks, s->view->model->heap().allocations);
+  EXPECT_EQ(s->base->heap().leaked_blocks, 0u);
 }
 
 TEST(Loader, BaselineComparison) {
