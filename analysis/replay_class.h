@@ -138,6 +138,13 @@ class Replayer : public NullVisitor {
   // W: whether the statistics have a window (from/to), so that a block may not be counted;
   // the replay of a whole trace (no window) is compiled without those tests.
   bool windowed() const { return windowed_; }
+  // The heap blocks live now that the window does not count (made before it), as recorded.
+  void uncounted_heap(uint64_t& bytes, uint64_t& blocks) const {
+    bytes = blocks = 0;
+    live_[0].for_each([&](uint64_t, const LiveBlock& b) {
+      if (!b.counted) ++blocks, bytes += b.bytes;
+    });
+  }
   template <bool W>
   [[gnu::always_inline]] void alloc(uint32_t stream, const Alloc& a) {
     if (W && (a.time < skip_before_ || a.time > edge_)) [[unlikely]] {

@@ -150,6 +150,7 @@ void Replayer::mmap_free(uint32_t stream, const Free& f) {
 
 void seed(Replayer& rp, CheckpointDomain d, const CheckpointEntry& e) { rp.seed(d, e); }
 void seed_done(Replayer& rp, const CheckpointHead& h) { rp.seed_done(h); }
+void uncounted_heap(const Replayer& rp, uint64_t& bytes, uint64_t& blocks) { rp.uncounted_heap(bytes, blocks); }
 void seed_marker(Replayer& rp, const CheckpointHead::MarkerCopy& m) { rp.seed_marker(m); }
 ReadResult replay_block(Replayer& rp, const Block& b, DecodeScratch& scratch) { return decode_block(b, scratch, rp); }
 

@@ -106,6 +106,11 @@ std::unique_ptr<Model> load_model(const std::string& path, ReplayOptions options
   }
   if (!quiet_warnings)
     for (const std::string& w : r.model->warnings) print_warning(path, w);
+  // A segment set says which part of the recording it still holds.
+  if (std::string d = describe_set(path, r.model->time_base, r.model->last_time); !d.empty() && !quiet_warnings) {
+    std::cout.flush();
+    std::cerr << "memtide: " << printable(path) << ": " << d << '\n';
+  }
   return std::move(r.model);
 }
 

@@ -154,6 +154,7 @@ struct Summary {
   const InfoCollector* c = nullptr;
   State state = State::Complete;
   ReadResult stop;  // what ended the reading
+  std::string segments;  // a segment set: the range it holds (describe_set)
 };
 
 std::string tag_hex(uint8_t tag) {
@@ -192,6 +193,7 @@ void print_text(const Summary& s) {
     std::printf("%-12s %s\n", std::string(label).c_str(), value.c_str());
   };
   row("file", printable(s.file) + " (" + std::to_string(s.size) + " bytes)");
+  if (!s.segments.empty()) row("kept", s.segments);
   row("format", std::to_string(s.header.version_major) + "." + std::to_string(s.header.version_minor));
   if (c.process) {
     const ProcessSummary& p = *c.process;
@@ -247,6 +249,7 @@ void print_json(const Summary& s) {
   json j;
   j["file"] = s.file;
   j["size_bytes"] = s.size;
+  if (!s.segments.empty()) j["kept"] = s.segments;
   j["format"] = {{"major", s.header.version_major}, {"minor", s.header.version_minor}, {"flags", s.header.flags}};
   if (c.process) {
     const ProcessSummary& p = *c.process;
@@ -391,6 +394,8 @@ int run_info(const InfoOptions& o) {
   }
   progress(total, total);
   s.size = reader.size();
+  if (reader.segment_set())
+    s.segments = describe_set(o.file, c.process ? c.process->info.monotonic_start_ns : 0, c.last_time, &s.size);
   const bool alive = reader.writer_alive();
   switch (s.stop.status) {
     case ReadStatus::EndOfFile:

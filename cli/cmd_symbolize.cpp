@@ -51,6 +51,7 @@
 #include "cli/run_summary.h"
 #include "cli/symbol_cache.h"
 #include "formats/reader.h"
+#include "formats/segment_set.h"
 #include "formats/writer.h"
 
 namespace memtide::cli {
@@ -330,7 +331,7 @@ int TraceJob::finish() {
       return kExitError;
     }
   }
-  const std::string target = o_.out.empty() ? o_.file : copy.write_path();
+  std::string target = o_.out.empty() ? o_.file : copy.write_path();
   const std::string& shown = o_.out.empty() ? o_.file : o_.out;  // (the name said in messages)
   uint64_t end = 0;
   bool whole = false;
@@ -338,6 +339,18 @@ int TraceJob::finish() {
   if (!readable_end(o_.file, end, whole, err)) {
     print_error(o_.file, err);
     return kExitError;
+  }
+  // A segment set gets its names at the end of its latest segment, where every reader of the
+  // set finds them (its older segments are removed first).
+  uint64_t cut = end;  // where a failed append cuts the file back to
+  if (fmt::FileReader r; r.open(o_.file).ok() && r.segment_set()) {
+    if (!o_.out.empty()) {
+      print_error(o_.file, "-o cannot copy a segment set; symbolize it in place");
+      return kExitError;
+    }
+    const fmt::SegmentFiles::Segment& last = r.segment_set()->segments().back();
+    target = last.path;
+    cut = end - last.base;
   }
   if (o_.out.empty()) {
     if (fmt::is_being_written(o_.file)) {
@@ -418,7 +431,7 @@ int TraceJob::finish() {
       print_error(shown, std::string("cannot write the symbolised copy: ") + e.what());
       return kExitError;
     }
-    const bool restored = ::truncate(target.c_str(), static_cast<off_t>(end)) == 0;
+    const bool restored = ::truncate(target.c_str(), static_cast<off_t>(cut)) == 0;
     print_error(target, std::string("cannot append the names: ") + e.what() +
                             (restored ? "; the trace is left as it was" : "; and cannot cut it back: " + std::string(std::strerror(errno))));
     return kExitError;

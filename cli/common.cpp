@@ -17,6 +17,9 @@
 #include <iostream>
 
 #include "analysis/format.h"
+#include "formats/checkpoint.h"
+#include "formats/reader.h"
+#include "formats/segment_set.h"
 
 namespace memtide::cli {
 
@@ -104,6 +107,27 @@ std::string iso_time_utc(uint64_t realtime_ns) {
 }
 
 std::string format_duration(uint64_t ns) { return analysis::format_duration(ns, analysis::DurationStyle::Fixed3); }
+
+std::string describe_set(const std::string& path, uint64_t start_ns, uint64_t last_ns, uint64_t* bytes) {
+  fmt::FileReader r;
+  if (!r.open(path).ok() || !r.segment_set()) return {};
+  const auto& segs = r.segment_set()->segments();
+  if (bytes) *bytes = r.size() - segs.front().base;
+  // The set begins at its first usable checkpoint when its first segments are gone.
+  uint64_t from = start_ns;
+  if (r.starts_mid_run()) {
+    const std::vector<fmt::CheckpointHead> heads = fmt::find_checkpoints(r);
+    if (!heads.empty()) from = heads.front().time;
+  }
+  auto secs = [&](uint64_t t) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.1f s", t > start_ns ? static_cast<double>(t - start_ns) / 1e9 : 0.0);
+    return std::string(b);
+  };
+  char nums[48];
+  std::snprintf(nums, sizeof nums, "segments %04u-%04u of ", segs.front().number, segs.back().number);
+  return nums + printable(r.segment_set()->stem() + ".mtide") + ", " + secs(from) + " - " + secs(std::max(from, last_ns));
+}
 
 namespace {
 

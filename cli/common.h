@@ -28,6 +28,11 @@ std::string shell_quote(std::string_view s);
 std::string iso_time_utc(uint64_t realtime_ns);
 // "1.234 s", "12.5 ms", "850 ns".
 std::string format_duration(uint64_t ns);
+// For a segment set (`memtide run --keep`), the range it holds: "segments 0004-0011 of NAME,
+// 12.0 s - 95.3 s" (times since the recording's start `start_ns`; the end `last_ns`, absolute);
+// "" for a single file. `bytes`: the segments' bytes on disk.
+std::string describe_set(const std::string& path, uint64_t start_ns, uint64_t last_ns, uint64_t* bytes = nullptr);
+
 // The trace path of a `memtide run` manifest line ("pid<TAB>ppid<TAB>path"); false when the
 // line has not that shape.
 bool manifest_trace_path(const std::string& line, std::string& path);

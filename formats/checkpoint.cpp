@@ -67,13 +67,15 @@ bool follow_pointers(FileReader& reader, std::vector<CheckpointHead>& heads) {
   if (reader.info().header_size < kCheckpointHeaderSize || !reader.read_bytes(kCheckpointPointerAt, kCheckpointPointerSize, p))
     return false;
   if (wire::load_le<uint32_t>(p.data() + 12) != (checksum32(p.data(), 12))) return false;
-  for (uint64_t at = wire::load_le<uint64_t>(p.data()); at;) {
+  // (In a segment set the chain goes on into removed segments: it ends at the first block.)
+  for (uint64_t at = wire::load_le<uint64_t>(p.data()); at && at >= reader.first_block();) {
     CheckpointHead h;
     if (!read_head(reader, at, h) || (!heads.empty() && h.seq + 1 != heads.back().seq)) return false;
     at = h.prev;
     heads.push_back(std::move(h));
   }
-  if (!heads.empty() && heads.back().seq != 1) return false;
+  const bool cut = reader.starts_mid_run() && !heads.empty() && heads.back().prev < reader.first_block();
+  if (!heads.empty() && heads.back().seq != 1 && !cut) return false;
   std::reverse(heads.begin(), heads.end());
   return true;
 }
@@ -86,17 +88,19 @@ std::vector<CheckpointHead> find_checkpoints(FileReader& reader) {
   KeepOffset keep{reader};
   if (follow_pointers(reader, heads)) {
     // Checkpoints written after the pointer was last updated (a kill between the two writes).
-    reader.seek(heads.empty() ? reader.info().header_size : heads.back().offset);
+    reader.seek(heads.empty() ? reader.first_block() : heads.back().offset);
     if (!heads.empty()) {
       BlockRef ref;
       reader.skip(ref);
     }
     scan_heads(reader, heads);
-    return heads;
+  } else {
+    heads.clear();
+    reader.seek(reader.first_block());
+    scan_heads(reader, heads);
   }
-  heads.clear();
-  reader.seek(reader.info().header_size);
-  scan_heads(reader, heads);
+  // A set's first checkpoints may start their replay in a removed segment: not usable.
+  std::erase_if(heads, [&](const CheckpointHead& h) { return h.replay_from < reader.first_block() || h.data_offset < reader.first_block(); });
   return heads;
 }
 

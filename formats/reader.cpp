@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "formats/encoder.h"
+#include "formats/segment_set.h"
 
 namespace memtide::fmt {
 
@@ -89,6 +90,8 @@ FileReader& FileReader::operator=(FileReader&& o) noexcept {
     info_ = o.info_;
     warnings_ = std::move(o.warnings_);
     offset_ = o.offset_;
+    first_block_ = o.first_block_;
+    set_ = std::move(o.set_);
     bytes_read_ = o.bytes_read_;
     header_buf_ = std::move(o.header_buf_);
     stored_buf_ = std::move(o.stored_buf_);
@@ -105,11 +108,19 @@ void FileReader::close() {
   warnings_.clear();
   info_ = {};
   offset_ = 0;
+  first_block_ = 0;
+  set_.reset();
   bytes_read_ = 0;
 }
 
 OpenResult FileReader::open(const std::string& path) {
   close();
+  if (std::string stem; names_segment_set(path, stem)) {
+    OpenResult r = open_set(stem);
+    // (A file named like a segment that is a trace of its own is read as one.)
+    if (r.ok() || r.error != OpenError::BadHeader || ::access(path.c_str(), F_OK) != 0) return r;
+    close();
+  }
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
     if (errno == ENOENT || errno == ENOTDIR) return {OpenError::NotFound, "no such file"};
@@ -122,6 +133,36 @@ OpenResult FileReader::open(const std::string& path) {
   return read_file_header();
 }
 
+OpenResult FileReader::open_set(const std::string& stem) {
+  set_ = std::make_unique<SegmentFiles>();
+  if (std::string e = set_->open(stem); !e.empty()) return {OpenError::BadHeader, e};
+  OpenResult r = read_file_header();  // the first segment's, read at its set offset
+  if (r.ok()) {
+    first_block_ = offset_ = set_->segments()[0].base + info_.header_size;
+    info_.flags &= ~kFileFlagSegment;
+  }
+  return r;
+}
+
+bool FileReader::starts_mid_run() const { return set_ && set_->segments()[0].number > 1; }
+
+bool FileReader::next_segment() {
+  const auto& segs = set_->segments();
+  std::size_t i = 0;
+  while (i < segs.size() && !(offset_ >= segs[i].base && offset_ == set_->end_of(i))) ++i;
+  if (i == segs.size()) return false;
+  if (i + 1 == segs.size() && !set_->refresh()) return false;
+  const SegmentFiles::Segment& next = set_->segments()[i + 1];
+  if (next.base != offset_) return false;
+  offset_ = next.base + next.header_size;
+  set_->release_before(offset_);
+  // Its prologue repeats what this reader has read already.
+  for (BlockRef ref; peek_header(ref).ok() && (ref.header.flags & kBlockFlagPrologue) &&
+                     ref.end_offset() <= set_->end_of(i + 1);)
+    offset_ = ref.end_offset();
+  return true;
+}
+
 OpenResult FileReader::open_memory(std::span<const uint8_t> data) {
   close();
   memory_ = data;
@@ -131,7 +172,9 @@ OpenResult FileReader::open_memory(std::span<const uint8_t> data) {
 
 OpenResult FileReader::read_file_header() {
   std::size_t got = 0;
-  const uint8_t* h = read_at(0, kFileHeaderSize, header_buf_, got);
+  // (A set's header is its first segment's.)
+  const uint8_t* h = set_ ? (read_bytes(0, kFileHeaderSize, header_buf_) ? (got = kFileHeaderSize, header_buf_.data()) : nullptr)
+                          : read_at(0, kFileHeaderSize, header_buf_, got);
   if (!h) return {OpenError::Io, std::string("read error at offset 0: ") + std::strerror(errno)};
   if (got == 0) return {OpenError::Empty, "empty file (no file header)"};
   // A prefix of the magic in a short file is most likely a recorder that has just started.
@@ -160,11 +203,18 @@ OpenResult FileReader::read_file_header() {
                         std::to_string(info_.version_minor) + " is newer than this reader (" +
                         std::to_string(kVersionMajor) + "." + std::to_string(kVersionMinor) +
                         "); fields it does not know are skipped");
-  offset_ = info_.header_size;
+  first_block_ = offset_ = info_.header_size;
   return {};
 }
 
 bool FileReader::read_bytes(uint64_t off, std::size_t n, std::vector<uint8_t>& out) const {
+  if (set_ && off + n <= kSegmentHeaderSize) {
+    // The set's header: the first segment's while it is opened, then the latest one's (whose
+    // checkpoint pointer is the latest).
+    out.resize(n);
+    const int fd = (info_.header_size ? set_->segments().back() : set_->segments().front()).fd;
+    return ::pread(fd, out.data(), n, static_cast<off_t>(off)) == static_cast<ssize_t>(n);
+  }
   std::vector<uint8_t> buf;
   std::size_t got = 0;
   const uint8_t* p = read_at(off, n, buf, got);
@@ -187,9 +237,20 @@ const uint8_t* FileReader::read_at(uint64_t off, std::size_t n, std::vector<uint
     bytes_read_ += got;
     return memory_.data() + off;
   }
+  int fd = fd_;
+  if (set_) {
+    // Set offsets: the segment holding `off`, none spanning two. Its header is not in the
+    // set's blocks (a segment's end reads as nothing there: peek_header moves on to the next).
+    const SegmentFiles::Segment* seg = set_->find(off);
+    if (!seg || seg->fd < 0 || off - seg->base < seg->header_size) return &kNothing;
+    fd = seg->fd;
+    const std::size_t i = static_cast<std::size_t>(seg - set_->segments().data());
+    if (i + 1 < set_->segments().size()) n = static_cast<std::size_t>(std::min<uint64_t>(n, set_->end_of(i) - off));
+    off -= seg->base;
+  }
   if (buf.size() < n) buf.resize(n);
   while (got < n) {
-    const ssize_t r = ::pread(fd_, buf.data() + got, n - got, static_cast<off_t>(off + got));
+    const ssize_t r = ::pread(fd, buf.data() + got, n - got, static_cast<off_t>(off + got));
     if (r < 0) {
       if (errno == EINTR) continue;
       return nullptr;
@@ -202,10 +263,13 @@ const uint8_t* FileReader::read_at(uint64_t off, std::size_t n, std::vector<uint
 }
 
 ReadResult FileReader::peek_header(BlockRef& out) {
-  if (fd_ < 0 && !is_memory_) return ReadResult::io_error(offset_, EBADF);
+  if (fd_ < 0 && !is_memory_ && !set_) return ReadResult::io_error(offset_, EBADF);
   std::size_t got = 0;
   const uint8_t* h = read_at(offset_, kBlockHeaderSize, header_buf_, got);
   if (!h) return ReadResult::io_error(offset_, errno);
+  if (got == 0 && set_ && next_segment()) return peek_header(out);
+  if (got == 0 && set_ && set_->gap())
+    return ReadResult::corrupt(offset_, "the next segments were removed before they were read (more than the set's size behind)");
   if (got == 0) return ReadResult::end(offset_);
   if (got < kBlockHeaderSize) return ReadResult::truncated(offset_, "header");
   out.offset = offset_;
@@ -280,12 +344,19 @@ bool FileReader::resync() {
 
 uint64_t FileReader::size() const {
   if (is_memory_) return memory_.size();
+  if (set_) return set_->end();
   struct stat st;
   if (fd_ < 0 || ::fstat(fd_, &st) != 0) return 0;
   return static_cast<uint64_t>(st.st_size);
 }
 
-bool FileReader::writer_alive() const { return !is_memory_ && fd_ >= 0 && is_being_written_fd(fd_); }
+bool FileReader::writer_alive() const {
+  if (set_) {
+    set_->refresh();
+    return is_being_written_fd(set_->segments().back().fd);
+  }
+  return !is_memory_ && fd_ >= 0 && is_being_written_fd(fd_);
+}
 
 // ---------------------------------------------------------------------------------------
 // Writer liveness
@@ -300,7 +371,10 @@ bool is_being_written_fd(int fd) {
 }
 
 bool is_being_written(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // A set is written while its latest segment is (the recorder opens the next before it lets go).
+  std::string stem;
+  const std::vector<SegmentPath> segs = names_segment_set(path, stem) ? list_segments(stem) : std::vector<SegmentPath>{};
+  const int fd = ::open(segs.empty() ? path.c_str() : segs.back().path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   const bool busy = is_being_written_fd(fd);
   ::close(fd);

@@ -18,11 +18,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "formats/records.h"
+#include "formats/segment_set.h"
 
 namespace memtide::fmt {
 
@@ -122,7 +124,9 @@ class FileReader {
   FileReader(FileReader&& other) noexcept;
   FileReader& operator=(FileReader&& other) noexcept;
 
-  // Opens a trace file and checks its header; positions offset() at the first block.
+  // Opens a trace file and checks its header; positions offset() at the first block. A segment
+  // set (formats/segment_set.h), named by any segment or by its base name, reads as one file
+  // whose first segments are cut away: offsets start at first_block().
   OpenResult open(const std::string& path);
   // Reads a trace held in memory (which must outlive the reader); same checks as open().
   OpenResult open_memory(std::span<const uint8_t> data);
@@ -133,6 +137,12 @@ class FileReader {
 
   // File offset of the next block to read.
   uint64_t offset() const { return offset_; }
+  // The offset of the first block: the header's size, or in a set, the first kept segment's.
+  uint64_t first_block() const { return first_block_; }
+  // The set being read (nullptr: a single file).
+  const SegmentFiles* segment_set() const { return set_.get(); }
+  // Whether the trace begins after the recording's start: a set whose first segments are gone.
+  bool starts_mid_run() const;
   void seek(uint64_t offset) { offset_ = offset; }
 
   // Reads the block at offset(): header, payload, checksum, decompression. Advances offset()
@@ -149,7 +159,8 @@ class FileReader {
   bool resync();
 
   // Copies the n bytes at `off` into `out`; false when the file does not hold them (or on an
-  // I/O error). For the parts of a file outside its blocks (a header's later fields).
+  // I/O error). For the parts of a file outside its blocks (a header's later fields: in a set,
+  // those of its latest segment).
   bool read_bytes(uint64_t off, std::size_t n, std::vector<uint8_t>& out) const;
 
   // Current size of the file (it may grow while a recorder writes it).
@@ -163,6 +174,10 @@ class FileReader {
  private:
   void close();
   OpenResult read_file_header();
+  OpenResult open_set(const std::string& stem);
+  // In a set, at the end of a segment: moves offset() to the next one's first block after its
+  // prologue; false when there is no next segment (yet).
+  bool next_segment();
   // Reads up to n bytes at `off`: returns the bytes (in `buf` or in the memory image), with
   // `got` < n at end of file. nullptr on an I/O error (errno set).
   const uint8_t* read_at(uint64_t off, std::size_t n, std::vector<uint8_t>& buf, std::size_t& got) const;
@@ -173,6 +188,8 @@ class FileReader {
   FileInfo info_;
   std::vector<std::string> warnings_;
   uint64_t offset_ = 0;
+  uint64_t first_block_ = 0;
+  std::unique_ptr<SegmentFiles> set_;
   mutable uint64_t bytes_read_ = 0;
   std::vector<uint8_t> header_buf_;
   std::vector<uint8_t> stored_buf_;

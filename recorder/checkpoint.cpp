@@ -200,6 +200,8 @@ struct State {
   uint32_t blocks = 0;  // blocks decoded (wraps: only equal times in one pass compare it)
   uint64_t interval = 0;  // sampling interval in force at `applied` (0: exact)
   uint64_t applied = 0;   // every event timed before it is applied
+  bool due = false;  // checkpoint_due: at the next pass that can, whatever the interval
+  uint64_t due_from = 0;
   uint64_t written_seq = 0, last_time = 0, last_offset = 0, last_time_applied = 0, last_head = 0;
   fmt::DecodeScratch* scratch = nullptr;
 };
@@ -399,6 +401,11 @@ struct Collect : fmt::NullVisitor {
 
 }  // namespace
 
+void checkpoint_due(uint64_t replay_from) {
+  g.due = true;
+  g.due_from = replay_from;
+}
+
 bool checkpoints_on() {
   return !g.failed && recording.opts.checkpoint_interval_s != 0;
 }
@@ -570,7 +577,7 @@ void checkpoint_maybe_write(uint64_t now, uint64_t offset) {
   if (!checkpoints_on() || g_write_failed) return;
   const uint64_t interval = static_cast<uint64_t>(recording.opts.checkpoint_interval_s) * 1000000000ull;
   const uint64_t bytes = recording.opts.checkpoint_bytes;
-  if (now - g.last_time < interval && !(bytes && offset - g.last_offset >= bytes)) return;
+  if (!g.due && now - g.last_time < interval && !(bytes && offset - g.last_offset >= bytes)) return;
   const uint64_t time = g.applied;
   if (time == 0 || time < g.last_time_applied) return;
   // The first block that may hold a record timed at or after `time`.
@@ -581,6 +588,7 @@ void checkpoint_maybe_write(uint64_t now, uint64_t offset) {
   for (size_t i = 0; i < g.marks.size; ++i)
     if (g.marks.data[i].offset >= from) g.marks.data[keep++] = g.marks.data[i];
   g.marks.size = keep;
+  if (g.due && from < g.due_from) return;  // (a later pass's will not need the blocks before it)
 
   Out o;
   o.buf = static_cast<uint8_t*>(mem_alloc_uninit(kBlockRaw + 2 * record_max(kRecordEntries)));
@@ -677,6 +685,7 @@ void checkpoint_maybe_write(uint64_t now, uint64_t offset) {
   g.last_head = head;
 
   ++g.written_seq;
+  g.due = false;
   g.last_time = now;
   g.last_time_applied = time;
   g.last_offset = trace_file_bytes();

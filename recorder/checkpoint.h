@@ -26,5 +26,8 @@ void checkpoint_pass(uint64_t w);
 // Writes a checkpoint at the time of the last pass when one is due at `now` (file offset
 // `offset`, the file size so far).
 void checkpoint_maybe_write(uint64_t now, uint64_t offset);
+// The next checkpoint_maybe_write that can writes one whose replay starts at or after file
+// offset `replay_from` (a new segment of a kept trace starts from it), whatever the interval.
+void checkpoint_due(uint64_t replay_from);
 
 }  // namespace memtide::rec

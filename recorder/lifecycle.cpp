@@ -160,6 +160,8 @@ void configure(const Options* given, bool set_flush, bool set_counters) {
     // little but allocate (6x its run time), where they are asked for.
     if (!given && !std::getenv("MEMTIDE_CHECKPOINT_INTERVAL")) recording.opts.checkpoint_interval_s = 10;
   }
+  // Each segment of a kept trace starts from a checkpoint (trace_file.cpp).
+  if (recording.opts.keep && !recording.opts.checkpoint_interval_s) recording.opts.checkpoint_interval_s = 10;
 }
 
 void early_init(const Options* given = nullptr, bool set_flush = false, bool set_counters = false) {

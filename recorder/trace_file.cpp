@@ -7,9 +7,11 @@
 //   [2] End records
 //   [3] Names and opening
 //   [4] The descriptor and the program's calls on descriptors
+//   [5] Segments (MEMTIDE_KEEP): rotation, removal of the oldest
 #include "recorder/trace_file.h"
 
 #include <errno.h>  // program_invocation_short_name
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/membarrier.h>
 #include <sys/file.h>
@@ -24,9 +26,11 @@
 #include "formats/checkpoint.h"
 #include "formats/encoder.h"
 #include "formats/record_builders.h"
+#include "formats/segment_set.h"
 #include "recorder/checkpoint.h"
 #include "recorder/recorder.h"
 #include "recorder/sampling.h"
+#include "recorder/segments.h"
 #include "recorder/state.h"
 #include "recorder/stream.h"
 #include "recorder/writer.h"
@@ -70,6 +74,33 @@ uint64_t g_file_bytes = 0;
 bool g_pointer_ok = false;
 bool g_capped = false, g_capped_ended = false;
 constexpr uint64_t kEndRoom = 256;
+
+// A kept trace (MEMTIDE_KEEP, section [5]): the set's stem and name, the current segment's
+// number (0: a single file) and its byte 0 in the set's offsets (g_file_bytes counts them all).
+char g_stem[sizeof recording.path - 32];  // (room for ".<number>.mtide" in a path)
+char g_set_name[sizeof recording.path];
+uint32_t g_segment = 0;
+uint64_t g_segment_base = 0;
+bool g_sampled_at_open = false;
+
+bool segment_first_name(char* name);
+void segments_opened();
+
+// The header of the file or segment being opened, in `h` (kSegmentHeaderSize bytes); returns
+// its size: 32 bytes, 48 with the checkpoint pointer, 64 for a segment (its place in the set).
+size_t make_header(uint8_t* h, uint64_t pointer) {
+  const bool pointed = checkpoints_on();
+  fmt::encode_file_header(h, fmt::kFileFlagBlockHints | (g_exact_watermarks ? fmt::kFileFlagExactWatermarks : 0) |
+                                 (g_sampled_at_open ? fmt::kFileFlagSampled : 0) |
+                                 (pointed ? fmt::kFileFlagCheckpoints : 0) | (g_segment ? fmt::kFileFlagSegment : 0));
+  if (!pointed && !g_segment) return fmt::kFileHeaderSize;
+  const uint32_t size = g_segment ? fmt::kSegmentHeaderSize : fmt::kCheckpointHeaderSize;
+  wire::store_le<uint32_t>(h + 12, size);
+  wire::store_le<uint32_t>(h + 28, fmt::checksum32(h, 28));
+  fmt::encode_checkpoint_pointer(h + fmt::kCheckpointPointerAt, pointer);  // (formats/checkpoint.h)
+  if (g_segment) fmt::encode_segment_fields(h, g_segment_base, g_segment);
+  return size;
+}
 
 // Held while the trace's descriptor is used for writing, and while a dup2 or dup3 of the
 // program moves it (move_trace_fd): a write never goes to a number the program is taking over.
@@ -140,7 +171,12 @@ void reach_size_limit() {
 
 uint64_t trace_file_bytes() { return g_file_bytes; }
 
+namespace {
+uint64_t g_last_head = 0;  // the latest checkpoint head: a new segment's header points at it
+}  // namespace
+
 void set_checkpoint_pointer(uint64_t head) {
+  g_last_head = head;
   if (!g_pointer_ok || g_write_failed) return;
   uint8_t p[fmt::kCheckpointPointerSize];
   fmt::encode_checkpoint_pointer(p, head);
@@ -289,9 +325,14 @@ bool open_trace_file(bool child) {
   // Never overwrite: a name that exists (an exec'd image with the same pid, a reused pid)
   // gets a numeric suffix. `memtide run -o FILE` removes FILE before the program starts.
   int fd = -1;
+  char name[sizeof recording.path];
+  g_segment = 0;
   for (int i = 0; i < 1000 && fd < 0; ++i) {
-    if (i == 0) std::snprintf(recording.path, sizeof recording.path, "%s", base);
-    else with_suffix(base, recording.path, sizeof recording.path, i);
+    if (i == 0) std::snprintf(name, sizeof name, "%s", base);
+    else with_suffix(base, name, sizeof name, i);
+    // A kept trace is named by its first segment; its base name must not be a file either.
+    if (recording.opts.keep && !segment_first_name(name)) continue;
+    std::snprintf(recording.path, sizeof recording.path, "%s", name);
     fd = open(recording.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0 && errno != EEXIST) break;
   }
@@ -306,29 +347,22 @@ bool open_trace_file(bool child) {
   g_write_failed = false;
   g_file_bytes = 0;
   g_capped = g_capped_ended = false;
+  if (g_segment) segments_opened();
   writer_trace_opened();
 
   g_exact_watermarks = membarrier_register();
-  uint8_t header[fmt::kCheckpointHeaderSize];
-  fmt::encode_file_header(header, fmt::kFileFlagBlockHints | (g_exact_watermarks ? fmt::kFileFlagExactWatermarks : 0) |
-                                      (sampling::active() ? fmt::kFileFlagSampled : 0) |
-                                      (checkpoints_on() ? fmt::kFileFlagCheckpoints : 0));
-  size_t header_size = fmt::kFileHeaderSize;
+  g_sampled_at_open = sampling::active();
+  g_last_head = 0;
   g_pointer_ok = checkpoints_on();
-  if (g_pointer_ok) {  // the pointer to the latest checkpoint (formats/checkpoint.h)
-    header_size = fmt::kCheckpointHeaderSize;
-    wire::store_le<uint32_t>(header + 12, fmt::kCheckpointHeaderSize);
-    wire::store_le<uint32_t>(header + 28, fmt::checksum32(header, 28));
-    fmt::encode_checkpoint_pointer(header + fmt::kCheckpointPointerAt, 0);
-  }
-  write_all(header, header_size);
+  uint8_t header[fmt::kSegmentHeaderSize];
+  write_all(header, make_header(header, 0));
 
   if (const char* manifest = recording.manifest) {
     const int mfd = open(manifest, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
     if (mfd >= 0) {
       char line[sizeof recording.path + 64];
       const int n = std::snprintf(line, sizeof line, "%d\t%d\t%s\n", static_cast<int>(getpid()),
-                                  static_cast<int>(getppid()), recording.path);
+                                  static_cast<int>(getppid()), g_segment ? g_set_name : recording.path);
       if (n > 0) (void)!write(mfd, line, static_cast<size_t>(n));
       close(mfd);
     }
@@ -413,6 +447,147 @@ int program_dupfd(int fd, int cmd, long min) {
 void trace_file_reset_after_fork() {
   mutex_reset(&g_fd_mutex);
   close_trace_fd();
+}
+
+// ---------------------------------------------------------------------------------------
+// [5] Segments
+// ---------------------------------------------------------------------------------------
+// A kept trace is written as segments of at most keep/8 bytes; when one is full the writer
+// opens the next, writes its header and prologue (segments.h), lets the full one go and
+// removes the oldest while the closed ones and a full current one would pass keep. Readers
+// open the set (formats/segment_set.h); the first checkpoint of a segment is due at once.
+namespace {
+
+uint32_t g_oldest = 1;  // the oldest segment not removed
+// The sizes of the closed segments not removed, by number modulo kClosedSlots.
+constexpr uint32_t kClosedSlots = 256;
+uint64_t g_closed_bytes[kClosedSlots];
+uint64_t g_closed_total = 0;
+uint64_t g_events_from = 0;  // the current segment's first byte after its prologue
+bool g_rotating = false;
+
+void segment_path(char* out, size_t cap, uint32_t n) { std::snprintf(out, cap, "%s.%04u.mtide", g_stem, n); }
+
+// Whether the directory of `stem` holds a segment of it (STEM.<digits>.mtide): a set of an
+// earlier recording, which a new one of that name would mix with. Read with getdents64 into
+// a buffer on the stack (opendir would allocate).
+bool stem_has_segments(const char* stem) {
+  const char* slash = std::strrchr(stem, '/');
+  char dir[sizeof recording.path];
+  std::snprintf(dir, sizeof dir, "%.*s", slash ? static_cast<int>(slash == stem ? 1 : slash - stem) : 1, slash ? stem : ".");
+  const char* prefix = slash ? slash + 1 : stem;
+  const size_t plen = std::strlen(prefix);
+  const int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return false;
+  alignas(8) char buf[8192];
+  bool found = false;
+  for (long n; !found && (n = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0;) {
+    for (long at = 0; at < n && !found;) {
+      const auto* d = reinterpret_cast<const struct dirent64*>(buf + at);
+      const char* e = d->d_name;
+      const size_t len = std::strlen(e);
+      if (len > plen + 7 && std::strncmp(e, prefix, plen) == 0 && e[plen] == '.' && std::strcmp(e + len - 6, ".mtide") == 0) {
+        size_t digits = 0;
+        while (plen + 1 + digits < len - 6 && e[plen + 1 + digits] >= '0' && e[plen + 1 + digits] <= '9') ++digits;
+        found = digits >= 4 && plen + 1 + digits == len - 6;
+      }
+      at += d->d_reclen;
+    }
+  }
+  syscall(SYS_close, fd);
+  return found;
+}
+
+// `name` (a candidate of open_trace_file) turned into its set's first segment's name; false when
+// it would not fit, its base name is a file (opening the set by it would open that file), or
+// segments of that name are there.
+bool segment_first_name(char* name) {
+  const size_t n = std::strlen(name);
+  const size_t stem = n > 6 && std::strcmp(name + n - 6, ".mtide") == 0 ? n - 6 : n;
+  if (stem >= sizeof g_stem) return false;
+  std::snprintf(g_stem, sizeof g_stem, "%.*s", static_cast<int>(stem), name);
+  std::snprintf(g_set_name, sizeof g_set_name, "%s.mtide", g_stem);
+  if (access(g_set_name, F_OK) == 0 || stem_has_segments(g_stem)) return false;
+  g_segment = 1;
+  g_segment_base = 0;
+  segment_path(name, sizeof recording.path, 1);
+  return true;
+}
+
+void segments_opened() {
+  g_oldest = 1;
+  g_closed_total = 0;
+  g_events_from = 0;
+  segment_tables_reset();
+}
+
+void remove_oldest() {
+  const uint64_t keep = recording.opts.keep, room = keep / 8;
+  while (g_oldest < g_segment && (g_closed_total + room > keep || g_segment - g_oldest >= kClosedSlots)) {
+    char path[sizeof recording.path];
+    segment_path(path, sizeof path, g_oldest);
+    unlink(path);  // (a reader that has it open still reads it)
+    g_closed_total -= g_closed_bytes[g_oldest % kClosedSlots];
+    ++g_oldest;
+  }
+}
+
+}  // namespace
+
+bool segment_due(size_t total) {
+  return g_segment && !g_rotating && !g_write_failed && g_file_bytes > g_events_from &&
+         g_file_bytes - g_segment_base + total > recording.opts.keep / 8;
+}
+
+void rotate_segment() {
+  if (g_rotating) return;
+  g_rotating = true;
+  char path[sizeof recording.path];
+  segment_path(path, sizeof path, g_segment + 1);
+  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    g_rotating = false;
+    g_write_failed = true;
+    message("cannot create the trace's next segment %s: %s; recording stopped, the program goes on", path, strerror(errno));
+    recording.state.store(kStopped, std::memory_order_release);
+    return;
+  }
+  fd = high_trace_fd(fd);
+  flock(fd, LOCK_EX | LOCK_NB);  // before the last one's lock goes: readers see the set written throughout
+  const uint64_t base = g_file_bytes;
+  const uint64_t closed = base - g_segment_base;
+  const uint32_t old_segment = g_segment;
+  ++g_segment;
+  g_segment_base = base;
+  uint8_t header[fmt::kSegmentHeaderSize];
+  const size_t hn = make_header(header, g_last_head);
+  if (write(fd, header, hn) != static_cast<ssize_t>(hn)) {
+    const int err = errno;
+    syscall(SYS_close, fd);
+    unlink(path);
+    g_segment = old_segment;
+    g_rotating = false;
+    g_write_failed = true;
+    message("cannot write the trace's next segment %s: %s; recording stopped, the program goes on", path,
+            err ? strerror(err) : "short write");
+    recording.state.store(kStopped, std::memory_order_release);
+    return;
+  }
+  pthread_mutex_lock(&g_fd_mutex);
+  const int old = recording.fd;
+  recording.fd = fd;
+  std::snprintf(recording.path, sizeof recording.path, "%s", path);
+  remember_identity();
+  g_file_bytes = base + hn;
+  pthread_mutex_unlock(&g_fd_mutex);
+  if (old >= 0) syscall(SYS_close, old);
+  g_closed_bytes[old_segment % kClosedSlots] = closed;
+  g_closed_total += closed;
+  remove_oldest();
+  segment_write_prologue();
+  g_events_from = g_file_bytes;
+  checkpoint_due(g_events_from);
+  g_rotating = false;
 }
 
 }  // namespace memtide::rec

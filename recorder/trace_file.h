@@ -28,6 +28,11 @@ void set_checkpoint_pointer(uint64_t head);
 // left for the End record; if not, recording stops (the program goes on).
 bool within_size_limit(size_t total);
 
+// A kept trace (MEMTIDE_KEEP): whether a block of `total` bytes is for the next segment, and
+// the writer's opening of it (trace_file.cpp, section [5]).
+bool segment_due(size_t total);
+void rotate_segment();
+
 // The End record, appended to the process stream (the writer's last pass).
 void append_end(fmt::EndReason reason, uint64_t status);
 // Once the size limit stopped the recording: ends the trace with an End record (reason

@@ -26,10 +26,12 @@
 
 #include "formats/encoder.h"
 #include "formats/record_builders.h"
+#include "formats/segment_set.h"
 #include "recorder/checkpoint.h"
 #include "recorder/process.h"
 #include "recorder/own_heap.h"
 #include "recorder/recorder.h"
+#include "recorder/segments.h"
 #include "recorder/state.h"
 #include "recorder/stream.h"
 #include "recorder/trace_file.h"
@@ -62,8 +64,12 @@ struct Registers {
 // Frames [p, p + n) as one block with the given base registers and appends it.
 void write_block(uint32_t stream, uint64_t base_time, uint64_t base_addr, const uint8_t* p, size_t n, uint16_t flags) {
   if (!n || g_write_failed) return;
-  if (!(flags & (fmt::kBlockFlagCheckpoint | fmt::kBlockFlagCheckpointData)))
-    checkpoint_note_block(stream, base_time, base_addr, p, n, trace_file_bytes());
+  const bool records = !(flags & (fmt::kBlockFlagCheckpoint | fmt::kBlockFlagCheckpointData | fmt::kBlockFlagPrologue));
+  // A kept trace goes on in a new segment before a block that would fill this one (never
+  // between a checkpoint's blocks).
+  if (records && recording.opts.keep && segment_due(fmt::block_bound(n))) rotate_segment();
+  if (records) checkpoint_note_block(stream, base_time, base_addr, p, n, trace_file_bytes());
+  if (records && recording.opts.keep) segment_tables_note(stream, base_time, base_addr, p, n, flags);
   fmt::BlockHeader h;
   h.flags = flags;
   h.stream = stream;

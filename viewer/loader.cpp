@@ -14,6 +14,7 @@
 #include "analysis/replay.h"
 #include "analysis/symbols.h"
 #include "formats/reader.h"
+#include "formats/segment_set.h"
 #include "viewer/compare_model.h"
 
 namespace memtide::viewer {
@@ -28,7 +29,12 @@ struct Stale {};
 // A check point of a job (throws Stale).
 using Check = std::function<void()>;
 
+// (A segment set's: its end in the set's offsets, which only grows.)
 uint64_t file_size(const std::string& path) {
+  if (std::string stem; fmt::names_segment_set(path, stem)) {
+    fmt::FileReader r;
+    return r.open(path).ok() ? r.size() : 0;
+  }
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
 }
@@ -46,6 +52,16 @@ struct FileIdentity {
 
 FileIdentity identity_of(const std::string& path) {
   FileIdentity id;
+  // A segment set: its stem and the bytes its segments' headers share (magic, version, size).
+  if (std::string stem; fmt::names_segment_set(path, stem)) {
+    const std::vector<fmt::SegmentPath> segs = fmt::list_segments(stem);
+    const int fd = segs.empty() ? -1 : ::open(segs.back().path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return id;
+    const ssize_t n = ::pread(fd, id.head.data(), 16, 0);
+    id.head_len = n > 0 ? static_cast<std::size_t>(n) : 0;
+    ::close(fd);
+    return id;
+  }
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return id;
   struct stat st {};

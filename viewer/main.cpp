@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "analysis/suppressions.h"
+#include "formats/segment_set.h"
 #include "viewer/app.h"
 #include "viewer/format.h"
 #include "viewer/platform.h"
@@ -110,7 +111,7 @@ int main(int argc, char** argv) {
   // A file that cannot be read is said here, before a window opens (or fails to, without a
   // display): "no such file" is the answer, not "no display".
   for (const std::string* f : {&file, &baseline}) {
-    if (f->empty()) continue;
+    if (std::string stem; f->empty() || memtide::fmt::names_segment_set(*f, stem)) continue;  // (a set: the loader opens it)
     struct stat st {};
     const int fd = ::open(f->c_str(), O_RDONLY | O_CLOEXEC);
     const int err = fd < 0 ? errno : (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) ? EISDIR : 0);
