@@ -8,6 +8,7 @@
 #include "analysis/replay.h"
 #include "analysis/symbols.h"
 #include "synthetic_trace.h"
+#include "tests/viewer/headless.h"
 #include "viewer/loader.h"
 #include "viewer/views.h"
 
@@ -33,14 +34,7 @@ std::shared_ptr<const GrowthData> growth() {
 class HeadlessGrowth : public ::testing::Test {
  protected:
   void SetUp() override {
-    ImGui::CreateContext();
-    ImGuiIO& io = ImGui::GetIO();
-    io.IniFilename = nullptr;
-    io.DisplaySize = ImVec2(1000, 600);
-    io.DeltaTime = 1.0f / 60;
-    unsigned char* px;
-    int w, h;
-    io.Fonts->GetTexDataAsRGBA32(&px, &w, &h);
+    headless_context();
     snap.growth = growth();
   }
   void TearDown() override { ImGui::DestroyContext(); }
@@ -49,15 +43,11 @@ class HeadlessGrowth : public ::testing::Test {
     ImGuiIO& io = ImGui::GetIO();
     io.MousePos = pos;
     io.MouseDown[0] = left;
-    ImGui::NewFrame();
-    ImGui::SetNextWindowPos(ImVec2(0, 0));
-    ImGui::SetNextWindowSize(io.DisplaySize);
-    ImGui::Begin("w", nullptr, ImGuiWindowFlags_NoDecoration);
-    analysis::Domain domain = analysis::Domain::Heap;
-    Frame f{snap, loader, true, 1.0f, selection, domain};
-    view.draw(f);
-    ImGui::End();
-    ImGui::Render();
+    headless_frame([&] {
+      analysis::Domain domain = analysis::Domain::Heap;
+      Frame f{snap, loader, true, 1.0f, selection, domain};
+      view.draw(f);
+    });
   }
   void click(ImVec2 pos) {
     frame(pos);

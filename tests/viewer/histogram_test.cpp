@@ -15,6 +15,7 @@
 
 #include "analysis/replay.h"
 #include "synthetic_trace.h"
+#include "tests/viewer/headless.h"
 #include "viewer/histogram_model.h"
 #include "viewer/loader.h"
 #include "viewer/views.h"
@@ -140,14 +141,7 @@ TEST(Histogram, AMissingFileIsAnError) {
 class HeadlessSizes : public ::testing::Test {
  protected:
   void SetUp() override {
-    ImGui::CreateContext();
-    ImGuiIO& io = ImGui::GetIO();
-    io.IniFilename = nullptr;
-    io.DisplaySize = ImVec2(1000, 600);
-    io.DeltaTime = 1.0f / 60;
-    unsigned char* px;
-    int w, h;
-    io.Fonts->GetTexDataAsRGBA32(&px, &w, &h);
+    headless_context();
     path = write_trace("histogram-view");
     auto r = analysis::analyze_file(path);
     ASSERT_TRUE(r.ok()) << r.error;
@@ -162,15 +156,11 @@ class HeadlessSizes : public ::testing::Test {
   void frame(ImVec2 pos) {
     ImGuiIO& io = ImGui::GetIO();
     io.MousePos = pos;
-    ImGui::NewFrame();
-    ImGui::SetNextWindowPos(ImVec2(0, 0));
-    ImGui::SetNextWindowSize(io.DisplaySize);
-    ImGui::Begin("w", nullptr, ImGuiWindowFlags_NoDecoration);
-    analysis::Domain domain = analysis::Domain::Heap;
-    Frame f{snap, loader, true, 1.0f, selection, domain};
-    view.draw(f);
-    ImGui::End();
-    ImGui::Render();
+    headless_frame([&] {
+      analysis::Domain domain = analysis::Domain::Heap;
+      Frame f{snap, loader, true, 1.0f, selection, domain};
+      view.draw(f);
+    });
   }
 
   std::string path;

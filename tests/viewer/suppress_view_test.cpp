@@ -15,6 +15,7 @@
 #include "analysis/replay.h"
 #include "analysis/suppressions.h"
 #include "analysis/symbols.h"
+#include "tests/viewer/headless.h"
 #include "viewer/leaks_model.h"
 #include "viewer/loader.h"
 #include "viewer/views.h"
@@ -95,29 +96,18 @@ TEST(LeakSuppressions, RowsMatchedAreThoseCheckAndReportSetApart) {
 class HeadlessLeaks : public ::testing::Test {
  protected:
   void SetUp() override {
-    ImGui::CreateContext();
-    ImGuiIO& io = ImGui::GetIO();
-    io.IniFilename = nullptr;
-    io.DisplaySize = ImVec2(1000, 600);
-    io.DeltaTime = 1.0f / 60;
-    unsigned char* px;
-    int w, h;
-    io.Fonts->GetTexDataAsRGBA32(&px, &w, &h);
+    headless_context();
     auto v = std::make_shared<ViewData>();
     v->leaks = leaky().leaks;
     snap.view = v;
   }
   void TearDown() override { ImGui::DestroyContext(); }
   void frame() {
-    ImGui::NewFrame();
-    ImGui::SetNextWindowPos(ImVec2(0, 0));
-    ImGui::SetNextWindowSize(ImGui::GetIO().DisplaySize);
-    ImGui::Begin("w", nullptr, ImGuiWindowFlags_NoDecoration);
-    analysis::Domain domain = analysis::Domain::Heap;
-    Frame f{snap, loader, true, 1.0f, selection, domain};
-    view.draw(f);
-    ImGui::End();
-    ImGui::Render();
+    headless_frame([&] {
+      analysis::Domain domain = analysis::Domain::Heap;
+      Frame f{snap, loader, true, 1.0f, selection, domain};
+      view.draw(f);
+    });
   }
   bool listed(const std::string& fn) const {
     for (uint32_t i : view.order())

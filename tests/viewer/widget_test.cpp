@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <imgui.h>
 
+#include "tests/viewer/headless.h"
 #include "viewer/frame_stats.h"
 #include "viewer/loader.h"
 #include "viewer/views.h"
@@ -36,14 +37,7 @@ FlameTree sample() {  // root(100) -> a(60) -> a1(60); b(30); c(10)
 class Headless : public ::testing::Test {
  protected:
   void SetUp() override {
-    ImGui::CreateContext();
-    ImGuiIO& io = ImGui::GetIO();
-    io.IniFilename = nullptr;
-    io.DisplaySize = ImVec2(1000, 600);
-    io.DeltaTime = 1.0f / 60;
-    unsigned char* px;
-    int w, h;
-    io.Fonts->GetTexDataAsRGBA32(&px, &w, &h);
+    headless_context();
   }
   void TearDown() override { ImGui::DestroyContext(); }
 
