@@ -73,35 +73,7 @@ void expect_same_window(const analysis::Model& a, const analysis::Model& b) {
   EXPECT_EQ(a.time_base, b.time_base);
   EXPECT_EQ(a.last_time, b.last_time);
   EXPECT_EQ(a.peak_rss, b.peak_rss);
-  for (unsigned d = 0; d < analysis::kDomainCount; ++d) {
-    expect_same_totals(a.totals[d], b.totals[d], d);
-    const auto sa = sorted_stacks(a.stacks[d]), sb = sorted_stacks(b.stacks[d]);
-    ASSERT_EQ(sa.size(), sb.size()) << "domain " << d;
-    for (std::size_t i = 0; i < sa.size(); ++i) {
-      SCOPED_TRACE("domain " + std::to_string(d) + " stack " + std::to_string(sa[i].stack.value));
-      ASSERT_EQ(sa[i].stack.value, sb[i].stack.value);
-      const analysis::StackMetrics &x = sa[i].m, &y = sb[i].m;
-      EXPECT_EQ(x.alloc_count, y.alloc_count);
-      EXPECT_EQ(x.alloc_bytes, y.alloc_bytes);
-      EXPECT_EQ(x.temp_count, y.temp_count);
-      EXPECT_EQ(x.leaked_blocks, y.leaked_blocks);
-      EXPECT_EQ(x.leaked_bytes, y.leaked_bytes);
-      EXPECT_EQ(x.peak_blocks, y.peak_blocks);
-      EXPECT_EQ(x.peak_bytes, y.peak_bytes);
-      EXPECT_EQ(x.at_bytes, y.at_bytes);
-      EXPECT_EQ(x.first_leak_time, y.first_leak_time);
-      EXPECT_EQ(x.last_leak_time, y.last_leak_time);
-    }
-  }
-  for (std::size_t i = 0; i < a.alloc_api.size(); ++i) {
-    EXPECT_EQ(a.alloc_api[i].calls, b.alloc_api[i].calls) << i;
-    EXPECT_EQ(a.alloc_api[i].bytes, b.alloc_api[i].bytes) << i;
-    EXPECT_EQ(a.free_api[i].calls, b.free_api[i].calls) << i;
-    EXPECT_EQ(a.free_api[i].bytes, b.free_api[i].bytes) << i;
-  }
-  EXPECT_EQ(a.anomalies.unknown_free_count, b.anomalies.unknown_free_count);
-  EXPECT_EQ(a.anomalies.mismatch_count, b.anomalies.mismatch_count);
-  EXPECT_EQ(a.anomalies.double_allocs, b.anomalies.double_allocs);
+  expect_same_stacks_and_apis(a, b);
   ASSERT_EQ(a.threads.size(), b.threads.size());
   for (std::size_t i = 0; i < a.threads.size(); ++i) {
     EXPECT_EQ(a.threads[i].id, b.threads[i].id);
