@@ -22,8 +22,9 @@ MT_TLS bool tls_recorder_thread = false;
 
 namespace {
 
-// Address space only (MAP_NORESERVE): what is used becomes resident, as any heap's. libdw's
-// unwind tables of a large program take a few MiB. Aligned as mimalloc's segments must be.
+// Address space only (MAP_NORESERVE): what is used becomes resident, as any heap's. When it is
+// full, a program thread's own calls go to the program's allocator (a recorder thread's fail).
+// Aligned as mimalloc's segments must be.
 constexpr size_t kOwnSize = size_t{256} << 20;
 constexpr size_t kOwnAlign = size_t{64} << 20;
 
