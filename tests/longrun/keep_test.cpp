@@ -1,7 +1,10 @@
-// Kept traces (`memtide run --keep SIZE`): the example worker recorded under the real LD_PRELOAD
+// Kept traces (`memtide run --keep`): the example worker recorded under the real LD_PRELOAD
 // into a segment set; its disk use sampled while it runs, every reader opening the set, a set cut
-// by SIGKILL, and the report of the range a set keeps equal to the same range's report of the
-// whole recording (every segment of the same run, kept by hard links as they are written).
+// by SIGKILL, symbolize in place and as a copy, and the report of the range a set keeps equal to
+// the same range's report of the whole recording (every segment of the same run, kept by hard
+// links as they are written), its leaks equal to the whole recording's. Also: a program that
+// leaks early only, a segment that cannot be created, a follower left behind, the timeline read
+// without a replay.
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -209,6 +212,47 @@ TEST(KeptTrace, SymbolizeWritesTheNamesWhereTheSetIsRead) {
   EXPECT_NE(info.find("\"symbols\""), std::string::npos) << info.substr(0, 2000);
   const std::string report = cli("report --top 5 " + fmt::list_segments(r.stem).back().path, &st);
   EXPECT_NE(report.find("write_audit_line"), std::string::npos) << report;
+}
+
+// symbolize -o OUT: a copy of the set named by OUT's base name, every segment, the names at the
+// end of its latest; the set itself untouched, and a second copy to the same name refused.
+TEST(KeptTrace, SymbolizeCopiesASetToASetNamedByTheOutput) {
+  const Recorded& r = recorded();
+  const auto before = fmt::list_segments(r.stem);
+  std::vector<off_t> sizes;
+  for (const fmt::SegmentPath& p : before) {
+    struct stat st;
+    ASSERT_EQ(::stat(p.path.c_str(), &st), 0);
+    sizes.push_back(st.st_size);
+  }
+  const std::string out = temp_dir() + "/named.mtide";
+  int st = -1;
+  const std::string said = cli("symbolize --force -o " + out + " " + r.stem + ".mtide", &st);
+  ASSERT_EQ(st, 0) << said;
+  const auto copied = fmt::list_segments(temp_dir() + "/named");
+  ASSERT_EQ(copied.size(), before.size());
+  for (std::size_t i = 0; i < before.size(); ++i) {
+    EXPECT_EQ(copied[i].number, before[i].number);
+    struct stat a, b;
+    ASSERT_EQ(::stat(before[i].path.c_str(), &a), 0);
+    ASSERT_EQ(::stat(copied[i].path.c_str(), &b), 0);
+    EXPECT_EQ(a.st_size, sizes[i]);  // the set is as it was
+    if (i + 1 < before.size()) EXPECT_EQ(b.st_size, a.st_size);
+    else EXPECT_GT(b.st_size, a.st_size);  // its names
+  }
+  EXPECT_EQ(::access(out.c_str(), F_OK), -1);  // (no file of that name: the set is read by it)
+  const std::string info = cli("info --json " + out, &st);
+  EXPECT_EQ(st, 0) << info;
+  EXPECT_NE(info.find("\"symbols\""), std::string::npos) << info.substr(0, 2000);
+  char want[64];
+  std::snprintf(want, sizeof want, "segments %04u-%04u of ", before.front().number, before.back().number);
+  const std::string report = cli("report --top 5 " + copied.front().path, &st);
+  EXPECT_EQ(st, 0) << report;
+  EXPECT_NE(report.find(want), std::string::npos) << report;
+  EXPECT_NE(report.find("write_audit_line"), std::string::npos) << report;
+  const std::string again = cli("symbolize -o " + out + " " + r.stem + ".mtide", &st);
+  EXPECT_EQ(st, 2) << again;
+  EXPECT_NE(again.find("exist already"), std::string::npos) << again;
 }
 
 // The set's report with its range's start as the window (--from) is the whole recording's report of
