@@ -543,7 +543,8 @@ Command report_command() {
             sub.add_option("--top", o->top, "Stacks listed per section (default 10)")->check(CLI::Range(1, 1000000));
             sub.add_option("--frames", o->frames, "Frames printed per stack (default 32)")->check(CLI::Range(1, 100000));
             sub.add_flag("--histogram", o->histogram,
-                         "Print instead the heap allocations by size, in power-of-two classes (with --json: as JSON)");
+                         "Print instead the heap allocations by size, in power-of-two classes (with --json: as JSON; with "
+                         "--from/--to: those made in the window)");
             o->window.declare(sub, true);
             auto* growth = sub.add_flag("--growth", o->growth,
                                         "Also list the stacks whose live bytes keep growing after a warm-up (a "
@@ -557,11 +558,13 @@ Command report_command() {
                          "With --suppressions: do not hide the known one-time allocations of glibc and libstdc++");
             return [o] {
               if (!o->histogram) return run_report(*o);
-              if (!o->window.from.empty() || !o->window.to.empty() || !o->window.at.empty()) {
-                print_error(o->file, "--histogram counts the whole trace: it takes no --from, --to or --at");
+              if (!o->window.at.empty()) {
+                print_error(o->file, "--histogram counts allocations made: it takes --from and --to, not --at");
                 return kExitError;
               }
-              return print_histogram(o->file, o->json);
+              analysis::ReplayOptions window;
+              o->window.apply(window);
+              return print_histogram(o->file, o->json, window.from, window.to);
             };
           }};
 }
