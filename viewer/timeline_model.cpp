@@ -72,7 +72,7 @@ TimelineData scan_timeline(const std::string& path, std::size_t points, Timeline
   struct Stream0 : fmt::NullVisitor {
     analysis::Series rss;
     uint64_t start = 0, last = 0, peak_rss = 0;
-    uint64_t since = 0;  // Counters and Markers timed before it are the heads'
+    uint64_t since = 0, before = UINT64_MAX;  // Counters and Markers timed outside are the heads'
     std::vector<analysis::MarkerInfo> marks;
     explicit Stream0(std::size_t n) : rss(n) {}
     void on_process_info(uint32_t, const fmt::ProcessInfo& x) {
@@ -88,22 +88,23 @@ TimelineData scan_timeline(const std::string& path, std::size_t points, Timeline
       last = std::max(last, time);
     }
     void on_counters(uint32_t, const fmt::Counters& x) {
-      if (x.time >= since) counter(x.time, x.rss_bytes);
+      if (x.time >= since && x.time < before) counter(x.time, x.rss_bytes);
     }
     void on_marker(uint32_t s, const fmt::Marker& x) {
-      if (x.time >= since) mark(x.time, s, x.label);
+      if (x.time >= since && x.time < before) mark(x.time, s, x.label);
     }
     void on_end(uint32_t, const fmt::End& x) { last = std::max(last, x.time); }
   } v(points);
   fmt::DecodeScratch scratch;
   const bool use_heads = (!scan || scan->from_heads) && !heads.empty() &&
                          std::all_of(heads.begin(), heads.end(), [](const fmt::CheckpointHead& h) { return h.has_process; });
-  // Reads the process stream's blocks from `at` on; stops after its ProcessInfo with `to_start`.
-  auto read_blocks = [&](uint64_t at, bool to_start) {
+  // Reads the process stream's blocks from `at` up to `end`; stops after its ProcessInfo with
+  // `to_start`.
+  auto read_blocks = [&](uint64_t at, uint64_t end, bool to_start) {
     r.seek(at);
     for (;;) {
       fmt::BlockRef ref;
-      if (!r.peek_header(ref).ok()) break;
+      if (!r.peek_header(ref).ok() || ref.offset >= end) break;
       const uint16_t f = ref.header.flags;
       const bool wanted = ref.header.stream == 0 && !(f & (fmt::kBlockFlagCheckpoint | fmt::kBlockFlagCheckpointData));
       fmt::Block b;
@@ -113,16 +114,22 @@ TimelineData scan_timeline(const std::string& path, std::size_t points, Timeline
     }
   };
   if (use_heads) {
-    v.since = UINT64_MAX;  // (the first blocks: their ProcessInfo only)
-    read_blocks(first, true);
-    for (const fmt::CheckpointHead& h : heads) {
-      for (const fmt::CheckpointHead::CounterCopy& c : h.counters) v.counter(c.time, c.rss_bytes);
-      for (const fmt::CheckpointHead::MarkerCopy& m : h.process_markers) v.mark(m.time, 0, m.label);
+    // A set whose first segments are gone holds the process stream from its first block on, and
+    // its first head's copies may begin before that: what precedes the first head is read from
+    // the blocks, up to that head.
+    const bool mid_run = r.starts_mid_run();
+    v.since = mid_run ? 0 : UINT64_MAX;
+    v.before = heads.front().time;
+    read_blocks(first, mid_run ? heads.front().offset : UINT64_MAX, !mid_run);
+    for (std::size_t i = mid_run ? 1 : 0; i < heads.size(); ++i) {
+      for (const fmt::CheckpointHead::CounterCopy& c : heads[i].counters) v.counter(c.time, c.rss_bytes);
+      for (const fmt::CheckpointHead::MarkerCopy& m : heads[i].process_markers) v.mark(m.time, 0, m.label);
     }
     v.since = heads.back().time;
-    read_blocks(std::max(first, heads.back().replay_from), false);
+    v.before = UINT64_MAX;
+    read_blocks(std::max(first, heads.back().replay_from), UINT64_MAX, false);
   } else {
-    read_blocks(first, false);
+    read_blocks(first, UINT64_MAX, false);
   }
   if (scan) {
     scan->bytes_read = r.bytes_read();
