@@ -9,8 +9,9 @@
 // A record is sparse or dense. Sparse: a granule byte and a value per block, unordered (an
 // erase moves the last block into the hole); a lookup compares the granules 16 at a time.
 // Its room grows 1, 2, 4 ... 64, 96 and shrinks by half when 1/4 full. Past 96 blocks the page
-// is dense: a value for each of its 256 granules and a bitmap of the live ones (6 KiB, 64 bytes
-// or less per block), indexed directly; below 48 it is sparse again. So a lookup's work in its
+// is dense: a value for each of its 256 granules (or, when its blocks were all an odd or all an
+// even number of granules in, for each of those 128) and a bitmap of the live ones (6 or 3 KiB,
+// 64 bytes or less per block), indexed directly; below 48 blocks it is sparse again. So a lookup's work in its
 // page is bounded (at most 96 granules compared) whatever the layout, and a block costs about
 // 25 bytes in a full page and 32 (plus its directory slot) alone on its page.
 //
@@ -65,10 +66,11 @@ class LiveMap {
     if (key & 15) [[unlikely]] return odd_.insert(key);
     const unsigned g = granule(key);
     Page* p = page_of(key >> 12);
-    if (p && p->cap == kDense) [[likely]] {
-      V* v = &dense_values(p)[g];
-      uint64_t& w = dense_bits(p)[g >> 6];
-      const uint64_t bit = uint64_t{1} << (g & 63);
+    if (p && p->cap == kDense && in_stride(p, g)) [[likely]] {
+      const unsigned i = g >> stride(p);
+      V* v = &dense_values(p)[i];
+      uint64_t& w = dense_bits(p)[i >> 6];
+      const uint64_t bit = uint64_t{1} << (i & 63);
       if (w & bit) return {v, false};
       w |= bit;
       ++p->count;
@@ -91,10 +93,12 @@ class LiveMap {
     Page* p = page_of(key >> 12);
     if (!p) return false;
     if (p->cap == kDense) [[likely]] {
-      uint64_t& w = dense_bits(p)[g >> 6];
-      const uint64_t bit = uint64_t{1} << (g & 63);
+      if (!in_stride(p, g)) return false;
+      const unsigned i = g >> stride(p);
+      uint64_t& w = dense_bits(p)[i >> 6];
+      const uint64_t bit = uint64_t{1} << (i & 63);
       if (!(w & bit)) return false;
-      out = dense_values(p)[g];
+      out = dense_values(p)[i];
       w &= ~bit;
       --size_;
       if (--p->count < kSparseBelow) [[unlikely]] to_sparse(key >> 12, p);
@@ -106,7 +110,8 @@ class LiveMap {
   // Asks for the cache lines of `key`'s page: its directory slot, or, when it is the page of
   // the last lookup, its block.
   [[gnu::always_inline]] void prefetch(uint64_t key) const {
-    if (key >> 12 == last_page_ && last_ && last_->cap == kDense) __builtin_prefetch(&dense_values(last_)[granule(key)]);
+    if (key >> 12 == last_page_ && last_ && last_->cap == kDense)
+      __builtin_prefetch(&dense_values(last_)[granule(key) >> stride(last_)]);
     else dir_.prefetch(dir_key(key >> 12));
   }
 
@@ -115,16 +120,7 @@ class LiveMap {
     odd_.for_each(f);
     dir_.for_each([&](uint64_t dk, Page* const& p) {
       const uint64_t base = ((dk >> 4) - 1) << 12;
-      if (p->cap == kDense) {
-        for (unsigned w = 0; w < 4; ++w)
-          for (uint64_t m = dense_bits(p)[w]; m; m &= m - 1) {
-            const unsigned g = w * 64 + static_cast<unsigned>(std::countr_zero(m));
-            f(base + (uint64_t{g} << 4), static_cast<const V&>(dense_values(p)[g]));
-          }
-      } else {
-        for (unsigned i = 0; i < p->count; ++i)
-          f(base + (uint64_t{granules(p)[i]} << 4), static_cast<const V&>(sparse_values(p)[i]));
-      }
+      for_each_in(p, [&](unsigned g, const V& v) { f(base + (uint64_t{g} << 4), v); });
     });
   }
 
@@ -162,11 +158,13 @@ class LiveMap {
 
  private:
   // A page's record: a header, then (sparse) `cap` granules rounded up to a whole number of
-  // 16-byte loads past the header's 4 and `cap` values, or (dense) the bitmap and 256 values.
+  // 16-byte loads past the header's 4 and `cap` values, or (dense) the bitmap and a value for
+  // each granule of its stride: every granule, or (stride 1) every other one, of the phase its
+  // blocks had when it became dense (glibc's chunks are 32 bytes apart: half the record).
   struct Page {
     uint16_t count;  // live blocks
     uint16_t cap;    // sparse: room for blocks; kDense
-    uint8_t first_granules[4];
+    uint8_t first_granules[4];  // dense: the stride (0 or 1) and the phase
   };
   static constexpr uint16_t kDense = 0xffff;
   static constexpr unsigned kMaxSparse = 96;    // more blocks make the page dense
@@ -182,7 +180,6 @@ class LiveMap {
   static std::size_t sparse_bytes(unsigned cap) { return values_offset(cap) + cap * sizeof(V); }
   static constexpr std::size_t kBitsOffset = 8;
   static constexpr std::size_t kDenseValues = (kBitsOffset + 32 + alignof(V) - 1) / alignof(V) * alignof(V);
-  static constexpr std::size_t kDenseBytes = kDenseValues + 256 * sizeof(V);
   // What malloc takes for `n` bytes (glibc: 8 bytes of header, 16-byte chunks).
   static std::size_t chunk(std::size_t n) { return std::max<std::size_t>(32, (n + 8 + 15) / 16 * 16); }
 
@@ -192,6 +189,10 @@ class LiveMap {
   static V* dense_values(Page* p) { return reinterpret_cast<V*>(reinterpret_cast<char*>(p) + kDenseValues); }
   static const uint64_t* dense_bits(const Page* p) { return dense_bits(const_cast<Page*>(p)); }
   static const V* dense_values(const Page* p) { return dense_values(const_cast<Page*>(p)); }
+  static unsigned stride(const Page* p) { return p->first_granules[0]; }
+  static bool in_stride(const Page* p, unsigned g) { return ((g ^ p->first_granules[1]) & stride(p)) == 0; }
+  static unsigned granule_at(const Page* p, unsigned i) { return i << stride(p) | p->first_granules[1]; }
+  static std::size_t dense_bytes(unsigned stride) { return kDenseValues + (256u >> stride) * sizeof(V); }
 
   // The index of granule `g` among a sparse page's blocks, or -1.
   static int scan(const Page* p, unsigned g) {
@@ -214,7 +215,11 @@ class LiveMap {
   }
 
   V* find_in(Page* p, unsigned g) {
-    if (p->cap == kDense) return dense_bits(p)[g >> 6] >> (g & 63) & 1 ? &dense_values(p)[g] : nullptr;
+    if (p->cap == kDense) {
+      if (!in_stride(p, g)) return nullptr;
+      const unsigned i = g >> stride(p);
+      return dense_bits(p)[i >> 6] >> (i & 63) & 1 ? &dense_values(p)[i] : nullptr;
+    }
     const int i = scan(p, g);
     return i < 0 ? nullptr : &sparse_values(p)[i];
   }
@@ -224,7 +229,7 @@ class LiveMap {
     return static_cast<Page*>(::operator new(bytes));
   }
   void deallocate(Page* p) {
-    page_bytes_ -= chunk(p->cap == kDense ? kDenseBytes : sparse_bytes(p->cap));
+    page_bytes_ -= chunk(p->cap == kDense ? dense_bytes(stride(p)) : sparse_bytes(p->cap));
     ::operator delete(p);
   }
   // `page`'s record is now `p` (made or moved).
@@ -250,6 +255,10 @@ class LiveMap {
   [[gnu::noinline]] std::pair<V*, bool> insert_sparse(uint64_t key, Page* p) {
     const uint64_t page = key >> 12;
     const unsigned g = granule(key);
+    if (p && p->cap == kDense) {  // a granule out of the page's stride
+      to_dense(page, p);
+      return insert(key);
+    }
     if (!p) {
       p = make_sparse(1, nullptr, nullptr, 0);
       *dir_.insert(dir_key(page)).first = p;
@@ -299,31 +308,53 @@ class LiveMap {
     return true;
   }
 
+  // Makes `p`'s blocks a dense record: of stride 1 when they share a phase (a sparse page), else
+  // of every granule.
   void to_dense(uint64_t page, Page* p) {
-    Page* q = allocate(kDenseBytes);
+    unsigned phase = 0, mixed = 0;
+    if (p->cap != kDense) {
+      phase = granules(p)[0] & 1;
+      for (unsigned i = 0; i < p->count; ++i) mixed |= (granules(p)[i] ^ phase) & 1;
+    }
+    const unsigned s = p->cap == kDense || mixed ? 0 : 1;
+    Page* q = allocate(dense_bytes(s));
     q->count = p->count;
     q->cap = kDense;
+    q->first_granules[0] = static_cast<uint8_t>(s);
+    q->first_granules[1] = static_cast<uint8_t>(s ? phase : 0);
     uint64_t* bits = dense_bits(q);
     bits[0] = bits[1] = bits[2] = bits[3] = 0;
-    for (unsigned i = 0; i < p->count; ++i) {
-      const unsigned g = granules(p)[i];
-      bits[g >> 6] |= uint64_t{1} << (g & 63);
-      dense_values(q)[g] = sparse_values(p)[i];
-    }
+    for_each_in(p, [&](unsigned g, const V& v) {
+      const unsigned i = g >> s;
+      bits[i >> 6] |= uint64_t{1} << (i & 63);
+      dense_values(q)[i] = v;
+    });
     deallocate(p);
     repoint(page, q);
   }
 
   void to_sparse(uint64_t page, Page* p) {
     Page* q = make_sparse(kMaxSparse, nullptr, nullptr, 0);
-    for (unsigned w = 0; w < 4; ++w)
-      for (uint64_t m = dense_bits(p)[w]; m; m &= m - 1) {
-        const unsigned g = w * 64 + static_cast<unsigned>(std::countr_zero(m));
-        granules(q)[q->count] = static_cast<uint8_t>(g);
-        sparse_values(q)[q->count++] = dense_values(p)[g];
-      }
+    for_each_in(p, [&](unsigned g, const V& v) {
+      granules(q)[q->count] = static_cast<uint8_t>(g);
+      sparse_values(q)[q->count++] = v;
+    });
     deallocate(p);
     repoint(page, q);
+  }
+
+  // f(granule, value) for each block of `p`.
+  template <class F>
+  static void for_each_in(const Page* p, F&& f) {
+    if (p->cap != kDense) {
+      for (unsigned i = 0; i < p->count; ++i) f(p->first_granules[i], sparse_values(const_cast<Page*>(p))[i]);
+      return;
+    }
+    for (unsigned w = 0; w < 4; ++w)
+      for (uint64_t m = dense_bits(p)[w]; m; m &= m - 1) {
+        const unsigned i = w * 64 + static_cast<unsigned>(std::countr_zero(m));
+        f(granule_at(p, i), dense_values(p)[i]);
+      }
   }
 
   void free_pages() {

@@ -170,15 +170,24 @@ TEST(LiveMap, PagesGrowDenseAndShrinkBack) {
   const std::size_t empty = lm.memory_bytes();
   std::mt19937_64 rng(5);
   for (int round = 0; round < 3; ++round) {
-    std::vector<uint64_t> order;
-    for (uint64_t g = 0; g < 256; ++g) order.push_back(0x7f0000003000ull + g * 16);
+    // Every other granule first (32-byte chunks: a record of half the granules), then the rest.
+    std::vector<uint64_t> order, rest;
+    for (uint64_t g = 0; g < 256; ++g) (g % 2 == round % 2 ? order : rest).push_back(0x7f0000003000ull + g * 16);
     std::shuffle(order.begin(), order.end(), rng);
-    for (uint64_t k : order) {
-      *lm.insert(k).first = k ^ round;
-      ref[k] = k ^ round;
-      ASSERT_EQ(*lm.find(k), k ^ round);
+    std::shuffle(rest.begin(), rest.end(), rng);
+    for (int half = 0; half < 2; ++half) {
+      for (uint64_t k : half ? rest : order) {
+        *lm.insert(k).first = k ^ round;
+        ref[k] = k ^ round;
+        ASSERT_EQ(*lm.find(k), k ^ round);
+        ASSERT_FALSE(lm.insert(k).second);
+      }
+      expect_same_as(lm, ref);
+      for (uint64_t k : rest)
+        if (!half) EXPECT_EQ(lm.find(k), nullptr);
+      if (!half) EXPECT_LE(lm.memory_bytes() - empty, 128 * 32u);
     }
-    expect_same_as(lm, ref);
+    order.insert(order.end(), rest.begin(), rest.end());
     EXPECT_LE(lm.memory_bytes() - empty, 256 * 32u);  // dense: 24 bytes a block and the bitmap
     std::shuffle(order.begin(), order.end(), rng);
     for (std::size_t i = 0; i < order.size(); ++i) {
