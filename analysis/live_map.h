@@ -36,6 +36,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "analysis/live_arena.h"
 #include "analysis/live_hash.h"
 
 namespace memtide::analysis {
@@ -56,8 +57,9 @@ class LiveMap {
 
   std::size_t size() const { return size_ + odd_.size(); }
   std::size_t pages() const { return dir_.size(); }
-  // The directory's slots, the table's of other addresses and the records' (as malloc's chunks).
-  std::size_t memory_bytes() const { return dir_.memory_bytes() + odd_.memory_bytes() + page_bytes_; }
+  // The directory's slots, the table's of other addresses, the sparse records' (as malloc's
+  // chunks) and the dense records' arena.
+  std::size_t memory_bytes() const { return dir_.memory_bytes() + odd_.memory_bytes() + page_bytes_ + dense_.bytes(); }
   bool draining() const { return dir_.draining() || odd_.draining(); }
 
   // Inserts or finds `key`. Returns the value and whether it was inserted (false: it existed);
@@ -228,8 +230,10 @@ class LiveMap {
     page_bytes_ += chunk(bytes);
     return static_cast<Page*>(::operator new(bytes));
   }
+  Page* allocate_dense(unsigned stride) { return static_cast<Page*>(dense_.allocate(stride, dense_bytes(stride))); }
   void deallocate(Page* p) {
-    page_bytes_ -= chunk(p->cap == kDense ? dense_bytes(stride(p)) : sparse_bytes(p->cap));
+    if (p->cap == kDense) return dense_.deallocate(stride(p), p);
+    page_bytes_ -= chunk(sparse_bytes(p->cap));
     ::operator delete(p);
   }
   // `page`'s record is now `p` (made or moved).
@@ -317,7 +321,7 @@ class LiveMap {
       for (unsigned i = 0; i < p->count; ++i) mixed |= (granules(p)[i] ^ phase) & 1;
     }
     const unsigned s = p->cap == kDense || mixed ? 0 : 1;
-    Page* q = allocate(dense_bytes(s));
+    Page* q = allocate_dense(s);
     q->count = p->count;
     q->cap = kDense;
     q->first_granules[0] = static_cast<uint8_t>(s);
@@ -358,7 +362,10 @@ class LiveMap {
   }
 
   void free_pages() {
-    dir_.for_each([&](uint64_t, Page* const& p) { ::operator delete(p); });
+    dir_.for_each([&](uint64_t, Page* const& p) {
+      if (p->cap != kDense) ::operator delete(p);
+    });
+    dense_.clear();
     last_page_ = kNoPage;
     last_ = nullptr;
   }
@@ -368,7 +375,8 @@ class LiveMap {
   HashLiveMap<Page*> dir_;
   HashLiveMap<V> odd_;  // addresses that are not multiples of 16
   std::size_t size_ = 0;  // blocks in pages
-  std::size_t page_bytes_ = 0;
+  std::size_t page_bytes_ = 0;  // sparse records'
+  DenseArena dense_;
   // The page of the last lookup and its record (null: it has none).
   uint64_t last_page_ = kNoPage;
   Page* last_ = nullptr;
