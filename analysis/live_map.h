@@ -3,23 +3,24 @@
 // each page that holds live blocks to its record, and the record holds that page's blocks by
 // their 16-byte granule. A replay that sweeps a large live set in address order (frees of the
 // oldest blocks, each address handed back to the next allocation) then reads each record many
-// times in a row and the records one after another, instead of a cache line of a table of
-// hundreds of MiB per few events.
+// times in a row and the records one after another; a table hashed by address (or by 128 bytes
+// of it) cost a cache miss every few events once it outgrew the caches (256-512 MiB at 10 M
+// blocks), and the replay's time per event grew 2-3x from 10 K to 10 M live blocks.
 //
 // A record is sparse or dense. Sparse: a granule byte and a value per block, unordered (an
 // erase moves the last block into the hole); a lookup compares the granules 16 at a time.
-// Its room grows 1, 2, 4 ... 64, 96 and shrinks by half when 1/4 full. Past 96 blocks the page
-// is dense: a value for each of its 256 granules (or, when its blocks were all an odd or all an
-// even number of granules in, for each of those 128) and a bitmap of the live ones (6 or 3 KiB,
-// 64 bytes or less per block), indexed directly; below 48 blocks it is sparse again. So a lookup's work in its
-// page is bounded (at most 96 granules compared) whatever the layout, and a block costs about
-// 25 bytes in a full page and 32 (plus its directory slot) alone on its page.
+// Its room grows 1, 2, 4 ... 64, 96 and halves when 1/4 full. Past 96 blocks the page is
+// dense: a bitmap and a value for each of its 256 granules (or, when its blocks were all at an
+// odd or all at an even granule, as glibc's 32-byte chunks are, for each of those 128), indexed
+// directly (6 or 3 KiB, from DenseArena: live_arena.h); below 48 blocks it is sparse again. So
+// a lookup's work in its page is bounded (6 loads of granules at most) whatever the layout, and
+// a block costs 24-26 bytes in a full page, and 48 (plus a directory slot) alone on its page.
 //
 // The directory is a HashLiveMap (live_hash.h) of page numbers: open addressing, 16-byte slots,
 // growing incrementally with its next table made on a thread of its own, so that no growth
 // step stalls a viewer following a live trace (the records never move as it grows). Its slots
-// are placed 8 consecutive pages to a group, so even the directory is read in order by a sweep.
-// The last page looked up is remembered: a sweep mostly skips the directory.
+// are placed 8 consecutive pages to a group. The last page looked up is remembered: a sweep
+// mostly skips the directory.
 //
 // Addresses that are not multiples of 16 (none from the allocators this replays; hostile traces)
 // are kept in a HashLiveMap of their own, with the addresses 0 and 1.
