@@ -19,8 +19,8 @@
 // The directory is a HashLiveMap (live_hash.h) of page numbers: open addressing, 16-byte slots,
 // growing incrementally with its next table made on a thread of its own, so that no growth
 // step stalls a viewer following a live trace (the records never move as it grows). Its slots
-// are placed 8 consecutive pages to a group. The last page looked up is remembered: a sweep
-// mostly skips the directory.
+// are placed 8 consecutive pages to a group. The pages of the last lookups are remembered (16,
+// by page number): a sweep, or frees on one page and allocations on another, mostly skip it.
 //
 // Addresses that are not multiples of 16 (none from the allocators this replays; hostile traces)
 // are kept in a HashLiveMap of their own, with the addresses 0 and 1.
@@ -113,8 +113,9 @@ class LiveMap {
   // Asks for the cache lines of `key`'s page: its directory slot, or, when it is the page of
   // the last lookup, its block.
   [[gnu::always_inline]] void prefetch(uint64_t key) const {
-    if (key >> 12 == last_page_ && last_ && last_->cap == kDense)
-      __builtin_prefetch(&dense_values(last_)[granule(key) >> stride(last_)]);
+    const Recent& r = recent_[(key >> 12) % kRecent];
+    if (r.page == key >> 12 && r.rec && r.rec->cap == kDense)
+      __builtin_prefetch(&dense_values(r.rec)[granule(key) >> stride(r.rec)]);
     else dir_.prefetch(dir_key(key >> 12));
   }
 
@@ -211,10 +212,11 @@ class LiveMap {
   }
 
   Page* page_of(uint64_t page) {
-    if (page == last_page_) return last_;
+    Recent& r = recent_[page % kRecent];
+    if (r.page == page) [[likely]] return r.rec;
     Page* const* d = dir_.find(dir_key(page));
-    last_page_ = page;
-    return last_ = d ? *d : nullptr;
+    r.page = page;
+    return r.rec = d ? *d : nullptr;
   }
 
   V* find_in(Page* p, unsigned g) {
@@ -240,8 +242,7 @@ class LiveMap {
   // `page`'s record is now `p` (made or moved).
   void repoint(uint64_t page, Page* p) {
     *dir_.find(dir_key(page)) = p;
-    last_page_ = page;
-    last_ = p;
+    recent_[page % kRecent] = {page, p};
   }
 
   // A sparse record with room for `cap` blocks, holding the `n` of `gs` and `vs`.
@@ -267,8 +268,7 @@ class LiveMap {
     if (!p) {
       p = make_sparse(1, nullptr, nullptr, 0);
       *dir_.insert(dir_key(page)).first = p;
-      last_page_ = page;
-      last_ = p;
+      recent_[page % kRecent] = {page, p};
     } else {
       const int i = scan(p, g);
       if (i >= 0) return {&sparse_values(p)[i], false};
@@ -303,8 +303,7 @@ class LiveMap {
       deallocate(p);
       Page* gone = nullptr;
       dir_.erase(dir_key(page), gone);
-      last_page_ = page;
-      last_ = nullptr;
+      recent_[page % kRecent] = {page, nullptr};
     } else if (p->cap > 1 && last * 4 <= p->cap) {
       Page* q = make_sparse(p->cap / 2u, granules(p), vs, last);
       deallocate(p);
@@ -367,8 +366,7 @@ class LiveMap {
       if (p->cap != kDense) ::operator delete(p);
     });
     dense_.clear();
-    last_page_ = kNoPage;
-    last_ = nullptr;
+    for (Recent& r : recent_) r = {};
   }
 
   static constexpr uint64_t kNoPage = ~uint64_t{0};
@@ -378,9 +376,15 @@ class LiveMap {
   std::size_t size_ = 0;  // blocks in pages
   std::size_t page_bytes_ = 0;  // sparse records'
   DenseArena dense_;
-  // The page of the last lookup and its record (null: it has none).
-  uint64_t last_page_ = kNoPage;
-  Page* last_ = nullptr;
+  struct Recent {
+    uint64_t page = kNoPage;
+    Page* rec = nullptr;
+  };
+  // The pages of the last lookups and their records (null: none), by page number modulo
+  // kRecent: a program that frees on one page and allocates on another (mimalloc's free lists)
+  // finds both here.
+  static constexpr unsigned kRecent = 16;
+  Recent recent_[kRecent];
 };
 
 }  // namespace memtide::analysis
