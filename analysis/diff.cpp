@@ -8,7 +8,7 @@ namespace memtide::analysis {
 
 void add_metrics(StackMetrics& to, const StackMetrics& m) {
   // Every field is named below: one added to StackMetrics must be added here too.
-  static_assert(sizeof(StackMetrics) == 18 * sizeof(uint64_t) + 2 * sizeof(double),
+  static_assert(sizeof(StackMetrics) == 20 * sizeof(uint64_t) + 2 * sizeof(double),
                 "a StackMetrics field is not summed by add_metrics()");
   if (m.leaked_blocks) {
     if (to.leaked_blocks == 0 || m.first_leak_time < to.first_leak_time) to.first_leak_time = m.first_leak_time;
@@ -28,6 +28,8 @@ void add_metrics(StackMetrics& to, const StackMetrics& m) {
   to.reachable_bytes += m.reachable_bytes;
   to.indirect_blocks += m.indirect_blocks;
   to.indirect_bytes += m.indirect_bytes;
+  to.before_range_blocks += m.before_range_blocks;
+  to.before_range_bytes += m.before_range_bytes;
   to.alloc_samples += m.alloc_samples;
   to.leaked_samples += m.leaked_samples;
   to.alloc_var += m.alloc_var;  // the samples are independent: their variances add

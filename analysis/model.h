@@ -78,6 +78,8 @@ struct StackMetrics {
   uint64_t indirect_blocks = 0, indirect_bytes = 0;
   uint64_t definite_bytes() const { return leaked_bytes - reachable_bytes - indirect_bytes; }
   uint64_t definite_blocks() const { return leaked_blocks - reachable_blocks - indirect_blocks; }
+  // Of the leaked blocks, those allocated before the range a kept trace holds (Model::kept_from).
+  uint64_t before_range_blocks = 0, before_range_bytes = 0;
   // Sampled traces: the recorded blocks behind alloc_* and leaked_*, and the variance of their
   // byte estimates (for a sampled block of s bytes with weight w: w * (w - s), the
   // Horvitz-Thompson variance estimate). Exact blocks add nothing: their figures are exact.
@@ -167,6 +169,9 @@ struct Totals {
   uint64_t definite_bytes() const { return leaked_bytes - reachable_bytes - indirect_bytes; }
   uint64_t definite_blocks() const { return leaked_blocks - reachable_blocks - indirect_blocks; }
   uint64_t at_bytes = 0, at_blocks = 0;                     // counted blocks live at `at`
+  // A kept trace (Model::kept_from): the blocks allocated before its range and never freed,
+  // included in leaked_* (and nowhere else: not in the allocations, frees, peak or temporaries).
+  uint64_t before_range_bytes = 0, before_range_blocks = 0;
 };
 
 struct ApiCount {
@@ -342,6 +347,10 @@ struct Model {
   uint64_t window_from = 0, window_to = UINT64_MAX;
   uint64_t at_time = UINT64_MAX;
   bool has_window() const { return window_from != 0 || window_to != UINT64_MAX; }
+  // A kept trace whose first segments are gone, read without a window: where the range it holds
+  // starts (absolute; the time of its first checkpoint, which is also window_from), else 0. Its
+  // leaks include the blocks that checkpoint holds and that were never freed (before_range_*).
+  uint64_t kept_from = 0;
 
   std::array<Totals, kDomainCount> totals{};
   std::array<ApiCount, fmt::kApiCount> alloc_api{};  // counted allocations per API

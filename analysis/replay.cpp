@@ -294,6 +294,22 @@ void Replayer::finish_own(Model& out) const {
       ms[di].push_back(m);
     }
   }
+  // A kept trace (before_range_): the blocks made before its range that are still live, which
+  // only its seeding left uncounted, are leaks of their stacks as well, at the time the
+  // checkpoint gives them.
+  std::array<Weighted, kDomainCount> before{Weighted{0, 0}, Weighted{0, 0}, Weighted{0, 0}};
+  auto before_range = [&](unsigned di, uint64_t addr, const LiveBlock& b) {
+    const unsigned map = di == 0 ? 0 : 1;
+    const Weighted wt = const_cast<Replayer*>(this)->weighted(map, addr, b, false);
+    before[di].bytes += wt.bytes;
+    before[di].blocks += wt.blocks;
+    if (b.stack == kNoStack) return;
+    StackMetrics& sm = ms[di][b.stack];
+    leak(sm, wt.bytes, b.time, wt.blocks);
+    sm.before_range_bytes += wt.bytes;
+    sm.before_range_blocks += wt.blocks;
+    if (b.sampled) sm.note_leak_sample(wt.bytes, b.bytes);
+  };
   for (int i = 0; i < 2; ++i) {
     const unsigned di = i == 0 ? 0 : static_cast<unsigned>(Domain::Custom);
     std::vector<StackMetrics>& v = ms[di];
@@ -307,7 +323,11 @@ void Replayer::finish_own(Model& out) const {
     MEMTIDE_CHECK(counted_bytes == dom_[di].live_bytes && counted_blocks == dom_[di].live_blocks);
 #endif
     live_[i].for_each([&](uint64_t addr, const LiveBlock& b) {
-      if (!b.counted || b.stack == kNoStack) return;
+      if (!b.counted) [[unlikely]] {
+        if (before_range_) before_range(di, addr, b);
+        return;
+      }
+      if (b.stack == kNoStack) return;
       if (!b.sampled) [[likely]] {
         leak(v[b.stack], b.bytes, b.time);
         return;
@@ -334,7 +354,7 @@ void Replayer::finish_own(Model& out) const {
     const std::vector<Reach> cls = scan_.classify(blocks, own_mappings);
     for (std::size_t i = 0; i < live.size(); ++i) {
       const LiveBlock& b = *live[i].second;
-      if (!b.counted || cls[i] == Reach::Definite) continue;
+      if ((!b.counted && !before_range_) || cls[i] == Reach::Definite) continue;
       const Weighted wt = const_cast<Replayer*>(this)->weighted(0, live[i].first, b, false);
       const auto k = static_cast<unsigned>(cls[i]);
       reach_bytes[k] += wt.bytes;
@@ -354,14 +374,26 @@ void Replayer::finish_own(Model& out) const {
   if (scan_.present() && !scan_.complete())
     out.warnings.push_back("the leak scan at exit did not complete: every block not freed counts as leaked");
   std::vector<StackMetrics>& mv = ms[static_cast<unsigned>(Domain::Mmap)];
-  for (const auto& [id, mp] : mappings_)
-    if (mp.counted && mp.stack != kNoStack) leak(mv[mp.stack], mp.live, mp.time);
+  for (const auto& [id, mp] : mappings_) {
+    if (!mp.counted && before_range_) {
+      Weighted& x = before[static_cast<unsigned>(Domain::Mmap)];
+      x.bytes += mp.live, ++x.blocks;
+      if (mp.stack == kNoStack) continue;
+      leak(mv[mp.stack], mp.live, mp.time);
+      mv[mp.stack].before_range_bytes += mp.live;
+      ++mv[mp.stack].before_range_blocks;
+    } else if (mp.counted && mp.stack != kNoStack) {
+      leak(mv[mp.stack], mp.live, mp.time);
+    }
+  }
 
   for (unsigned di = 0; di < kDomainCount; ++di) {
     const DomainState& ds = dom_[di];
     Totals t = ds.t;
-    t.leaked_bytes = ds.live_bytes;
-    t.leaked_blocks = ds.live_blocks;
+    t.leaked_bytes = ds.live_bytes + before[di].bytes;
+    t.leaked_blocks = ds.live_blocks + before[di].blocks;
+    t.before_range_bytes = before[di].bytes;
+    t.before_range_blocks = before[di].blocks;
     if (di == static_cast<unsigned>(Domain::Heap)) {
       t.reachable_bytes = reach_bytes[static_cast<unsigned>(Reach::Reachable)];
       t.reachable_blocks = reach_blocks[static_cast<unsigned>(Reach::Reachable)];

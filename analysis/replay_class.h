@@ -138,13 +138,9 @@ class Replayer : public NullVisitor {
   // W: whether the statistics have a window (from/to), so that a block may not be counted;
   // the replay of a whole trace (no window) is compiled without those tests.
   bool windowed() const { return windowed_; }
-  // The heap blocks live now that the window does not count (made before it), as recorded.
-  void uncounted_heap(uint64_t& bytes, uint64_t& blocks) const {
-    bytes = blocks = 0;
-    live_[0].for_each([&](uint64_t, const LiveBlock& b) {
-      if (!b.counted) ++blocks, bytes += b.bytes;
-    });
-  }
+  // A kept trace read from its first checkpoint without a window (replayer.h): the blocks seeded
+  // from it keep their stacks, and those never freed are leaks (before_range_*).
+  void count_before_range() { before_range_ = true; }
   template <bool W>
   [[gnu::always_inline]] void alloc(uint32_t stream, const Alloc& a) {
     if (W && (a.time < skip_before_ || a.time > edge_)) [[unlikely]] {
@@ -324,6 +320,8 @@ class Replayer : public NullVisitor {
   uint64_t interval_ = 0;
   std::unordered_map<uint64_t, uint64_t> weights_[2];
   uint64_t skip_before_ = 0;  // (windowed) the checkpoint's time
+  // A kept trace's range (count_before_range()): the blocks not counted are those made before it.
+  bool before_range_ = false;
   // A window with an end: the time after which nothing is replayed (its end, or `at` when
   // later), the next time at which something happens (the window's end when `at` is later:
   // freeze()), and whether a record past the stop was seen.

@@ -13,7 +13,8 @@ void Replayer::seed(CheckpointDomain d, const CheckpointEntry& e) {
     if (e.size == 0 || e.addr + e.size < e.addr) return;
     const uint64_t id = next_mapping_++;
     ranges_[e.addr] = {e.addr + e.size, id};
-    mappings_[id] = {e.size, e.time, kNoStack, false};
+    const uint32_t stack = before_range_ ? dom_[static_cast<unsigned>(Domain::Mmap)].index(e.stack) : kNoStack;
+    mappings_[id] = {e.size, e.time, stack, false};
     mmap_all_live_ += e.size;
     return;
   }
@@ -22,6 +23,7 @@ void Replayer::seed(CheckpointDomain d, const CheckpointEntry& e) {
   nb.bytes = std::min<uint64_t>(e.size, kMaxBlockBytes);
   nb.api_ = static_cast<uint8_t>(e.api);
   nb.time = e.time;
+  if (before_range_) nb.stack = dom_[static_cast<unsigned>(map == 0 ? Domain::Heap : Domain::Custom)].index(e.stack);
   if (e.weight) {
     nb.sampled = 1;
     weights_[map][e.addr] = e.weight;
@@ -150,7 +152,7 @@ void Replayer::mmap_free(uint32_t stream, const Free& f) {
 
 void seed(Replayer& rp, CheckpointDomain d, const CheckpointEntry& e) { rp.seed(d, e); }
 void seed_done(Replayer& rp, const CheckpointHead& h) { rp.seed_done(h); }
-void uncounted_heap(const Replayer& rp, uint64_t& bytes, uint64_t& blocks) { rp.uncounted_heap(bytes, blocks); }
+void count_before_range(Replayer& rp) { rp.count_before_range(); }
 void seed_marker(Replayer& rp, const CheckpointHead::MarkerCopy& m) { rp.seed_marker(m); }
 ReadResult replay_block(Replayer& rp, const Block& b, DecodeScratch& scratch) { return decode_block(b, scratch, rp); }
 

@@ -35,8 +35,9 @@ bool passed(const Replayer& rp);
 // window), then its head, after which the events timed before it are skipped (they are in it).
 void seed(Replayer& rp, fmt::CheckpointDomain d, const fmt::CheckpointEntry& e);
 void seed_done(Replayer& rp, const fmt::CheckpointHead& h);
-// The heap blocks live that a window does not count (made before it): records and their bytes.
-void uncounted_heap(const Replayer& rp, uint64_t& bytes, uint64_t& blocks);
+// A kept trace read from its first checkpoint, without a window asked for (before seed()): the
+// blocks of the checkpoint never freed are leaks by their stacks (StackMetrics::before_range_*).
+void count_before_range(Replayer& rp);
 // A Marker of a thread's stream timed before the checkpoint (in the heads up to it).
 void seed_marker(Replayer& rp, const fmt::CheckpointHead::MarkerCopy& m);
 // Replays one block's records in file order, outside the merge (the blocks before a

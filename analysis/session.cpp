@@ -3,6 +3,7 @@
 // (batches.h) and replays the merged batches here (replay.cpp); snapshot() finishes a copy of
 // the model. analyze_file is a session advanced once and finished.
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -38,6 +39,7 @@ struct Session::Impl {
   ReadResult tail;  // Truncated: where the file ends inside a block (for finish())
   bool open = false, stopped = false, finished = false, broken = false;
   uint64_t from_checkpoint = 0;  // the checkpoint the replay started from (its seq), 0: the start
+  uint64_t clipped = 0;          // a window on a kept trace begun before its range: the range's start
   bool at_stop = false;          // a window's replay reached its stop: nothing after it is read
   uint64_t tail_time = 0;        // (at_stop) the time of the trace's last record, read from its tail
   uint64_t began = 0;            // the offset the replay's reading began at
@@ -86,10 +88,16 @@ struct Session::Impl {
     const CheckpointHead* h = checkpoint_before(heads, t);
     if (!h && cut) h = &heads.front();
     if (!h) return;
+    bool kept = false;
     if (cut && (!opt.from || *opt.from < h->time - base)) {
-      // The set's range is a window from that checkpoint: what came before is not in it.
+      // The set's range is a window from that checkpoint: the allocations before it are not in
+      // it. Without a window asked for, the blocks it holds that are never freed are leaks all
+      // the same (a window's leaks stay those allocated in it).
+      const bool whole = !opt.from && !opt.to;
       opt.from = h->time - base;
       rp = detail::make_replayer(m, opt);
+      if (whole) detail::count_before_range(*rp), kept = true;
+      else clipped = h->time;
     }
     std::vector<std::pair<CheckpointDomain, CheckpointEntry>> live;
     live.reserve(h->blocks[0] + h->blocks[1] + h->blocks[2]);
@@ -105,6 +113,7 @@ struct Session::Impl {
     }
     detail::seed_done(*rp, *h);
     from_checkpoint = h->seq;
+    if (kept) m.kept_from = h->time;
     // The blocks before replay_from: stream 0 (process, modules, counters, markers) and the
     // stack definitions; the others are stepped over by their headers.
     while (reader.offset() < h->replay_from) {
@@ -278,15 +287,20 @@ struct Session::Impl {
       out->warnings.push_back(std::to_string(merger.stats().out_of_order) + " events were merged out of time order");
     detail::finish_into(*rp, *out);
     out->last_time = std::max(out->last_time, tail_time);
-    if (from_checkpoint && reader.starts_mid_run()) {
-      // A set whose first segments are gone: the blocks made before its range are not in its
-      // figures, but those never freed are leaks all the same.
-      uint64_t bytes = 0, blocks = 0;
-      detail::uncounted_heap(*rp, bytes, blocks);
-      if (blocks)
-        out->warnings.push_back(std::to_string(blocks) + " heap blocks (" + std::to_string(bytes) + " bytes) allocated before the " +
-                                "kept segments were " + (out->complete ? "never freed" : "still live at the end") +
-                                ": leaks too, not in these figures (their allocations were in removed segments)");
+    // A set whose first segments are gone: what its figures cover.
+    auto since = [&](uint64_t t) {
+      char b[32];
+      std::snprintf(b, sizeof b, "%.3f s", static_cast<double>(t > out->time_base ? t - out->time_base : 0) / 1e9);
+      return std::string(b);
+    };
+    if (out->kept_from) {
+      const Totals& h = out->heap();
+      out->warnings.push_back("the kept segments begin at " + since(out->kept_from) +
+                              ": allocations, frees and peak are from then on; the leaks include " +
+                              std::to_string(h.before_range_blocks) + " heap blocks (" + std::to_string(h.before_range_bytes) +
+                              " bytes) allocated before it");
+    } else if (clipped) {
+      out->warnings.push_back("the kept segments begin at " + since(clipped) + ": the window is counted from then on");
     }
     if (!out->complete && !out->truncated)
       out->warnings.insert(out->warnings.begin(), "no end record: the process was killed or is still running; "

@@ -1,6 +1,9 @@
 #include "analysis/size_histogram.h"
 
+#include <algorithm>
 #include <bit>
+#include <utility>
+#include <vector>
 
 #include "formats/decoder.h"
 #include "formats/reader.h"
@@ -51,19 +54,47 @@ namespace {
 struct SizeCounter : NullVisitor {
   SizeHistogram* h;
   uint64_t from = 0, to = UINT64_MAX;
+  // from/to relative to the trace's start, which is the replay's: the process's start from its
+  // ProcessInfo record, unless an event came before it, else the first event. Blocks of the
+  // threads' streams may come before the process stream's, so the allocations read until the
+  // start is known wait in `pending` (a bounded number: past it, the first event read is taken).
+  bool from_start = false;
+  uint64_t first = UINT64_MAX;
+  std::vector<std::pair<uint64_t, uint64_t>> pending;  // (time, size)
   bool sampled = false;
+  static constexpr std::size_t kMaxPending = 1 << 20;
+
+  void count(uint64_t time, uint64_t size) {
+    if (time >= from && time <= to) h->add(size);
+  }
+  void set_start(uint64_t start) {
+    from_start = false;
+    from = start + from;
+    to = to > UINT64_MAX - start ? UINT64_MAX : start + to;
+    for (const auto& [time, size] : pending) count(time, size);
+    pending = {};
+  }
+  void finish() {
+    if (from_start) set_start(first == UINT64_MAX ? 0 : first);
+  }
+  void on_process_info(uint32_t, const ProcessInfo& p) {
+    if (from_start && p.monotonic_start_ns) set_start(std::min(p.monotonic_start_ns, first));
+  }
+  void on_free(uint32_t, const Free& f) { first = std::min(first, f.time); }
   void on_alloc(uint32_t, const Alloc& a) {
+    first = std::min(first, a.time);
     if (!is_heap(a.api) || a.api == Api::Custom) return;  // (custom blocks lie inside heap blocks)
     sampled |= a.weight != 0;  // (a sampled trace, whatever the window)
-    if (a.time < from || a.time > to) return;
-    h->add(a.size);
+    if (!from_start) return count(a.time, a.size);
+    pending.emplace_back(a.time, a.size);
+    if (pending.size() >= kMaxPending) set_start(first);
   }
 };
 
 }  // namespace
 
 SizeHistogramResult size_histogram_of_file(const std::string& path, const std::function<bool(uint64_t, uint64_t)>& progress,
-                                           uint64_t from, uint64_t to) {
+                                           uint64_t from, uint64_t to, bool from_start) {
   SizeHistogramResult out;
   FileReader reader;
   if (const OpenResult open = reader.open(path); !open.ok()) {
@@ -74,6 +105,7 @@ SizeHistogramResult size_histogram_of_file(const std::string& path, const std::f
   c.h = &out.histogram;
   c.from = from;
   c.to = to;
+  c.from_start = from_start;
   RecordDecoder decoder;
   const uint64_t total = reader.size();
   ReadResult r;
@@ -86,6 +118,7 @@ SizeHistogramResult size_histogram_of_file(const std::string& path, const std::f
       return out;
     }
   }
+  c.finish();
   if (progress) progress(total, total);
   if (r.status == ReadStatus::Corrupt || (!r.end_of_file() && r.status != ReadStatus::Truncated)) {
     out.error = r.message;

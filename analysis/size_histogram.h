@@ -43,11 +43,14 @@ struct SizeHistogramResult {
   bool ok() const { return error.empty(); }
 };
 
-// Reads the whole trace at `path`, counting the allocations made in [from, to] (absolute times,
-// as a replay's window counts them; the default: all). `progress(bytes read, file size)` is
-// called after every block; returning false stops the reading (`error` is then "stopped").
+// Reads the whole trace at `path`, counting the allocations made in [from, to] (as a replay's
+// window counts them; the default: all). The times are absolute, or with `from_start` relative
+// to the trace's start as `report --from/--to` give them (the start the replay takes: the
+// process's start in its ProcessInfo record, else the first allocation read).
+// `progress(bytes read, file size)` is called after every block; returning false stops the
+// reading (`error` is then "stopped").
 SizeHistogramResult size_histogram_of_file(const std::string& path,
                                            const std::function<bool(uint64_t, uint64_t)>& progress = {},
-                                           uint64_t from = 0, uint64_t to = UINT64_MAX);
+                                           uint64_t from = 0, uint64_t to = UINT64_MAX, bool from_start = false);
 
 }  // namespace memtide::analysis

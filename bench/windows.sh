@@ -3,7 +3,7 @@
 # window's end, against a full replay and against heaptrack on the same program.
 #
 #   bench/windows.sh [--build-dir DIR] [--dir DIR] [--seconds S] [--threads T] [--window W]
-#                    [--no-heaptrack] [--reuse]
+#                    [--no-heaptrack] [--no-full-windows] [--reuse]
 #
 # Records the example worker (exact, T threads, S seconds, MEMTIDE_CHECKPOINT_INTERVAL=10) and,
 # unless --no-heaptrack, the same worker for the same time under heaptrack. Then, with wall time
@@ -11,7 +11,9 @@
 # W-second window at the start, middle and end of the run, from the checkpoints and with
 # MEMTIDE_FULL_REPLAY=1, the whole-run report, memtide-bench-timeline (the viewer's whole-run
 # timeline) and heaptrack_print of the heaptrack run (it has no time window: heaptrack_gui's
-# time range re-reads the file up to the range's end). --reuse keeps traces already in DIR.
+# time range re-reads the file up to the range's end). --no-full-windows leaves out the windows'
+# full replays (the whole-run report still gives one), for traces too large to replay four
+# times. --reuse keeps traces already in DIR.
 # Prints a markdown table.
 set -euo pipefail
 
@@ -22,6 +24,7 @@ seconds=300
 threads=2
 window=60
 heaptrack=1
+full_windows=1
 reuse=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -31,8 +34,9 @@ while [[ $# -gt 0 ]]; do
     --threads) threads=$2; shift 2 ;;
     --window) window=$2; shift 2 ;;
     --no-heaptrack) heaptrack=0; shift ;;
+    --no-full-windows) full_windows=0; shift ;;
     --reuse) reuse=1; shift ;;
-    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "windows: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -92,8 +96,13 @@ for at in start middle end; do
   esac
   to=$(( from + window ))
   read -r w1 r1 < <(timed "$cli" report --from "$from" --to "$to" "$trace")
-  read -r w2 r2 < <(timed env MEMTIDE_FULL_REPLAY=1 "$cli" report --from "$from" --to "$to" "$trace")
-  printf "| report --from %ss --to %ss (%s) | %s | %d | %s | %d |\n" "$from" "$to" "$at" "$w1" $((r1 / 1024)) "$w2" $((r2 / 1024))
+  if [[ $full_windows == 1 ]]; then
+    read -r w2 r2 < <(timed env MEMTIDE_FULL_REPLAY=1 "$cli" report --from "$from" --to "$to" "$trace")
+    r2=$((r2 / 1024))
+  else
+    w2="" r2=""
+  fi
+  printf "| report --from %ss --to %ss (%s) | %s | %d | %s | %s |\n" "$from" "$to" "$at" "$w1" $((r1 / 1024)) "$w2" "$r2"
 done
 read -r w r < <(timed "$cli" report "$trace")
 printf "| report (whole run) | | | %s | %d |\n" "$w" $((r / 1024))

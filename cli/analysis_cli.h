@@ -60,7 +60,8 @@ std::vector<analysis::Frame> leaf_first(analysis::Symbolizer& s, analysis::Stack
 nlohmann::json stack_json(analysis::Symbolizer& s, analysis::StackId id, std::size_t max_frames);
 // "    #0 f (file.cpp:12) [module]" lines.
 // `memtide report --histogram`: heap allocations by size class, as text or JSON (histogram.cpp).
-int print_histogram(const std::string& file, bool as_json);
+int print_histogram(const std::string& file, bool as_json, std::optional<uint64_t> from = {},
+                    std::optional<uint64_t> to = {});
 
 // Frame `i` of a stack as printed for a person: "#3 name (file:line) [module]", after `indent`,
 // styled as style() says (names shortened, cut to the width, colour).

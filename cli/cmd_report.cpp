@@ -82,6 +82,10 @@ json stack_items(const Model& m, Symbolizer& sym, Domain d, Metric metric, const
       if (d == Domain::Heap) j["suppression"] = suggest_suppression(leaf_first(sym, s->stack), spread_of(m, sym));
       j["first_alloc_time_ns"] = rel(m, s->m.first_leak_time);
       j["last_alloc_time_ns"] = rel(m, s->m.last_leak_time);
+      if (m.kept_from) {  // a kept trace: of these, the blocks allocated before its range
+        j["before_range_bytes"] = s->m.before_range_bytes;
+        j["before_range_count"] = s->m.before_range_blocks;
+      }
       if (m.leak_scan.complete && d == Domain::Heap) {
         const StackMetrics& x = s->m;
         j["definite_bytes"] = x.definite_bytes();
@@ -119,6 +123,8 @@ json domain_json(const Model& m, Symbolizer& sym, Domain d, const ReportOptions&
           {"peak_time_ns", rel(m, t.peak_time)},
           {"leaked_bytes", t.leaked_bytes},
           {"leaked_blocks", t.leaked_blocks},
+          {"leaked_before_range_bytes", t.before_range_bytes},
+          {"leaked_before_range_blocks", t.before_range_blocks},
           {"unknown_frees", m.anomalies.unknown_free_count[static_cast<unsigned>(d)]},
           {"leaks", stack_items(m, sym, d, Metric::Leaked, o)}};
 }
@@ -169,8 +175,14 @@ json report_json(const Model& m, Symbolizer& sym, const ReportOptions& o) {
   // (A window's figures are those of a time range in heaptrack_gui: its leaks are judged at its end.)
   j["window"] = m.has_window() ? json{{"from_ns", rel(m, m.window_from)},
                                       {"to_ns", m.window_to == UINT64_MAX ? json(nullptr) : rel(m, m.window_to)},
-                                      {"leaked_means", "allocated in the window and not freed by its end"}}
+                                      {"leaked_means", m.kept_from ? "not freed by the end, allocated in the window or before it (the kept range: kept_range)"
+                                                                   : "allocated in the window and not freed by its end"}}
                                : json(nullptr);
+  // A kept trace whose first segments are gone: its range, and the leaks allocated before it.
+  j["kept_range"] = m.kept_from ? json{{"from_ns", rel(m, m.kept_from)},
+                                       {"leaked_before_bytes", h.before_range_bytes},
+                                       {"leaked_before_blocks", h.before_range_blocks}}
+                                : json(nullptr);
   j["threads"] = m.threads.size();
   json threads = json::array();
   for (const ThreadInfo& t : m.threads)
@@ -300,6 +312,9 @@ void print_section(const Model& m, Symbolizer& sym, const char* title, Domain d,
                (sampled && s->m.leaked_samples ? " (" + behind(s->m.leaked_samples, s->m.leaked_var) + ")" : "") + ", allocated " +
                rel_time(m, s->m.first_leak_time) + " .. " + rel_time(m, s->m.last_leak_time);
         if (m.leak_scan.complete && d == Domain::Heap) line += " (" + leak_kinds(s->m) + ")";
+        if (s->m.before_range_blocks)
+          line += "; " + count_of(s->m.before_range_blocks, "block", "blocks") + " (" + human_bytes(s->m.before_range_bytes) +
+                  ") allocated before the kept range";
         break;
       case Metric::Peak:
         line = human_bytes(s->m.peak_bytes) + " in " + count_of(s->m.peak_blocks, "block", "blocks");
@@ -366,7 +381,11 @@ void report_text(const Model& m, Symbolizer& sym, const ReportOptions& o) {
     }
     row("sampling", what);
   }
-  if (m.has_window())
+  if (m.kept_from)
+    row("range", "kept from " + rel_time(m, m.kept_from) + ": allocations made since; leaked: not freed by the end, " +
+                     count_of(h.before_range_blocks, "block", "blocks") + " (" + human_bytes(h.before_range_bytes) +
+                     ") of them allocated before it");
+  else if (m.has_window())
     row("window", "allocations made in [" + rel_time(m, m.window_from) + ", " +
                       (m.window_to == UINT64_MAX ? std::string("end") : rel_time(m, m.window_to)) +
                       "]; leaked: not freed by the window's end");
@@ -415,7 +434,8 @@ void report_text(const Model& m, Symbolizer& sym, const ReportOptions& o) {
   }
 
   print_section(m, sym,
-                m.has_window() && m.window_to != UINT64_MAX ? "LEAKS (made in the window, not freed by its end, by stack)"
+                m.kept_from ? "LEAKS (not freed at the end, by stack; including those allocated before the kept range)"
+                : m.has_window() && m.window_to != UINT64_MAX ? "LEAKS (made in the window, not freed by its end, by stack)"
                                                             : "LEAKS (not freed at the end, by stack)",
                 Domain::Heap, Metric::Leaked, o);
   if (o.split) print_suppressed(*o.split, *o.supp);
@@ -523,7 +543,8 @@ Command report_command() {
             sub.add_option("--top", o->top, "Stacks listed per section (default 10)")->check(CLI::Range(1, 1000000));
             sub.add_option("--frames", o->frames, "Frames printed per stack (default 32)")->check(CLI::Range(1, 100000));
             sub.add_flag("--histogram", o->histogram,
-                         "Print instead the heap allocations by size, in power-of-two classes (with --json: as JSON)");
+                         "Print instead the heap allocations by size, in power-of-two classes (with --json: as JSON; with "
+                         "--from/--to: those made in the window)");
             o->window.declare(sub, true);
             auto* growth = sub.add_flag("--growth", o->growth,
                                         "Also list the stacks whose live bytes keep growing after a warm-up (a "
@@ -537,11 +558,13 @@ Command report_command() {
                          "With --suppressions: do not hide the known one-time allocations of glibc and libstdc++");
             return [o] {
               if (!o->histogram) return run_report(*o);
-              if (!o->window.from.empty() || !o->window.to.empty() || !o->window.at.empty()) {
-                print_error(o->file, "--histogram counts the whole trace: it takes no --from, --to or --at");
+              if (!o->window.at.empty()) {
+                print_error(o->file, "--histogram counts allocations made: it takes --from and --to, not --at");
                 return kExitError;
               }
-              return print_histogram(o->file, o->json);
+              analysis::ReplayOptions window;
+              o->window.apply(window);
+              return print_histogram(o->file, o->json, window.from, window.to);
             };
           }};
 }

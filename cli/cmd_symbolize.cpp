@@ -323,15 +323,34 @@ class TraceJob {
 };
 
 int TraceJob::finish() {
-  // A copy (-o) is made under a temporary name beside OUT and renamed to OUT once whole.
+  // A copy (-o) is made under a temporary name beside OUT and renamed to OUT once whole; a
+  // segment set's copy is a set named by OUT's base name, each segment made so.
+  fmt::FileReader set;
+  const fmt::SegmentFiles* segs = set.open(o_.file).ok() ? set.segment_set() : nullptr;
   OutputFile copy;
+  std::vector<std::unique_ptr<OutputFile>> seg_copies;
   if (!o_.out.empty()) {
-    if (std::string e = copy.open(o_.out, {o_.file}); !e.empty()) {
+    std::string e;
+    if (!segs) {
+      e = copy.open(o_.out, {o_.file});
+    } else if (const std::string stem = fmt::set_stem(o_.out); !fmt::list_segments(stem).empty()) {
+      e = "segments " + stem + ".NNNN.mtide exist already";
+    } else if (::access(o_.out.c_str(), F_OK) == 0) {  // (a reader would open that file by this name, not the set)
+      e = "the file exists (a set's copy is " + stem + ".NNNN.mtide, read by this name)";
+    } else {
+      std::vector<std::string> inputs{o_.file};
+      for (const fmt::SegmentFiles::Segment& g : segs->segments()) inputs.push_back(g.path);
+      for (const fmt::SegmentFiles::Segment& g : segs->segments()) {
+        seg_copies.push_back(std::make_unique<OutputFile>());
+        if (!(e = seg_copies.back()->open(fmt::segment_name(stem, g.number), inputs)).empty()) break;
+      }
+    }
+    if (!e.empty()) {
       print_error(o_.out, "cannot write the symbolised copy: " + e);
       return kExitError;
     }
   }
-  std::string target = o_.out.empty() ? o_.file : copy.write_path();
+  std::string target = o_.out.empty() ? o_.file : segs ? seg_copies.back()->write_path() : copy.write_path();
   const std::string& shown = o_.out.empty() ? o_.file : o_.out;  // (the name said in messages)
   uint64_t end = 0;
   bool whole = false;
@@ -343,13 +362,9 @@ int TraceJob::finish() {
   // A segment set gets its names at the end of its latest segment, where every reader of the
   // set finds them (its older segments are removed first).
   uint64_t cut = end;  // where a failed append cuts the file back to
-  if (fmt::FileReader r; r.open(o_.file).ok() && r.segment_set()) {
-    if (!o_.out.empty()) {
-      print_error(o_.file, "-o cannot copy a segment set; symbolize it in place");
-      return kExitError;
-    }
-    const fmt::SegmentFiles::Segment& last = r.segment_set()->segments().back();
-    target = last.path;
+  if (segs) {
+    const fmt::SegmentFiles::Segment& last = segs->segments().back();
+    if (o_.out.empty()) target = last.path;
     cut = end - last.base;
   }
   if (o_.out.empty()) {
@@ -367,9 +382,16 @@ int TraceJob::finish() {
   defs_.finish();
   resolver_->catch_up(true);
   const Model& model = defs_.model();
-  if (!o_.out.empty() && !copy_prefix(o_.file, copy.fd(), end, err)) {
+  if (!o_.out.empty() && !segs && !copy_prefix(o_.file, copy.fd(), end, err)) {
     print_error(o_.out, err);
     return kExitError;
+  }
+  for (std::size_t i = 0; i < seg_copies.size(); ++i) {  // (each whole, the latest up to its readable end)
+    const fmt::SegmentFiles::Segment& g = segs->segments()[i];
+    if (!copy_prefix(g.path, seg_copies[i]->fd(), i + 1 < seg_copies.size() ? segs->end_of(i) - g.base : cut, err)) {
+      print_error(o_.out, err);
+      return kExitError;
+    }
   }
 
   // Distinct return addresses per module.
@@ -437,7 +459,11 @@ int TraceJob::finish() {
     return kExitError;
   }
   if (!o_.out.empty()) {
-    if (std::string e = copy.commit(); !e.empty()) {
+    std::string e;
+    for (std::unique_ptr<OutputFile>& f : seg_copies)  // (the latest last: the set is whole once it is there)
+      if (e.empty()) e = f->commit();
+    if (!segs) e = copy.commit();
+    if (!e.empty()) {
       print_error(shown, "cannot write the symbolised copy: " + e);
       return kExitError;
     }
@@ -614,7 +640,8 @@ Command symbolize_command() {
             auto* manifest = sub.add_option("--manifest", o->manifest,
                                             "The traces named by this `memtide run` manifest, followed side by side as they appear (implies --follow)");
             file->excludes(manifest);
-            sub.add_option("-o,--output", o->out, "Write a symbolised copy here instead of appending to FILE");
+            sub.add_option("-o,--output", o->out, "Write a symbolised copy here instead of appending to FILE (of a segment set: a set OUT names, "
+                           "NAME.NNNN.mtide for OUT NAME.mtide)");
             sub.add_flag("--force", o->force, "Symbolise modules again even if the trace already has their names");
             sub.add_flag("--follow", o->follow,
                          "Read the trace while a recorder writes it, resolving as it goes; append when it has ended");

@@ -11,12 +11,16 @@
 
 namespace memtide::cli {
 
-int print_histogram(const std::string& file, bool as_json) {
+int print_histogram(const std::string& file, bool as_json, std::optional<uint64_t> from, std::optional<uint64_t> to) {
   ProgressBar progress;
-  const analysis::SizeHistogramResult r = analysis::size_histogram_of_file(file, [&](uint64_t done, uint64_t total) {
-    progress(done, total);
-    return true;
-  });
+  const bool windowed = from || to;
+  const analysis::SizeHistogramResult r = analysis::size_histogram_of_file(
+      file,
+      [&](uint64_t done, uint64_t total) {
+        progress(done, total);
+        return true;
+      },
+      from.value_or(0), to.value_or(UINT64_MAX), /*from_start=*/true);
   if (!r.ok()) {
     print_error(file, r.error);
     return kExitError;
@@ -28,12 +32,15 @@ int print_histogram(const std::string& file, bool as_json) {
     nlohmann::json rows = nlohmann::json::array();
     for (const analysis::SizeClass& c : classes)
       rows.push_back({{"min_size", c.min_size}, {"max_size", c.max_size}, {"allocations", c.allocations}, {"bytes", c.bytes}});
-    std::cout << nlohmann::json{{"file", file}, {"allocations", all}, {"histogram", rows}}.dump(2) << '\n';
+    nlohmann::json j{{"file", file}, {"allocations", all}, {"histogram", rows}};
+    if (windowed) j["window"] = {{"from_ns", from.value_or(0)}, {"to_ns", to ? nlohmann::json(*to) : nlohmann::json()}};
+    std::cout << j.dump(2) << '\n';
     return kExitOk;
   }
   uint64_t most = 0;
   for (const analysis::SizeClass& c : classes) most = std::max(most, c.allocations);
-  std::printf("heap allocations by size (%s in all):\n", thousands(all).c_str());
+  const std::string in_window = !windowed ? "" : ", made in [" + format_duration(from.value_or(0)) + ", " + (to ? format_duration(*to) : std::string("end")) + "]";
+  std::printf("heap allocations by size (%s in all%s):\n", thousands(all).c_str(), in_window.c_str());
   std::printf("  %-21s %14s %7s %12s\n", "size", "allocations", "", "bytes");
   for (const analysis::SizeClass& c : classes) {
     const std::string range = human_bytes(c.min_size) + " .. " + human_bytes(c.max_size);

@@ -36,7 +36,7 @@ inline constexpr uint8_t kTagCheckpoint = 0x0F;
 inline constexpr uint32_t kCheckpointHeaderSize = 48;
 inline constexpr uint32_t kCheckpointPointerAt = 32;
 inline constexpr uint32_t kCheckpointPointerSize = 16;
-enum class CheckpointOp : uint8_t { Blocks = 1, Threads = 2, Head = 3, Marker = 4 };
+enum class CheckpointOp : uint8_t { Blocks = 1, Threads = 2, Head = 3, Marker = 4, Process = 5 };
 // Live-block domains of a Blocks record: the replay's heap and custom live maps, and the
 // anonymous mappings (whose entries are address ranges).
 enum class CheckpointDomain : uint8_t { Heap = 0, Custom = 1, Mmap = 2, Count };
@@ -73,6 +73,14 @@ struct CheckpointHead {
   };
   // The Markers of the threads' streams (not stream 0) timed from the previous checkpoint to this one.
   std::vector<MarkerCopy> markers;  // (readers)
+  // Op Process (added within 2.2): the process stream's Counters and Markers timed from the previous
+  // checkpoint to this one, so that the whole run's timeline reads the heads, not every block.
+  struct CounterCopy {
+    uint64_t time = 0, rss_bytes = 0, vm_bytes = 0;
+  };
+  bool has_process = false;  // (readers) the head block held them (even none)
+  std::vector<CounterCopy> counters;         // (readers)
+  std::vector<MarkerCopy> process_markers;  // (readers) stream 0's
 };
 
 // ---------------------------------------------------------------------------------------
@@ -161,6 +169,26 @@ bool parse_checkpoint(std::span<const uint8_t> payload, uint64_t time, Checkpoin
       return false;
     m.label.assign(reinterpret_cast<const char*>(label), len);
     head.markers.push_back(std::move(m));
+    return true;
+  }
+  if (op == static_cast<uint8_t>(CheckpointOp::Process)) {
+    uint64_t n;
+    if (!c.get_varint(n) || n > payload.size()) return false;
+    for (uint64_t i = 0; i < n; ++i) {
+      CheckpointHead::CounterCopy x;
+      if (!c.get_varint(x.time) || !c.get_varint(x.rss_bytes) || !c.get_varint(x.vm_bytes)) return false;
+      head.counters.push_back(x);
+    }
+    if (!c.get_varint(n) || n > payload.size()) return false;
+    for (uint64_t i = 0; i < n; ++i) {
+      CheckpointHead::MarkerCopy m;
+      const uint8_t* label;
+      std::size_t len;
+      if (!c.get_varint(m.time) || !c.get_varint(m.sampling) || !c.get_bytes(label, len)) return false;
+      m.label.assign(reinterpret_cast<const char*>(label), len);
+      head.process_markers.push_back(std::move(m));
+    }
+    head.has_process = true;
     return true;
   }
   if (op != static_cast<uint8_t>(CheckpointOp::Blocks)) return true;  // a later op: skipped

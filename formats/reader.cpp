@@ -269,7 +269,7 @@ ReadResult FileReader::peek_header(BlockRef& out) {
   if (!h) return ReadResult::io_error(offset_, errno);
   if (got == 0 && set_ && next_segment()) return peek_header(out);
   if (got == 0 && set_ && set_->gap())
-    return ReadResult::corrupt(offset_, "the next segments were removed before they were read (more than the set's size behind)");
+    return ReadResult::corrupt(offset_, set_->gap_message());
   if (got == 0) return ReadResult::end(offset_);
   if (got < kBlockHeaderSize) return ReadResult::truncated(offset_, "header");
   out.offset = offset_;

@@ -172,13 +172,25 @@ bool SegmentFiles::refresh() {
   if (segs_.empty()) return false;
   bool added = false;
   for (const SegmentPath& p : list_segments(stem_)) {
-    if (p.number > segs_.back().number + 1) gap_ = !added;
+    if (p.number > segs_.back().number + 1 && !added && !gap_) {  // (the list is by number: the first after the gap)
+      gap_ = true;
+      gap_first_ = segs_.back().number + 1;
+      gap_last_ = p.number - 1;
+    }
     if (p.number != segs_.back().number + 1) continue;
     // (A segment just created may not have its header yet: looked at again next time.)
     if (!add(p.path, p.number)) break;
     added = true;
   }
   return added;
+}
+
+std::string SegmentFiles::gap_message() const {
+  const std::string first = segment_name(stem_, gap_first_);
+  if (gap_last_ == gap_first_)
+    return "the segment " + first + " was removed before it was read (this reader fell more than the set's size behind)";
+  return "the segments " + first + " to " + segment_name(stem_, gap_last_) +
+         " were removed before they were read (this reader fell more than the set's size behind)";
 }
 
 }  // namespace memtide::fmt

@@ -88,6 +88,8 @@ class SegmentFiles {
   // Whether a refresh found later segments but not the next one: removed before it was read
   // (a follower more than the set's size behind).
   bool gap() const { return gap_; }
+  // What a reader that met the gap says: the segments removed before it read them, by name.
+  std::string gap_message() const;
   // Closes the segments that end at or before `off` and that the recorder has removed: their
   // disk space is freed only once no one holds them open. Reads of them then find nothing.
   void release_before(uint64_t off);
@@ -98,6 +100,7 @@ class SegmentFiles {
   std::string stem_;
   std::vector<Segment> segs_;
   bool gap_ = false;
+  uint32_t gap_first_ = 0, gap_last_ = 0;  // (gap_) the numbers of the segments missing
 };
 
 }  // namespace memtide::fmt

@@ -183,6 +183,12 @@ struct MarkerCopy {
   char label[256];
 };
 
+// A Counters record of the process stream, kept for the head of the first checkpoint after
+// its time (the whole run's timeline reads the heads instead of every block).
+struct CounterCopy {
+  uint64_t time, rss, vm;
+};
+
 struct BlockMark {
   uint64_t offset, end_time;
 };
@@ -196,7 +202,8 @@ struct State {
   Array<uint32_t> heap;  // (scratch of checkpoint_pass)
   Array<StreamCounts> counts;
   Array<BlockMark> marks;  // blocks written since the last checkpoint's replay_from
-  Array<MarkerCopy> markers;
+  Array<MarkerCopy> markers;  // the threads' and stream 0's
+  Array<CounterCopy> counters;
   uint32_t blocks = 0;  // blocks decoded (wraps: only equal times in one pass compare it)
   uint64_t interval = 0;  // sampling interval in force at `applied` (0: exact)
   uint64_t applied = 0;   // every event timed before it is applied
@@ -390,12 +397,13 @@ struct Collect : fmt::NullVisitor {
     if (StreamCounts* c = counts_of(static_cast<uint32_t>(std::min<uint64_t>(x.thread, UINT32_MAX)))) c->exit = x.time;
   }
   void on_marker(uint32_t s, const fmt::Marker& m) {
-    if (s != 0) {
-      MarkerCopy c{m.time, m.sampling, s, static_cast<uint16_t>(std::min(m.label.size(), sizeof c.label)), {}};
-      __builtin_memcpy(c.label, m.label.data(), c.len);
-      if (!g.markers.push(c)) ok = false;
-    }
+    MarkerCopy c{m.time, m.sampling, s, static_cast<uint16_t>(std::min(m.label.size(), sizeof c.label)), {}};
+    __builtin_memcpy(c.label, m.label.data(), c.len);
+    if (!g.markers.push(c)) ok = false;
     if (m.switches_sampling()) push(s, m.time, 0, m.sampling_interval(), 0, 0, kSwitch);
+  }
+  void on_counters(uint32_t s, const fmt::Counters& x) {
+    if (s == 0 && !g.counters.push(CounterCopy{x.time, x.rss_bytes, x.vm_bytes})) ok = false;
   }
 };
 
@@ -423,6 +431,7 @@ void checkpoint_trace_opened() {
   g.counts.release();
   g.marks.release();
   g.markers.release();
+  g.counters.release();
   g.blocks = 0;
   g_backlog.store(0, std::memory_order_relaxed);
   g.mapped = g.applied = g.written_seq = g.last_offset = g.last_time_applied = g.last_head = 0;
@@ -615,26 +624,57 @@ void checkpoint_maybe_write(uint64_t now, uint64_t offset) {
 
   mem_free(o.buf);
 
-  // The head block: the threads' markers since the last checkpoint, the per-stream counts, then
-  // the head itself, in one block (a reader finds it by the file header's pointer, and from it
-  // the previous ones).
+  // The head block: the threads' markers since the last checkpoint, stream 0's counters and
+  // markers, the per-stream counts, then the head itself, in one block (a reader finds it by
+  // the file header's pointer, and from it the previous ones).
   const uint64_t data_blocks = o.blocks;
   constexpr size_t kMarkerMax = fmt::kCheckpointPrefix + 4 * wire::kMaxVarint + 1 + sizeof(MarkerCopy::label);
   constexpr size_t kThreadMax = 8 * wire::kMaxVarint + sizeof(StreamCounts::name);
-  constexpr size_t kMarkerRoom = 8u << 20;  // (later markers wait for the next checkpoint)
+  constexpr size_t kCounterMax = 3 * wire::kMaxVarint;
+  constexpr size_t kMarkerRoom = 8u << 20;  // (later markers and counters wait for the next checkpoint)
   const size_t markers = std::min(g.markers.size, kMarkerRoom / kMarkerMax);
+  const size_t counters = std::min(g.counters.size, kMarkerRoom / kCounterMax);
   const size_t threads = std::min(g.counts.size, kRecordEntries);
-  o.buf = static_cast<uint8_t*>(mem_alloc_uninit(markers * kMarkerMax + record_max(0) + threads * kThreadMax + 256));
+  o.buf = static_cast<uint8_t*>(mem_alloc_uninit(markers * kMarkerMax + counters * kCounterMax + 2 * record_max(0) +
+                                                 threads * kThreadMax + 256));
   if (!o.buf) return fail("out of memory");
   o.used = 0;
   o.flags = fmt::kBlockFlagCheckpoint;
+  // Stream 0's, in the Process record, those timed before the checkpoint (the others wait).
+  uint8_t* rec = o.buf + o.used;
+  uint8_t* p = rec + fmt::kCheckpointPrefix;
+  *p++ = static_cast<uint8_t>(fmt::CheckpointOp::Process);
+  p = wire::put_varint(p, g.written_seq + 1);
+  size_t listed = 0;
+  for (size_t i = 0; i < counters; ++i) listed += g.counters.data[i].time < time;
+  p = wire::put_varint(p, listed);
   size_t kept = 0;
+  for (size_t i = 0; i < g.counters.size; ++i) {
+    const CounterCopy& c = g.counters.data[i];
+    if (c.time >= time || i >= counters) {
+      g.counters.data[kept++] = c;
+      continue;
+    }
+    p = wire::put_varint(wire::put_varint(wire::put_varint(p, c.time), c.rss), c.vm);
+  }
+  g.counters.size = kept;
+  listed = 0;
+  for (size_t i = 0; i < markers; ++i) listed += g.markers.data[i].stream == 0 && g.markers.data[i].time < time;
+  p = wire::put_varint(p, listed);
+  for (size_t i = 0; i < markers; ++i) {
+    const MarkerCopy& m = g.markers.data[i];
+    if (m.stream == 0 && m.time < time) p = wire::put_bytes(wire::put_varint(wire::put_varint(p, m.time), m.sampling), m.label, m.len);
+  }
+  o.used += static_cast<size_t>(fmt::checkpoint_close(rec, p) - rec);
+  // The threads' (stream 0's were put above).
+  kept = 0;
   for (size_t i = 0; i < g.markers.size; ++i) {
     const MarkerCopy& m = g.markers.data[i];
     if (m.time >= time || i >= markers) {
       g.markers.data[kept++] = m;
       continue;
     }
+    if (m.stream == 0) continue;
     uint8_t* const r = o.buf + o.used;
     uint8_t* q = r + fmt::kCheckpointPrefix;
     *q++ = static_cast<uint8_t>(fmt::CheckpointOp::Marker);
@@ -645,8 +685,8 @@ void checkpoint_maybe_write(uint64_t now, uint64_t offset) {
     o.used += static_cast<size_t>(fmt::checkpoint_close(r, q) - r);
   }
   g.markers.size = kept;
-  uint8_t* rec = o.buf + o.used;
-  uint8_t* p = rec + fmt::kCheckpointPrefix;
+  rec = o.buf + o.used;
+  p = rec + fmt::kCheckpointPrefix;
   *p++ = static_cast<uint8_t>(fmt::CheckpointOp::Threads);
   p = wire::put_varint(p, g.written_seq + 1);
   size_t streams = 0;

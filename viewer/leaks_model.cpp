@@ -36,6 +36,7 @@ LeaksData make_leaks(const analysis::Model& m, analysis::Symbolizer& sym, analys
   LeaksData d;
   d.scanned = m.leak_scan.complete && domain == analysis::Domain::Heap;
   d.sampled = m.sampling.sampled() && domain != analysis::Domain::Mmap;
+  d.kept_range = m.kept_from != 0;
   const auto& stacks = m.stacks[static_cast<unsigned>(domain)];
   std::vector<const analysis::StackStats*> leaking;
   for (const analysis::StackStats& s : stacks)
@@ -58,6 +59,10 @@ LeaksData make_leaks(const analysis::Model& m, analysis::Symbolizer& sym, analys
     r.reachable_blocks = s->m.reachable_blocks;
     r.indirect_bytes = s->m.indirect_bytes;
     r.indirect_blocks = s->m.indirect_blocks;
+    r.before_range_bytes = s->m.before_range_bytes;
+    r.before_range_blocks = s->m.before_range_blocks;
+    d.before_range_bytes += r.before_range_bytes;
+    d.before_range_blocks += r.before_range_blocks;
     d.total_bytes += r.bytes;
     d.total_blocks += r.blocks;
     d.reachable_bytes += r.reachable_bytes;
@@ -99,6 +104,13 @@ LeaksData make_leaks(const analysis::Model& m, analysis::Symbolizer& sym, analys
 }
 
 std::string leak_kind(const LeaksData& d, const LeakRow& r) {
+  std::string out = leak_reach(d, r);
+  if (r.before_range_blocks)
+    out += (out.empty() ? "" : "; ") + std::to_string(r.before_range_blocks) + " before the kept range";
+  return out;
+}
+
+std::string leak_reach(const LeaksData& d, const LeakRow& r) {
   if (!d.scanned) return "";
   const uint64_t definite = r.blocks - r.reachable_blocks - r.indirect_blocks;
   if (r.reachable_blocks == r.blocks) return "reachable";

@@ -35,6 +35,8 @@ struct LeakRow {
   // indirect leaks; the rest are definite leaks.
   uint64_t reachable_bytes = 0, reachable_blocks = 0;
   uint64_t indirect_bytes = 0, indirect_blocks = 0;
+  // A kept trace: of bytes/blocks, those allocated before its range (their first segments removed).
+  uint64_t before_range_bytes = 0, before_range_blocks = 0;
   std::string site;               // the allocation site: function of the last frame
   std::string module;             // its module (file name only)
   std::vector<LeakFrame> frames;  // allocation site first
@@ -47,6 +49,8 @@ struct LeaksData {
   bool scanned = false;  // the trace has a complete leak scan: rows carry their classes
   bool sampled = false;  // a sampled trace: bytes and blocks are estimates
   uint64_t reachable_bytes = 0, indirect_bytes = 0;
+  bool kept_range = false;  // a kept trace whose first segments are gone: rows carry before_range_*
+  uint64_t before_range_bytes = 0, before_range_blocks = 0;
   uint64_t stacks_without_frames = 0;  // rows beyond the frame budget
   uint64_t serial = next_serial();
 };
@@ -82,8 +86,10 @@ std::vector<uint32_t> filter_and_sort_leaks(const LeaksData& d, std::string_view
 
 
 // "definite", "indirect", "reachable", or a mix such as "1 of 3 reachable"; empty without a
-// leak scan.
+// leak scan (leak_reach), then, in a kept trace, "N before the kept range" for the blocks
+// allocated before its range.
 std::string leak_kind(const LeaksData& d, const LeakRow& r);
+std::string leak_reach(const LeaksData& d, const LeakRow& r);
 
 // "leak:<function>" for the row, using frame `frame` (its function; else its module).
 // Characters that LSan's pattern syntax gives a meaning to (`*`, `^`, `$`) are replaced by '*'.

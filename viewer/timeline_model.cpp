@@ -59,8 +59,10 @@ TimelineData make_timeline(const analysis::Model& m) {
 
 // The process stream's blocks are decoded (its Counters, Markers, ProcessInfo and End), the
 // others stepped over by their headers; the checkpoints' heads give the live bytes at their
-// times and the threads' marks up to the last of them.
-TimelineData scan_timeline(const std::string& path, std::size_t points) {
+// times and the threads' marks up to the last of them. When the heads also hold stream 0's
+// counters and marks, the blocks are read only up to the process's ProcessInfo and from the
+// last head's replay_from, taking there what was timed from its time on.
+TimelineData scan_timeline(const std::string& path, std::size_t points, TimelineScan* scan) {
   constexpr std::size_t kMaxMarks = 100000;  // (as many as a replay keeps)
   TimelineData d;
   fmt::FileReader r;
@@ -70,32 +72,61 @@ TimelineData scan_timeline(const std::string& path, std::size_t points) {
   struct Stream0 : fmt::NullVisitor {
     analysis::Series rss;
     uint64_t start = 0, last = 0, peak_rss = 0;
+    uint64_t since = 0;  // Counters and Markers timed before it are the heads'
     std::vector<analysis::MarkerInfo> marks;
     explicit Stream0(std::size_t n) : rss(n) {}
     void on_process_info(uint32_t, const fmt::ProcessInfo& x) {
       if (!start) start = x.monotonic_start_ns;
     }
+    void counter(uint64_t time, uint64_t rss_bytes) {
+      rss.add(time, rss_bytes);
+      peak_rss = std::max(peak_rss, rss_bytes);
+      last = std::max(last, time);
+    }
+    void mark(uint64_t time, uint32_t stream, std::string_view label) {
+      if (marks.size() < kMaxMarks) marks.push_back({time, analysis::ThreadId(stream), std::string(label)});
+      last = std::max(last, time);
+    }
     void on_counters(uint32_t, const fmt::Counters& x) {
-      rss.add(x.time, x.rss_bytes);
-      peak_rss = std::max(peak_rss, x.rss_bytes);
-      last = std::max(last, x.time);
+      if (x.time >= since) counter(x.time, x.rss_bytes);
     }
     void on_marker(uint32_t s, const fmt::Marker& x) {
-      if (marks.size() < kMaxMarks) marks.push_back({x.time, analysis::ThreadId(s), std::string(x.label)});
-      last = std::max(last, x.time);
+      if (x.time >= since) mark(x.time, s, x.label);
     }
     void on_end(uint32_t, const fmt::End& x) { last = std::max(last, x.time); }
   } v(points);
   fmt::DecodeScratch scratch;
-  r.seek(first);
-  for (;;) {
-    fmt::BlockRef ref;
-    if (!r.peek_header(ref).ok()) break;
-    const uint16_t f = ref.header.flags;
-    const bool wanted = ref.header.stream == 0 && !(f & (fmt::kBlockFlagCheckpoint | fmt::kBlockFlagCheckpointData));
-    fmt::Block b;
-    if (!(wanted ? r.next(b) : r.skip(ref)).ok()) break;
-    if (wanted) (void)fmt::decode_block(b, scratch, v);
+  const bool use_heads = (!scan || scan->from_heads) && !heads.empty() &&
+                         std::all_of(heads.begin(), heads.end(), [](const fmt::CheckpointHead& h) { return h.has_process; });
+  // Reads the process stream's blocks from `at` on; stops after its ProcessInfo with `to_start`.
+  auto read_blocks = [&](uint64_t at, bool to_start) {
+    r.seek(at);
+    for (;;) {
+      fmt::BlockRef ref;
+      if (!r.peek_header(ref).ok()) break;
+      const uint16_t f = ref.header.flags;
+      const bool wanted = ref.header.stream == 0 && !(f & (fmt::kBlockFlagCheckpoint | fmt::kBlockFlagCheckpointData));
+      fmt::Block b;
+      if (!(wanted ? r.next(b) : r.skip(ref)).ok()) break;
+      if (wanted) (void)fmt::decode_block(b, scratch, v);
+      if (to_start && v.start) break;
+    }
+  };
+  if (use_heads) {
+    v.since = UINT64_MAX;  // (the first blocks: their ProcessInfo only)
+    read_blocks(first, true);
+    for (const fmt::CheckpointHead& h : heads) {
+      for (const fmt::CheckpointHead::CounterCopy& c : h.counters) v.counter(c.time, c.rss_bytes);
+      for (const fmt::CheckpointHead::MarkerCopy& m : h.process_markers) v.mark(m.time, 0, m.label);
+    }
+    v.since = heads.back().time;
+    read_blocks(std::max(first, heads.back().replay_from), false);
+  } else {
+    read_blocks(first, false);
+  }
+  if (scan) {
+    scan->bytes_read = r.bytes_read();
+    scan->used_heads = use_heads;
   }
   if (!v.start) return d;
   analysis::Series heap(points), mapped(points), custom(points);

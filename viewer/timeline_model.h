@@ -57,7 +57,15 @@ TimelineData make_timeline(const analysis::Model& m);
 // The whole run's timeline read from the trace without replaying its events, in a fraction of
 // a replay's time: RSS and the process's marks from its own stream, the live heap, mapped and
 // custom-pool bytes from the checkpoints (none: no heap line). duration 0: nothing to show.
-TimelineData scan_timeline(const std::string& path, std::size_t points);
+// When every checkpoint holds stream 0's counters and marks (docs/FORMAT.md, section 14), only
+// the file's first blocks, the heads and the blocks after the last one's replay_from are read;
+// else (or with `from_heads` false) every block header. `bytes_read`: what was read.
+struct TimelineScan {
+  bool from_heads = true;
+  uint64_t bytes_read = 0;  // (out)
+  bool used_heads = false;  // (out)
+};
+TimelineData scan_timeline(const std::string& path, std::size_t points, TimelineScan* scan = nullptr);
 
 // One pixel column: the smallest and largest value of the series inside it. `valid` false
 // where the series has no sample (before its first one).

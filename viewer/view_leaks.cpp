@@ -44,6 +44,11 @@ void LeaksView::draw(Frame& f) {
     ImGui::SameLine();
     ImGui::TextDisabled("(estimated from %s)", (format_count(samples) + (samples == 1 ? " sample" : " samples")).c_str());
   }
+  if (data->kept_range) {  // a kept trace: its leaks include blocks made before its range
+    ImGui::SameLine(0, 20 * sc);
+    ImGui::TextDisabled("(%s in %s allocated before the kept range)", format_bytes(data->before_range_bytes).c_str(),
+                        format_count(data->before_range_blocks).c_str());
+  }
   if (data->scanned) {
     ImGui::SameLine(0, 20 * sc);
     ImGui::Text("definite %s, indirect %s, still reachable %s",
@@ -88,7 +93,7 @@ void LeaksView::draw(Frame& f) {
     ImGui::TableSetupColumn("first", ImGuiTableColumnFlags_WidthFixed, 80 * sc, static_cast<ImGuiID>(LeakColumn::First));
     ImGui::TableSetupColumn("last", ImGuiTableColumnFlags_WidthFixed, 80 * sc, static_cast<ImGuiID>(LeakColumn::Last));
     ImGui::TableSetupColumn("kind", ImGuiTableColumnFlags_WidthFixed | ImGuiTableColumnFlags_NoSort |
-                                        (data->scanned ? 0 : ImGuiTableColumnFlags_DefaultHide),
+                                        (data->scanned || data->kept_range ? 0 : ImGuiTableColumnFlags_DefaultHide),
                             110 * sc, static_cast<ImGuiID>(LeakColumn::Count_));
     ImGui::TableSetupColumn("allocation site", ImGuiTableColumnFlags_WidthStretch, 0, static_cast<ImGuiID>(LeakColumn::Site));
     ImGui::TableSetupColumn("module", ImGuiTableColumnFlags_WidthFixed, 170 * sc, static_cast<ImGuiID>(LeakColumn::Module));

@@ -122,7 +122,42 @@ expect(sum(r["bytes"] for r in h["histogram"]) == rep["total_allocated_bytes"], 
 expect(all(r["min_size"] <= r["max_size"] for r in h["histogram"]), "histogram classes")
 text = run([cli, "report", "--histogram", "t.mtide"]).stdout
 expect(text.startswith("heap allocations by size") and "#" in text, f"histogram text:\n{text}")
-expect(run([cli, "report", "--histogram", "--from", "1ms", "t.mtide"]).returncode == 2, "--histogram with a window")
+# A window's histogram counts what the report's window counts (allocations made in it): a
+# program that allocates, sleeps past the recorder's clock tick, and allocates again.
+with open(os.path.join(tmp, "phases.c"), "w") as f:
+    f.write("""#include <stdlib.h>
+#include <unistd.h>
+int main() { void* volatile p; for (int i = 0; i < 3; ++i) p = malloc(100);
+  usleep(100000); for (int i = 0; i < 5; ++i) p = malloc(5000); (void)p; return 0; }
+""")
+subprocess.run(["gcc", "-O0", os.path.join(tmp, "phases.c"), "-o", os.path.join(tmp, "phases")], check=True)
+expect(run([memtide, "run", "-q", "-o", "p.mtide", "--", "./phases"]).returncode == 0, "phases recorded")
+def made_in(*window):
+    return json.loads(run([cli, "report", "--json", *window, "p.mtide"]).stdout)["total_allocations"]
+def histogram_of(*window):
+    return json.loads(run([cli, "report", "--histogram", "--json", *window, "p.mtide"]).stdout)
+all_made = made_in()
+# The first allocation's time (bisected): the first phase's blocks are made by then, not the second's.
+lo_t, hi_t = 0, json.loads(run([cli, "info", "--json", "p.mtide"]).stdout)["duration_ns"]
+for _ in range(40):
+    mid = (lo_t + hi_t) // 2
+    if made_in("--to", f"{mid}ns") == 0:
+        lo_t = mid
+    else:
+        hi_t = mid
+# (Before the first allocation: none, measured from the process's start as the report does.)
+for window in (["--to", f"{hi_t}ns"], ["--from", f"{hi_t + 1}ns"], ["--to", f"{hi_t // 2}ns"]):
+    made = made_in(*window)
+    expect(0 < made < all_made or window[1] == f"{hi_t // 2}ns", f"the window {window} holds a part: {made} of {all_made}")
+    h = histogram_of(*window)
+    expect(sum(r["allocations"] for r in h["histogram"]) == made, f"windowed histogram counts {window}")
+    expect(sum(r["bytes"] for r in h["histogram"]) == json.loads(run([cli, "report", "--json", *window, "p.mtide"]).stdout)["total_allocated_bytes"],
+           f"windowed histogram bytes {window}")
+h = histogram_of("--from", "1ns", "--to", f"{hi_t}ns")
+expect(h["window"]["from_ns"] == 1 and h["window"]["to_ns"] == hi_t, f"histogram window: {h.get('window')}")
+text = run([cli, "report", "--histogram", "--from", "1ns", "p.mtide"]).stdout
+expect("made in [" in text and ", end]" in text, f"windowed histogram text:\n{text[:200]}")
+expect(run([cli, "report", "--histogram", "--at", "1ms", "t.mtide"]).returncode == 2, "--histogram with --at")
 
 # memtide help CMD
 r = run([memtide, "help", "check"])

@@ -271,6 +271,44 @@ TEST(Checkpoints, TheCommandsAgreeOnAWindow) {
   EXPECT_EQ(folded_sum(run_out(cli + "flamegraph --metric live --at 2.5s -o - --from 1.2s --to 2.5s " + trace)), leaked);
 }
 
+// The whole run's timeline drawn on opening reads the checkpoints' heads (which hold the process
+// stream's counters and marks) and the blocks after the last one, not every block: the same
+// lines and marks as a scan of every block, from a small part of the file.
+TEST(Checkpoints, TheWholeRunsTimelineIsReadFromTheHeads) {
+  const std::string trace = temp_path("timeline.mtide");
+  ASSERT_EQ(record_worker(trace, "--seconds 5 --threads 2 --rate 40000"), 0);
+  const auto heads = heads_of(trace);
+  ASSERT_GE(heads.size(), 3u);
+  for (const fmt::CheckpointHead& h : heads) EXPECT_TRUE(h.has_process) << h.seq;
+  viewer::TimelineScan quick_scan, full_scan;
+  full_scan.from_heads = false;
+  const viewer::TimelineData quick = viewer::scan_timeline(trace, 4096, &quick_scan);
+  const viewer::TimelineData full = viewer::scan_timeline(trace, 4096, &full_scan);
+  EXPECT_TRUE(quick_scan.used_heads);
+  EXPECT_FALSE(full_scan.used_heads);
+  EXPECT_GT(quick.rss.size(), 50u);
+  ASSERT_EQ(quick.rss.size(), full.rss.size());
+  for (std::size_t i = 0; i < quick.rss.size(); ++i) {
+    EXPECT_EQ(quick.rss[i].time, full.rss[i].time) << i;
+    EXPECT_EQ(quick.rss[i].min, full.rss[i].min) << i;
+    EXPECT_EQ(quick.rss[i].max, full.rss[i].max) << i;
+    EXPECT_EQ(quick.rss[i].last, full.rss[i].last) << i;
+  }
+  EXPECT_EQ(quick.peak_rss, full.peak_rss);
+  EXPECT_EQ(quick.duration, full.duration);
+  ASSERT_EQ(quick.markers.size(), full.markers.size());
+  for (std::size_t i = 0; i < quick.markers.size(); ++i) {
+    EXPECT_EQ(quick.markers[i].time, full.markers[i].time) << i;
+    EXPECT_EQ(quick.markers[i].label, full.markers[i].label) << i;
+  }
+  EXPECT_EQ(quick.heap.size(), heads.size());
+  // Only what follows the last head's replay_from is read block by block (about a second of
+  // the five), besides the heads and the first block.
+  struct stat st {};
+  ASSERT_EQ(stat(trace.c_str(), &st), 0);
+  EXPECT_LT(quick_scan.bytes_read, full_scan.bytes_read / 2) << st.st_size;
+}
+
 // The viewer's selection is the same replay: from the checkpoint before it up to its end, with
 // the figures of the CLI's window; and the timeline read without a replay has a heap point per
 // checkpoint, at its live bytes.
