@@ -1,411 +1,390 @@
 // LiveMap: the set of live blocks keyed by address, the one structure of the replay whose size
-// follows the program's live set. Open addressing with linear probing and backward-shift
-// deletion (no tombstones, so a long run of malloc/free churn does not degrade it). Slots are
-// 32 bytes. Up to 4M slots (128 MiB) the table is kept at most 1/8 full; larger tables (live
-// sets of more than 512K blocks) fill up to 3/4 (43 to 85 bytes per live block).
+// follows the program's live set. Blocks are kept by page (4 KiB of address): a directory maps
+// each page that holds live blocks to its record, and the record holds that page's blocks by
+// their 16-byte granule. A replay that sweeps a large live set in address order (frees of the
+// oldest blocks, each address handed back to the next allocation) then reads each record many
+// times in a row and the records one after another; a table hashed by address (or by 128 bytes
+// of it) cost a cache miss every few events once it outgrew the caches (256-512 MiB at 10 M
+// blocks), and the replay's time per event grew 2-3x from 10 K to 10 M live blocks.
 //
-// A block's home slot: each 128 bytes of the address space (8 possible 16-byte blocks) map to 8
-// neighbouring slots, placed by a multiplicative (Fibonacci) hash of the address / 128 (the
-// product's top bits). Allocators hand out neighbouring addresses one after another, densely
-// packed (jemalloc's and mimalloc's 16-byte classes fill whole pages), and linear probing with
-// a hash that keeps long runs of neighbours together lets them merge into clusters whose length
-// grows with the live set, so that every insert walks one: the replay became quadratic. Runs of
-// 8 slots scattered by the Fibonacci hash stay short at any load this table reaches (mean
-// probes per lookup under 4 at 3/4 full, as a uniform hash's 2.5, for every allocator's layout
-// the tests try, LiveMap.ShortProbesFor*),
-// while a block's neighbours still share its cache lines: a replay that sweeps a large live set
-// in address order (frees of the oldest blocks) takes 35-50% less time than with every address
-// hashed on its own (bench/README.md, "Reader scaling"). The replay also prefetches each event's
-// home slot ahead, which hides most of the remaining misses.
+// A record is sparse or dense. Sparse: a granule byte and a value per block, unordered (an
+// erase moves the last block into the hole); a lookup compares the granules 16 at a time.
+// Its room grows 1, 2, 4 ... 64, 96 and halves when 1/4 full. Past 96 blocks the page is
+// dense: a bitmap and a value for each of its 256 granules (or, when its blocks were all at an
+// odd or all at an even granule, as glibc's 32-byte chunks are, for each of those 128), indexed
+// directly (6 or 3 KiB, from DenseArena: live_arena.h); below 48 blocks it is sparse again. So
+// a lookup's work in its page is bounded (6 loads of granules at most) whatever the layout, and
+// a block costs 24-26 bytes in a full page, and 48 (plus a directory slot) alone on its page.
 //
-// Growing a large table (1M slots or more) is incremental: the new table takes every insert, and
-// each insert while the old one drains moves the next kDrainStep of its slots over; lookups and
-// erases that miss the new table look in the old one, whose erased or moved slots are marked
-// (kMoved) rather than shifted. The new table itself is made ahead, on a thread of its own, once
-// the old one is 3/4 of the way to its doubling: zeroing its hundreds of MiB of pages as the
-// draining first touched them stalled the replay for 1.0 s at 6 M live blocks and 2.0 s at
-// 12 M (a viewer following a recording, 2.6 and 4.4 s), and a doubling now costs the replay
-// a few slots per event.
+// The directory is a HashLiveMap (live_hash.h) of page numbers: open addressing, 16-byte slots,
+// growing incrementally with its next table made on a thread of its own, so that no growth
+// step stalls a viewer following a live trace (the records never move as it grows). Its slots
+// are placed 8 consecutive pages to a group. The pages of the last lookups are remembered (16,
+// by page number): a sweep, or frees on one page and allocations on another, mostly skip it.
 //
-// The address 0 is the empty-slot marker and 1 the moved-slot marker; (hostile) blocks at those
-// addresses live in side slots.
+// Addresses that are not multiples of 16 (none from the allocators this replays; hostile traces)
+// are kept in a HashLiveMap of their own, with the addresses 0 and 1.
 #pragma once
 
-#include <sys/mman.h>
+#include <emmintrin.h>
 
 #include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <future>
-#include <memory>
 #include <new>
-#include <system_error>
 #include <type_traits>
 #include <utility>
+
+#include "analysis/live_arena.h"
+#include "analysis/live_hash.h"
 
 namespace memtide::analysis {
 
 template <class V>
 class LiveMap {
   static_assert(std::is_trivially_copyable_v<V> && std::is_trivially_destructible_v<V>,
-                "slots are moved bytewise and large tables start as zero pages");
+                "blocks are moved bytewise between records");
 
  public:
-  struct Slot {
-    uint64_t key;
-    V value;
-  };
+  // Directories (and the table of other addresses) of `incremental_slots` slots or more grow
+  // incrementally (live_hash.h).
+  explicit LiveMap(std::size_t incremental_slots = std::size_t{1} << 20)
+      : dir_(incremental_slots), odd_(incremental_slots) {}
+  LiveMap(const LiveMap&) = delete;
+  LiveMap& operator=(const LiveMap&) = delete;
+  ~LiveMap() { free_pages(); }
 
-  // Tables of `incremental_slots` slots or more grow incrementally (the top of the file).
-  explicit LiveMap(std::size_t incremental_slots = kIncrementalSlots) : incremental_slots_(incremental_slots) {
-    rehash(1024);
-  }
-
-  std::size_t size() const { return size_ + old_left_ + (side_used_[0] ? 1 : 0) + (side_used_[1] ? 1 : 0); }
-  std::size_t capacity() const { return mask_ + 1; }
-  std::size_t memory_bytes() const { return (capacity() + (old_ ? old_mask_ + 1 : 0)) * sizeof(Slot); }
-  bool draining() const { return static_cast<bool>(old_); }
+  std::size_t size() const { return size_ + odd_.size(); }
+  std::size_t pages() const { return dir_.size(); }
+  // The directory's slots, the table's of other addresses, the sparse records' (as malloc's
+  // chunks) and the dense records' arena.
+  std::size_t memory_bytes() const { return dir_.memory_bytes() + odd_.memory_bytes() + page_bytes_ + dense_.bytes(); }
+  bool draining() const { return dir_.draining() || odd_.draining(); }
 
   // Inserts or finds `key`. Returns the value and whether it was inserted (false: it existed);
   // the value of an inserted key is for the caller to write.
   [[gnu::always_inline]] std::pair<V*, bool> insert(uint64_t key) {
-    if (key <= kMoved) [[unlikely]] return side_insert(key);
-    if (size_ + 1 > ahead_load_ || old_) [[unlikely]] return insert_slow(key);
-    return insert_new(key);
+    if (key & 15) [[unlikely]] return odd_.insert(key);
+    const unsigned g = granule(key);
+    Page* p = page_of(key >> 12);
+    if (p && p->cap == kDense && in_stride(p, g)) [[likely]] {
+      const unsigned i = g >> stride(p);
+      V* v = &dense_values(p)[i];
+      uint64_t& w = dense_bits(p)[i >> 6];
+      const uint64_t bit = uint64_t{1} << (i & 63);
+      if (w & bit) return {v, false};
+      w |= bit;
+      ++p->count;
+      ++size_;
+      return {v, true};
+    }
+    return insert_sparse(key, p);
   }
 
   V* find(uint64_t key) {
-    if (key <= kMoved) [[unlikely]] return side_used_[key] ? &side_[key] : nullptr;
-    for (std::size_t i = index(key);; i = (i + 1) & mask_) {
-      Slot& s = slots_[i];
-      if (s.key == key) return &s.value;
-      if (s.key == 0) break;
-    }
-    if (old_) [[unlikely]] {
-      if (Slot* o = old_find(key)) return &o->value;
-    }
-    return nullptr;
+    if (key & 15) [[unlikely]] return odd_.find(key);
+    Page* p = page_of(key >> 12);
+    return p ? find_in(p, granule(key)) : nullptr;
   }
 
   // Removes `key` and stores its value in `out`. False when absent.
   [[gnu::always_inline]] bool erase(uint64_t key, V& out) {
-    if (key <= kMoved) [[unlikely]] {
-      if (!side_used_[key]) return false;
-      out = side_[key];
-      side_used_[key] = false;
+    if (key & 15) [[unlikely]] return odd_.erase(key, out);
+    const unsigned g = granule(key);
+    Page* p = page_of(key >> 12);
+    if (!p) return false;
+    if (p->cap == kDense) [[likely]] {
+      if (!in_stride(p, g)) return false;
+      const unsigned i = g >> stride(p);
+      uint64_t& w = dense_bits(p)[i >> 6];
+      const uint64_t bit = uint64_t{1} << (i & 63);
+      if (!(w & bit)) return false;
+      out = dense_values(p)[i];
+      w &= ~bit;
+      --size_;
+      if (--p->count < kSparseBelow) [[unlikely]] to_sparse(key >> 12, p);
       return true;
     }
-    std::size_t i = index(key);
-    for (;; i = (i + 1) & mask_) {
-      if (slots_[i].key == key) break;
-      if (slots_[i].key == 0) return old_ ? old_erase(key, out) : false;
-    }
-    out = slots_[i].value;
-    // Backward shift: pull later members of the probe run into the hole.
-    std::size_t hole = i;
-    for (std::size_t j = (i + 1) & mask_; slots_[j].key != 0; j = (j + 1) & mask_) {
-      const std::size_t home = index(slots_[j].key);
-      // Move j into the hole when its home is not in (hole, j] (cyclically).
-      const bool between = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
-      if (!between) {
-        slots_[hole] = slots_[j];
-        hole = j;
-      }
-    }
-    slots_[hole].key = 0;
-    --size_;
-    return true;
+    return erase_sparse(key, p, out);
   }
 
-  // Asks for the cache line of `key`'s home slot (a lookup of it soon).
-  [[gnu::always_inline]] void prefetch(uint64_t key) const { __builtin_prefetch(&slots_[index(key)]); }
+  // Asks for the cache lines of `key`'s page: its directory slot, or, when it is the page of
+  // the last lookup, its block.
+  [[gnu::always_inline]] void prefetch(uint64_t key) const {
+    const Recent& r = recent_[(key >> 12) % kRecent];
+    if (r.page == key >> 12 && r.rec && r.rec->cap == kDense)
+      __builtin_prefetch(&dense_values(r.rec)[granule(key) >> stride(r.rec)]);
+    else dir_.prefetch(dir_key(key >> 12));
+  }
 
   template <class F>
   void for_each(F&& f) const {
-    for (uint64_t k = 0; k <= kMoved; ++k)
-      if (side_used_[k]) f(k, side_[k]);
-    for (std::size_t i = 0; i <= mask_; ++i)
-      if (slots_[i].key != 0) f(slots_[i].key, slots_[i].value);
-    if (old_)
-      for (std::size_t i = 0; i <= old_mask_; ++i)
-        if (old_[i].key > kMoved) f(old_[i].key, old_[i].value);
+    odd_.for_each(f);
+    dir_.for_each([&](uint64_t dk, Page* const& p) {
+      const uint64_t base = ((dk >> 4) - 1) << 12;
+      for_each_in(p, [&](unsigned g, const V& v) { f(base + (uint64_t{g} << 4), v); });
+    });
   }
 
-  // How far the live keys sit from their home slots: the mean number of slots a lookup of a
-  // present key reads (1 = every key in its home slot), and the longest run of occupied slots.
-  // Both follow from the table alone; the tests bound them for allocators' address patterns.
+  // The work of a lookup, from the structure alone (the tests bound it for allocators' address
+  // patterns): the directory's mean probes per page and longest run of occupied slots
+  // (live_hash.h), and the mean number of loads a lookup of a live block makes in its page (1
+  // in a dense page; in a sparse one, the 16-granule compares up to its own), with the most.
   struct ProbeStats {
     double mean_probes = 0;
     std::size_t longest_run = 0;
+    double mean_scan = 0;
+    std::size_t longest_scan = 0;
   };
   ProbeStats probe_stats() const {
-    ProbeStats st;
-    std::size_t probes = 0, run = 0, first_run = 0;
-    bool wrapped_run = true;  // the run that starts at slot 0 may continue from the table's end
-    for (std::size_t i = 0; i <= mask_; ++i) {
-      const uint64_t k = slots_[i].key;
-      if (k == 0) {
-        if (wrapped_run) first_run = run, wrapped_run = false;
-        run = 0;
-        continue;
-      }
-      probes += ((i - index(k)) & mask_) + 1;
-      st.longest_run = std::max(st.longest_run, ++run);
-    }
-    if (!wrapped_run) st.longest_run = std::max(st.longest_run, run + first_run);
-    if (size_) st.mean_probes = static_cast<double>(probes) / static_cast<double>(size_);
+    const auto d = dir_.probe_stats();
+    ProbeStats st{d.mean_probes, d.longest_run, 0, 0};
+    std::size_t scanned = 0;
+    if (size_) st.longest_scan = 1;
+    dir_.for_each([&](uint64_t, Page* const& p) {
+      const std::size_t n = p->count;
+      if (p->cap == kDense) return void(scanned += n);
+      for (std::size_t i = 0; i < n; ++i) scanned += i / 16 + 1;
+      st.longest_scan = std::max(st.longest_scan, (n + 15) / 16);
+    });
+    if (size_) st.mean_scan = static_cast<double>(scanned) / static_cast<double>(size_);
     return st;
   }
 
   void clear() {
-    slots_.release();  // (rehash then has no old slots to carry over)
-    old_.release();
-    size_ = old_left_ = 0;
-    side_used_[0] = side_used_[1] = false;
-    rehash(1024);
+    free_pages();
+    dir_.clear();
+    odd_.clear();
+    size_ = page_bytes_ = 0;
   }
 
  private:
-  // The empty-slot and moved-slot markers (keys up to kMoved live in side slots).
-  static constexpr uint64_t kMoved = 1;
+  // A page's record: a header, then (sparse) `cap` granules rounded up to a whole number of
+  // 16-byte loads past the header's 4 and `cap` values, or (dense) the bitmap and a value for
+  // each granule of its stride: every granule, or (stride 1) every other one, of the phase its
+  // blocks had when it became dense (glibc's chunks are 32 bytes apart: half the record).
+  struct Page {
+    uint16_t count;  // live blocks
+    uint16_t cap;    // sparse: room for blocks; kDense
+    uint8_t first_granules[4];  // dense: the stride (0 or 1) and the phase
+  };
+  static constexpr uint16_t kDense = 0xffff;
+  static constexpr unsigned kMaxSparse = 96;    // more blocks make the page dense
+  static constexpr unsigned kSparseBelow = 48;  // fewer make a dense page sparse again
 
-  static std::size_t index_in(uint64_t key, std::size_t mask, unsigned shift) {
-    // 128-byte groups of addresses, 8 slots each, placed by Fibonacci hashing (see the top of
-    // the file).
-    return static_cast<std::size_t>(((key >> 7) * 0x9E3779B97F4A7C15ull >> shift) + ((key >> 4) & 7)) & mask;
+  static unsigned granule(uint64_t key) { return static_cast<unsigned>(key >> 4) & 255; }
+  // Consecutive pages are consecutive multiples of 16 (8 to a group of directory slots);
+  // never 0 or 1.
+  static uint64_t dir_key(uint64_t page) { return (page + 1) << 4; }
+
+  static std::size_t granule_bytes(unsigned cap) { return cap <= 4 ? 4 : (cap + 15) / 16 * 16; }
+  static std::size_t values_offset(unsigned cap) { return (4 + granule_bytes(cap) + alignof(V) - 1) / alignof(V) * alignof(V); }
+  static std::size_t sparse_bytes(unsigned cap) { return values_offset(cap) + cap * sizeof(V); }
+  static constexpr std::size_t kBitsOffset = 8;
+  static constexpr std::size_t kDenseValues = (kBitsOffset + 32 + alignof(V) - 1) / alignof(V) * alignof(V);
+  // What malloc takes for `n` bytes (glibc: 8 bytes of header, 16-byte chunks).
+  static std::size_t chunk(std::size_t n) { return std::max<std::size_t>(32, (n + 8 + 15) / 16 * 16); }
+
+  static uint8_t* granules(Page* p) { return p->first_granules; }
+  static V* sparse_values(Page* p) { return reinterpret_cast<V*>(reinterpret_cast<char*>(p) + values_offset(p->cap)); }
+  static uint64_t* dense_bits(Page* p) { return reinterpret_cast<uint64_t*>(reinterpret_cast<char*>(p) + kBitsOffset); }
+  static V* dense_values(Page* p) { return reinterpret_cast<V*>(reinterpret_cast<char*>(p) + kDenseValues); }
+  static const uint64_t* dense_bits(const Page* p) { return dense_bits(const_cast<Page*>(p)); }
+  static const V* dense_values(const Page* p) { return dense_values(const_cast<Page*>(p)); }
+  static unsigned stride(const Page* p) { return p->first_granules[0]; }
+  static bool in_stride(const Page* p, unsigned g) { return ((g ^ p->first_granules[1]) & stride(p)) == 0; }
+  static unsigned granule_at(const Page* p, unsigned i) { return i << stride(p) | p->first_granules[1]; }
+  static std::size_t dense_bytes(unsigned stride) { return kDenseValues + (256u >> stride) * sizeof(V); }
+
+  // The index of granule `g` among a sparse page's blocks, or -1.
+  static int scan(const Page* p, unsigned g) {
+    const uint8_t* gs = p->first_granules;
+    const __m128i needle = _mm_set1_epi8(static_cast<char>(g));
+    for (unsigned i = 0; i < p->count; i += 16) {
+      unsigned m = static_cast<unsigned>(
+          _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(gs + i)), needle)));
+      if (p->count - i < 16) m &= (1u << (p->count - i)) - 1;
+      if (m) return static_cast<int>(i + static_cast<unsigned>(std::countr_zero(m)));
+    }
+    return -1;
   }
-  std::size_t index(uint64_t key) const { return index_in(key, mask_, shift_); }
 
-  std::pair<V*, bool> side_insert(uint64_t key) {
-    const bool fresh = !side_used_[key];
-    side_used_[key] = true;
-    if (fresh) side_[key] = V{};
-    return {&side_[key], fresh};
+  Page* page_of(uint64_t page) {
+    Recent& r = recent_[page % kRecent];
+    if (r.page == page) [[likely]] return r.rec;
+    Page* const* d = dir_.find(dir_key(page));
+    r.page = page;
+    return r.rec = d ? *d : nullptr;
   }
 
-  // Inserts into the new table, which has room.
-  [[gnu::always_inline]] std::pair<V*, bool> insert_new(uint64_t key) {
-    for (std::size_t i = index(key);; i = (i + 1) & mask_) {
-      Slot& s = slots_[i];
-      if (s.key == key) return {&s.value, false};
-      if (s.key == 0) {
-        s.key = key;
-        ++size_;
-        return {&s.value, true};
+  V* find_in(Page* p, unsigned g) {
+    if (p->cap == kDense) {
+      if (!in_stride(p, g)) return nullptr;
+      const unsigned i = g >> stride(p);
+      return dense_bits(p)[i >> 6] >> (i & 63) & 1 ? &dense_values(p)[i] : nullptr;
+    }
+    const int i = scan(p, g);
+    return i < 0 ? nullptr : &sparse_values(p)[i];
+  }
+
+  Page* allocate(std::size_t bytes) {
+    page_bytes_ += chunk(bytes);
+    return static_cast<Page*>(::operator new(bytes));
+  }
+  Page* allocate_dense(unsigned stride) { return static_cast<Page*>(dense_.allocate(stride, dense_bytes(stride))); }
+  void deallocate(Page* p) {
+    if (p->cap == kDense) return dense_.deallocate(stride(p), p);
+    page_bytes_ -= chunk(sparse_bytes(p->cap));
+    ::operator delete(p);
+  }
+  // `page`'s record is now `p` (made or moved).
+  void repoint(uint64_t page, Page* p) {
+    *dir_.find(dir_key(page)) = p;
+    recent_[page % kRecent] = {page, p};
+  }
+
+  // A sparse record with room for `cap` blocks, holding the `n` of `gs` and `vs`.
+  Page* make_sparse(unsigned cap, const uint8_t* gs, const V* vs, unsigned n) {
+    Page* p = allocate(sparse_bytes(cap));
+    p->count = static_cast<uint16_t>(n);
+    p->cap = static_cast<uint16_t>(cap);
+    if (n) {
+      std::memcpy(granules(p), gs, n);
+      std::memcpy(static_cast<void*>(sparse_values(p)), vs, n * sizeof(V));
+    }
+    return p;
+  }
+
+  // An insert into a sparse page, or a page without a record (`p` null).
+  [[gnu::noinline]] std::pair<V*, bool> insert_sparse(uint64_t key, Page* p) {
+    const uint64_t page = key >> 12;
+    const unsigned g = granule(key);
+    if (p && p->cap == kDense) {  // a granule out of the page's stride
+      to_dense(page, p);
+      return insert(key);
+    }
+    if (!p) {
+      p = make_sparse(1, nullptr, nullptr, 0);
+      *dir_.insert(dir_key(page)).first = p;
+      recent_[page % kRecent] = {page, p};
+    } else {
+      const int i = scan(p, g);
+      if (i >= 0) return {&sparse_values(p)[i], false};
+      if (p->count == p->cap) {
+        if (p->cap == kMaxSparse) {
+          to_dense(page, p);
+          return insert(key);
+        }
+        Page* q = make_sparse(std::min(p->cap * 2u, kMaxSparse), granules(p), sparse_values(p), p->count);
+        deallocate(p);
+        repoint(page, q);
+        p = q;
       }
     }
+    const unsigned i = p->count++;
+    granules(p)[i] = static_cast<uint8_t>(g);
+    ++size_;
+    return {&sparse_values(p)[i], true};
   }
 
-  // An insert that grows the table or meets one draining: moves the next slots of the old table
-  // over, then a key still in the old table moves to the new one (found, not inserted).
-  [[gnu::noinline]] std::pair<V*, bool> insert_slow(uint64_t key) {
-    if (!old_) {
-      if (size_ + 1 <= max_load_) {  // past ahead_load_ only
-        make_next_ahead();
-        return insert_new(key);
-      }
-      grow();
-      if (!old_) return insert_new(key);
+  bool erase_sparse(uint64_t key, Page* p, V& out) {
+    const int i = scan(p, granule(key));
+    if (i < 0) return false;
+    V* vs = sparse_values(p);
+    out = vs[i];
+    const unsigned last = --p->count;
+    granules(p)[i] = granules(p)[last];
+    vs[i] = vs[last];
+    --size_;
+    const uint64_t page = key >> 12;
+    if (last == 0) {
+      deallocate(p);
+      Page* gone = nullptr;
+      dir_.erase(dir_key(page), gone);
+      recent_[page % kRecent] = {page, nullptr};
+    } else if (p->cap > 1 && last * 4 <= p->cap) {
+      Page* q = make_sparse(p->cap / 2u, granules(p), vs, last);
+      deallocate(p);
+      repoint(page, q);
     }
-    drain(kDrainStep);
-    if (old_) {
-      if (Slot* o = old_find(key)) {
-        const V v = o->value;
-        o->key = kMoved;
-        --old_left_;
-        auto r = insert_new(key);
-        *r.first = v;
-        release_drained();
-        return {r.first, false};
-      }
-    }
-    if (size_ + old_left_ + 1 > max_load_) {
-      drain(SIZE_MAX);
-      grow();
-      if (old_) return insert_slow(key);
-    }
-    return insert_new(key);
-  }
-
-  Slot* old_find(uint64_t key) const {
-    for (std::size_t i = index_in(key, old_mask_, old_shift_);; i = (i + 1) & old_mask_) {
-      Slot& s = old_[i];
-      if (s.key == key) return &s;
-      if (s.key == 0) return nullptr;
-    }
-  }
-
-  bool old_erase(uint64_t key, V& out) {
-    Slot* o = old_find(key);
-    if (!o) return false;
-    out = o->value;
-    o->key = kMoved;  // (not shifted: slots before the drain position would be passed over)
-    --old_left_;
-    release_drained();
     return true;
   }
 
-  // Moves up to `n` slots of the old table into the new one.
-  void drain(std::size_t n) {
-    const std::size_t old_cap = old_mask_ + 1;
-    const std::size_t end = n >= old_cap - old_pos_ ? old_cap : old_pos_ + n;
-    for (; old_pos_ < end && old_left_; ++old_pos_) {
-      Slot& o = old_[old_pos_];
-      if (o.key <= kMoved) continue;
-      std::size_t j = index(o.key);
-      while (slots_[j].key != 0) j = (j + 1) & mask_;
-      slots_[j] = o;
-      o.key = kMoved;
-      ++size_;
-      --old_left_;
+  // Makes `p`'s blocks a dense record: of stride 1 when they share a phase (a sparse page), else
+  // of every granule.
+  void to_dense(uint64_t page, Page* p) {
+    unsigned phase = 0, mixed = 0;
+    if (p->cap != kDense) {
+      phase = granules(p)[0] & 1;
+      for (unsigned i = 0; i < p->count; ++i) mixed |= (granules(p)[i] ^ phase) & 1;
     }
-    release_drained();
+    const unsigned s = p->cap == kDense || mixed ? 0 : 1;
+    Page* q = allocate_dense(s);
+    q->count = p->count;
+    q->cap = kDense;
+    q->first_granules[0] = static_cast<uint8_t>(s);
+    q->first_granules[1] = static_cast<uint8_t>(s ? phase : 0);
+    uint64_t* bits = dense_bits(q);
+    bits[0] = bits[1] = bits[2] = bits[3] = 0;
+    for_each_in(p, [&](unsigned g, const V& v) {
+      const unsigned i = g >> s;
+      bits[i >> 6] |= uint64_t{1} << (i & 63);
+      dense_values(q)[i] = v;
+    });
+    deallocate(p);
+    repoint(page, q);
   }
 
-  void release_drained() {
-    if (old_ && old_left_ == 0) {
-      old_.release();
-      old_pos_ = 0;
-    }
+  void to_sparse(uint64_t page, Page* p) {
+    Page* q = make_sparse(kMaxSparse, nullptr, nullptr, 0);
+    for_each_in(p, [&](unsigned g, const V& v) {
+      granules(q)[q->count] = static_cast<uint8_t>(g);
+      sparse_values(q)[q->count++] = v;
+    });
+    deallocate(p);
+    repoint(page, q);
   }
 
-  // Doubles the table: at once while it is small, else incrementally (the top of the file),
-  // into the table made ahead when there is one.
-  void grow() {
-    const std::size_t cap = capacity() * 2;
-    if (capacity() < incremental_slots_) {
-      rehash(cap);
+  // f(granule, value) for each block of `p`.
+  template <class F>
+  static void for_each_in(const Page* p, F&& f) {
+    if (p->cap != kDense) {
+      for (unsigned i = 0; i < p->count; ++i) f(p->first_granules[i], sparse_values(const_cast<Page*>(p))[i]);
       return;
     }
-    Table next;
-    if (next_.valid()) {
-      next = next_.get();
-      if (next_cap_ != cap) next.release();
-    }
-    old_ = std::move(slots_);
-    old_mask_ = mask_;
-    old_shift_ = shift_;
-    old_left_ = size_;
-    old_pos_ = 0;
-    size_ = 0;
-    slots_ = next ? std::move(next) : Table::make(cap);
-    set_capacity(cap);
-  }
-
-  // Once a large table is 3/4 of the way to its next doubling, its successor is made (mapped
-  // and its pages written) on a thread of its own: zeroing a table of hundreds of MiB on the
-  // replay's thread, as the draining first touches each page, stalled the replay for a second
-  // or more at each doubling.
-  void make_next_ahead() {
-    if (next_.valid() || capacity() < incremental_slots_) return;
-    next_cap_ = capacity() * 2;
-    try {
-      next_ = std::async(std::launch::async, [cap = next_cap_] { return Table::make(cap, /*touch=*/true); });
-    } catch (const std::system_error&) {
-      // No thread to be had: grow() makes the table itself when it is needed.
-    }
-  }
-
-  void set_capacity(std::size_t cap) {
-    mask_ = cap - 1;
-    shift_ = 64 - static_cast<unsigned>(std::countr_zero(cap));
-    max_load_ = cap <= kSparseSlots ? cap / 8 : cap / 4 * 3;
-    // (the successor of a large table is made from here on: make_next_ahead)
-    ahead_load_ = cap < incremental_slots_ ? max_load_ : max_load_ / 4 * 3;
-  }
-
-  // The slot array. Tables of 2 MiB or more are mapped on their own, zeroed by the kernel and
-  // in huge pages where the system allows them (madvise): a lookup in a table of millions of
-  // slots otherwise misses the TLB as well as the cache (a report of python3 on malloc, 1.0 M
-  // live blocks in a 256 MiB table: see bench/README.md).
-  struct Table {
-    Slot* slots = nullptr;
-    std::size_t bytes = 0;  // mapped bytes; 0: allocated with new[]
-    Table() = default;
-    Table(const Table&) = delete;
-    Table& operator=(const Table&) = delete;
-    Table(Table&& o) noexcept : slots(std::exchange(o.slots, nullptr)), bytes(std::exchange(o.bytes, 0)) {}
-    Table& operator=(Table&& o) noexcept {
-      if (this != &o) {
-        release();
-        slots = std::exchange(o.slots, nullptr);
-        bytes = std::exchange(o.bytes, 0);
+    for (unsigned w = 0; w < 4; ++w)
+      for (uint64_t m = dense_bits(p)[w]; m; m &= m - 1) {
+        const unsigned i = w * 64 + static_cast<unsigned>(std::countr_zero(m));
+        f(granule_at(p, i), dense_values(p)[i]);
       }
-      return *this;
-    }
-    ~Table() { release(); }
-    void release() {
-      if (bytes) munmap(slots, bytes);
-      else delete[] slots;
-      slots = nullptr;
-      bytes = 0;
-    }
-    // `touch`: writes every page now (the kernel zeroes each as it is first written), so that
-    // the thread that makes the table pays for that rather than the one that fills it.
-    static Table make(std::size_t cap, bool touch = false) {
-      Table t;
-      const std::size_t bytes = cap * sizeof(Slot);
-      if (bytes >= kHugePage) {
-        void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED) throw std::bad_alloc();
-        madvise(p, bytes, MADV_HUGEPAGE);  // (advice: refused or ignored, the table works the same)
-        if (touch)
-          for (std::size_t off = 0; off < bytes; off += 4096) static_cast<volatile char*>(p)[off] = 0;
-        t.slots = static_cast<Slot*>(p);
-        t.bytes = bytes;
-        return t;
-      }
-      t.slots = new Slot[cap];
-      for (std::size_t i = 0; i < cap; ++i) t.slots[i].key = 0;
-      return t;
-    }
-    Slot& operator[](std::size_t i) const { return slots[i]; }
-    explicit operator bool() const { return slots != nullptr; }
+  }
+
+  void free_pages() {
+    dir_.for_each([&](uint64_t, Page* const& p) {
+      if (p->cap != kDense) ::operator delete(p);
+    });
+    dense_.clear();
+    for (Recent& r : recent_) r = {};
+  }
+
+  static constexpr uint64_t kNoPage = ~uint64_t{0};
+
+  HashLiveMap<Page*> dir_;
+  HashLiveMap<V> odd_;  // addresses that are not multiples of 16
+  std::size_t size_ = 0;  // blocks in pages
+  std::size_t page_bytes_ = 0;  // sparse records'
+  DenseArena dense_;
+  struct Recent {
+    uint64_t page = kNoPage;
+    Page* rec = nullptr;
   };
-  static constexpr std::size_t kHugePage = std::size_t{2} << 20;
-
-  void rehash(std::size_t cap) {
-    Table old = std::move(slots_);
-    const std::size_t old_cap = old ? mask_ + 1 : 0;
-    slots_ = Table::make(cap);
-    set_capacity(cap);
-    size_ = 0;
-    for (std::size_t i = 0; i < old_cap; ++i) {
-      if (old[i].key <= kMoved) continue;
-      std::size_t j = index(old[i].key);
-      while (slots_[j].key != 0) j = (j + 1) & mask_;
-      slots_[j] = old[i];
-      ++size_;
-    }
-  }
-
-  // Up to this many slots (128 MiB of 32-byte slots) the table is kept at most 1/8 full,
-  // beyond it at most 3/4 full, so that a live set of millions of blocks costs less memory.
-  static constexpr std::size_t kSparseSlots = std::size_t{1} << 22;
-
-  // Tables of this many slots (32 MiB) or more grow incrementally; kDrainStep old slots move
-  // over at each insert while one drains (enough to finish before the new table is full: it
-  // starts at most half as full as it may grow).
-  static constexpr std::size_t kIncrementalSlots = std::size_t{1} << 20;
-  static constexpr std::size_t kDrainStep = 32;
-
-  Table slots_;
-  std::size_t max_load_ = 0, ahead_load_ = 0;
-  std::size_t mask_ = 0;
-  unsigned shift_ = 64;
-  std::size_t size_ = 0;  // keys in slots_
-  const std::size_t incremental_slots_;
-  // The table being drained (empty when none).
-  Table old_;
-  std::size_t old_mask_ = 0, old_pos_ = 0, old_left_ = 0;
-  unsigned old_shift_ = 64;
-  bool side_used_[2] = {false, false};
-  V side_[2] = {};
-  // The next table, being made ahead (make_next_ahead), and its capacity.
-  std::future<Table> next_;
-  std::size_t next_cap_ = 0;
+  // The pages of the last lookups and their records (null: none), by page number modulo
+  // kRecent: a program that frees on one page and allocates on another (mimalloc's free lists)
+  // finds both here.
+  static constexpr unsigned kRecent = 16;
+  Recent recent_[kRecent];
 };
 
 }  // namespace memtide::analysis

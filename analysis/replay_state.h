@@ -33,7 +33,8 @@ struct StackWork {
   StackMetrics m;
 };
 
-// 24 bytes (32 with its key in the LiveMap): the one structure that grows with the live set.
+// 24 bytes (about as much in the LiveMap when its page is full): the one structure that grows
+// with the live set.
 constexpr uint64_t kMaxBlockBytes = (uint64_t{1} << 56) - 1;  // larger sizes (hostile) are clamped
 struct LiveBlock {
   uint64_t bytes : 56 = 0;  // the block's size

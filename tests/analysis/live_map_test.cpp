@@ -1,8 +1,11 @@
 // LiveMap (analysis/live_map.h): the replay's set of live blocks, against std::unordered_map,
-// and the length of its probe runs on allocators' address patterns.
+// and the work of a lookup (directory probes, granules compared in a page) on allocators'
+// address patterns.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
+#include <vector>
 #include <unordered_map>
 
 #include "analysis/live_map.h"
@@ -82,6 +85,23 @@ TEST(LiveMap, AgreesWithUnorderedMapOnAllocatorLikeAddresses) {
 TEST(LiveMap, IncrementalGrowthAgreesWithUnorderedMap) {
   churn_against_unordered_map([](std::mt19937_64& rng) { return (rng() % 60000) * 16 + (rng() % 50 == 0 ? 1 : 0); },
                               400000, /*incremental_slots=*/1024);
+  // Adversarial addresses: a page each (the directory grows and drains), pages whose directory
+  // slots coincide (a multiple of the table's span apart), a few blocks to a page and pages
+  // filled past the dense threshold and emptied again, addresses that are not multiples of 16,
+  // the top of the address space, 0 and 1.
+  churn_against_unordered_map(
+      [](std::mt19937_64& rng) -> uint64_t {
+        switch (rng() % 7) {
+          case 0: return (rng() % 40000) << 12;
+          case 1: return 0x7f0000000000ull + (rng() % 64) * (uint64_t{1} << 32) + (rng() % 4) * 16;
+          case 2: return 0x550000000000ull + (rng() % 3000) * 4096 + (rng() % 3) * 1024;
+          case 3: return 0x560000000000ull + (rng() % 8) * 4096 + (rng() % 256) * 16;
+          case 4: return 0x570000000000ull + (rng() % 5000) * 8 + 8;
+          case 5: return ~uint64_t{0} - (rng() % 4096) * 16 - 15;
+          default: return rng() % 2;
+        }
+      },
+      600000, /*incremental_slots=*/1024);
   analysis::LiveMap<uint64_t> lm(1024);
   std::unordered_map<uint64_t, uint64_t> ref;
   bool drained_seen = false;
@@ -105,21 +125,22 @@ TEST(LiveMap, IncrementalGrowthAgreesWithUnorderedMap) {
   expect_same_as(lm, ref);
 }
 
-// A live set of 700K blocks: the table outgrows the sparse regime and is mapped on its own
-// (zero pages, huge pages where allowed); every block is found, erased and listed as in a map.
+// A live set of 700K blocks, one to a page: the directory outgrows the sparse regime and is
+// mapped on its own (zero pages, huge pages where allowed); every block is found, erased and
+// listed as in a map.
 TEST(LiveMap, MillionsOfSlotsInAMappedTable) {
   analysis::LiveMap<uint64_t> lm;
   std::unordered_map<uint64_t, uint64_t> ref;
   std::mt19937_64 rng(11);
   for (uint64_t i = 0; i < 700000; ++i) {
-    const uint64_t key = 0x7f0000000000ull + (i % 7) * (64ull << 20) + (i / 7) * 48 + (rng() % 2) * 16;
+    const uint64_t key = 0x7f0000000000ull + (i % 7) * (1ull << 30) + (i / 7) * 4096 + (rng() % 2) * 16;
     auto [v, fresh] = lm.insert(key);
     ASSERT_EQ(fresh, ref.count(key) == 0);
     *v = i;
     ref[key] = i;
   }
-  EXPECT_GT(lm.capacity(), std::size_t{1} << 22);
-  EXPECT_GE(lm.memory_bytes(), std::size_t{2} << 20);
+  EXPECT_EQ(lm.pages(), 700000u);
+  EXPECT_GE(lm.memory_bytes(), std::size_t{64} << 20);  // the directory: 8M slots of 16 bytes
   ASSERT_EQ(lm.size(), ref.size());
   std::size_t erased = 0;
   for (auto it = ref.begin(); it != ref.end();) {
@@ -140,10 +161,57 @@ TEST(LiveMap, MillionsOfSlotsInAMappedTable) {
   EXPECT_EQ(lm.find(0x7f0000000000ull), nullptr);
 }
 
-// Probe runs stay short on the address patterns of real allocators, whatever the live set: a
-// hash that kept neighbouring addresses in neighbouring slots let dense runs of small blocks
-// merge into clusters as long as the live set, and every insert walked one (a quadratic
-// replay). Counted from the table, not timed.
+// A page's record through every size: filled granule by granule past the dense threshold,
+// emptied in another order back to nothing, refilled; a map agrees at every step, and the
+// memory taken follows the blocks (sparse records freed as they go, dense ones reused).
+TEST(LiveMap, PagesGrowDenseAndShrinkBack) {
+  analysis::LiveMap<uint64_t> lm;
+  std::unordered_map<uint64_t, uint64_t> ref;
+  const std::size_t empty = lm.memory_bytes();
+  std::mt19937_64 rng(5);
+  for (int round = 0; round < 3; ++round) {
+    // Every other granule first (32-byte chunks: a record of half the granules), then the rest.
+    std::vector<uint64_t> order, rest;
+    for (uint64_t g = 0; g < 256; ++g) (g % 2 == round % 2 ? order : rest).push_back(0x7f0000003000ull + g * 16);
+    std::shuffle(order.begin(), order.end(), rng);
+    std::shuffle(rest.begin(), rest.end(), rng);
+    for (int half = 0; half < 2; ++half) {
+      for (uint64_t k : half ? rest : order) {
+        *lm.insert(k).first = k ^ round;
+        ref[k] = k ^ round;
+        ASSERT_EQ(*lm.find(k), k ^ round);
+        ASSERT_FALSE(lm.insert(k).second);
+      }
+      expect_same_as(lm, ref);
+      for (uint64_t k : rest)
+        if (!half) EXPECT_EQ(lm.find(k), nullptr);
+      // Dense (half, then whole): no sparse record left, and one chunk of the arena, whose freed
+      // records are made again in the next rounds.
+      EXPECT_EQ(lm.memory_bytes(), empty + analysis::DenseArena::kChunk);
+    }
+    order.insert(order.end(), rest.begin(), rest.end());
+    std::shuffle(order.begin(), order.end(), rng);
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      uint64_t out = 0;
+      ASSERT_TRUE(lm.erase(order[i], out));
+      ASSERT_EQ(out, ref[order[i]]);
+      ref.erase(order[i]);
+      ASSERT_FALSE(lm.erase(order[i], out));
+      if (i % 17 == 0) expect_same_as(lm, ref);
+    }
+    EXPECT_EQ(lm.size(), 0u);
+    EXPECT_EQ(lm.pages(), 0u);
+    EXPECT_EQ(lm.memory_bytes(), empty + analysis::DenseArena::kChunk);
+  }
+  lm.clear();
+  EXPECT_EQ(lm.memory_bytes(), empty);
+}
+
+// The work of a lookup stays bounded on the address patterns of real allocators, whatever the
+// live set: the directory's probe runs stay short (a hash that kept neighbouring pages in
+// neighbouring slots let dense runs merge into clusters as long as the live set, and every
+// insert walked one: a quadratic replay), and a lookup compares few granules in its page (a
+// page of many blocks is indexed by granule). Counted from the structure, not timed.
 template <class Address>
 void expect_short_probes(const char* allocator, Address address) {
   SCOPED_TRACE(allocator);
@@ -153,10 +221,13 @@ void expect_short_probes(const char* allocator, Address address) {
     for (uint64_t i = 0; i < n; ++i) *lm.insert(address(i)).first = i;
     ASSERT_EQ(lm.size(), n);
     const auto st = lm.probe_stats();
-    SCOPED_TRACE(testing::Message() << n << " blocks: " << st.mean_probes << " probes per lookup, longest run "
-                                    << st.longest_run << " of " << lm.capacity() << " slots");
+    SCOPED_TRACE(testing::Message() << n << " blocks in " << lm.pages() << " pages: " << st.mean_probes
+                                    << " probes per page, longest run " << st.longest_run << ", "
+                                    << st.mean_scan << " loads of 16 granules per lookup in its page, at most " << st.longest_scan);
     EXPECT_LT(st.mean_probes, 4.0);  // a uniform hash: 2.5 at the table's highest load (3/4)
     EXPECT_LT(st.longest_run, 1000u);
+    EXPECT_LT(st.mean_scan, 4.0);
+    EXPECT_LE(st.longest_scan, 6u);  // a sparse page's most: 96 granules
   }
 }
 
@@ -192,6 +263,12 @@ TEST(LiveMap, ShortProbesForPageSizedBlocks) {
   // Large blocks a page or a MiB apart: the addresses' low bits are all zero.
   expect_short_probes("pages", [](uint64_t i) { return 0x7f1000000000ull + i * 4096; });
   expect_short_probes("MiBs", [](uint64_t i) { return 0x100000000000ull + i * (1ull << 20); });
+}
+
+TEST(LiveMap, ShortProbesForMediumBlocks) {
+  // glibc's 48- and 96-byte chunks: 85 and 42 blocks to a page, sparse pages that stay sparse.
+  expect_short_probes("48", [](uint64_t i) { return 0x555555560000ull + i * 48; });
+  expect_short_probes("96", [](uint64_t i) { return 0x555555560000ull + i * 96; });
 }
 
 }  // namespace
