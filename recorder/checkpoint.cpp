@@ -78,7 +78,7 @@ struct LiveTable {
   uint64_t bytes = 0;  // what the blocks stand for, as the replay sums them
 
   unsigned shift = 64;
-  // A block's home slot, as the replay's LiveMap places it (analysis/live_map.h): each 128 bytes
+  // A block's home slot, as the replay's HashLiveMap places it (analysis/live_hash.h): each 128 bytes
   // of the address space map to 8 neighbouring slots, the groups scattered by a Fibonacci hash, so
   // that blocks an allocator placed together share cache lines here too (a hash of each address
   // cost a cache miss per event with a million live blocks).
