@@ -43,7 +43,7 @@ mkdir -p "$dir"
 # Runs "$@" under /usr/bin/time; prints "wall cpu maxrss_kib".
 timed() {
   /usr/bin/time -o "$dir/time.txt" -f '%e %U %S %M' "$@" >/dev/null 2>/dev/null || true
-  awk '{printf "%.2f %.2f %d\n", $1, $2 + $3, $4}' "$dir/time.txt"
+  awk 'END {printf "%.2f %.2f %d\n", $1, $2 + $3, $4}' "$dir/time.txt"
 }
 
 # The size of the last checkpoint's data blocks (bytes), from `memtide info --json`.

@@ -70,7 +70,7 @@ row() {
     "$(echo "$end / 1048576" | bc -l)" "$(echo "$most / 1048576" | bc -l)" "$segs"
 }
 label="untraced"; read -r cpu rss < <(/usr/bin/time -f '%U %S %M' -o "$dir/time.txt" "$worker" --seconds "$seconds" \
-  --threads "$threads" --rate "$rate" >/dev/null 2>&1; awk '{printf "%.2f %d\n", $1 + $2, $3}' "$dir/time.txt")
+  --threads "$threads" --rate "$rate" >/dev/null 2>&1; awk 'END {printf "%.2f %d\n", $1 + $2, $3}' "$dir/time.txt")
 printf "| %s | %s | %d | | | |\n" "$label" "$cpu" $((rss / 1024))
 label="exact, one file"; row plain LD_PRELOAD="$preload"
 label="exact, checkpoints every 10 s"; row ckpt LD_PRELOAD="$preload" MEMTIDE_CHECKPOINT_INTERVAL=10

@@ -56,7 +56,7 @@ mkdir -p "$dir"
 # Runs "$@" under GNU time; prints "wall maxrss_kib".
 timed() {
   /usr/bin/time -o "$dir/time.txt" -f '%e %M' "$@" >/dev/null 2>/dev/null || true
-  awk '{printf "%.2f %d\n", $1, $2}' "$dir/time.txt"
+  awk 'END {printf "%.2f %d\n", $1, $2}' "$dir/time.txt"
 }
 mib() { echo $(( ($1 + 524288) / 1048576 )); }
 
