@@ -15,10 +15,14 @@ import subprocess
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PYTHON = "/usr/bin/python3"
 GIB = 1 << 30
-ALL_TOOLS = ["untraced", "memtide", "sampled", "floor", "heaptrack", "heaptrack-raw", "massif"]
-# sampled: `memtide run --sample` at jemalloc's default interval. floor: the same shims built
-# with the heap hooks compiled out (build/lib/libmemtide-floor.so in LD_PRELOAD), forwarding
-# every call without recording: the cost of interposing itself, which no mode can go below.
+ALL_TOOLS = ["untraced", "memtide", "sampled", "sampled-preload", "floor", "heaptrack",
+             "heaptrack-raw", "massif"]
+# sampled: `memtide run --sample` at jemalloc's default interval. sampled-preload: the same
+# recording with libmemtide.so set in LD_PRELOAD by hand (MEMTIDE_SAMPLE), without the wrapper
+# and its follower, whose start and final naming are a cost per run, not per event. floor: the
+# same shims built with the heap hooks compiled out (build/lib/libmemtide-floor.so in
+# LD_PRELOAD), forwarding every call without recording: the cost of interposing itself, which
+# no mode can go below.
 SAMPLE_INTERVAL = "512KiB"
 
 
@@ -272,9 +276,10 @@ def markdown(ctx, results, targets, machine, notes):
     if any("derived" in r and "sampled" in r["derived"]["stats"] for r in results):
         out.append(f"### Sampled mode ({SAMPLE_INTERVAL}) and the floor (medians)")
         out.append("")
-        out.append("| workload | sampled ×untraced wall / CPU | floor ×untraced wall / CPU | sampled "
-                   "trace | exact trace | exact ÷ sampled size |")
-        out.append("|---|---|---|---|---|---|")
+        out.append("| workload | sampled ×untraced wall / CPU | sampled, preload only ×untraced wall / "
+                   "CPU | floor ×untraced wall / CPU | sampled trace | exact trace | exact ÷ "
+                   "sampled size |")
+        out.append("|---|---|---|---|---|---|---|")
         for r in results:
             if "derived" not in r or "sampled" not in r["derived"]["stats"]:
                 continue
@@ -288,7 +293,10 @@ def markdown(ctx, results, targets, machine, notes):
             else:
                 per = esize / ssize if ssize and esize else None
             out.append(f"| {r['name']} | {fmt_x(d.get('sampled/untraced wall'))} / "
-                       f"{fmt_x(d.get('sampled/untraced cpu'))} | {fmt_x(d.get('floor/untraced wall'))} / "
+                       f"{fmt_x(d.get('sampled/untraced cpu'))} | "
+                       f"{fmt_x(d.get('sampled-preload/untraced wall'))} / "
+                       f"{fmt_x(d.get('sampled-preload/untraced cpu'))} | "
+                       f"{fmt_x(d.get('floor/untraced wall'))} / "
                        f"{fmt_x(d.get('floor/untraced cpu'))} | "
                        f"{'n/a' if ssize is None else f'{ssize / 1e6:.2f} MB'} | "
                        f"{'n/a' if esize is None else f'{esize / 1e6:.1f} MB'} | "

@@ -13,6 +13,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "recorder/base.h"
+
 namespace memtide::rec {
 
 struct RealFns {
@@ -71,10 +73,10 @@ struct BackingFns {
   void* (*valloc)(size_t);
   void* (*pvalloc)(size_t);
 };
-extern BackingFns backing;
+extern MT_HIDDEN BackingFns backing;
 
 // 0: nothing resolved yet; 1: resolving (dlsym running); 2: ready.
-extern int backing_state;
+extern MT_HIDDEN int backing_state;
 inline bool backing_ready() { return __builtin_expect(backing_state == 2, 1); }
 
 // Resolves the real functions (idempotent). Called from the first hook or the constructor.

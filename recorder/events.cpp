@@ -145,7 +145,7 @@ MT_NOINLINE void on_alloc_slow(fmt::Api api, void* p, size_t size, const void* f
   Target t;
   if (!acquire_slow(t)) return;
   // (The recording may have started, sampled, inside acquire_slow.)
-  const uint64_t weight = sampling::active() ? sampling::take(size) : 0;
+  const uint64_t weight = sampling::active() ? sampling::take(p, size) : 0;
   if (sampling::active() && !weight) return release(t);
   {
     BusyScope busy;
@@ -221,7 +221,7 @@ void on_free(fmt::Api api, void* p) {
 ReallocTicket on_realloc_begin(void* old_ptr) {
   ReallocTicket r;
   if (old_ptr && !in_pool(old_ptr)) {
-    if (MT_UNLIKELY(sampling::g_check_frees.load(std::memory_order_relaxed))) {
+    if (MT_UNLIKELY(sampling::g_free_mode.load(std::memory_order_relaxed) != sampling::kFreeAll)) {
       const bool sampled_mode = sampling::active();
       const bool record = sampling::record_free(reinterpret_cast<uintptr_t>(old_ptr));
       r.old_sampled = sampled_mode && record;
@@ -272,7 +272,7 @@ void on_realloc_end(const ReallocTicket& r, fmt::Api api, void* old_ptr, void* n
   }
   uint64_t weight = 0;
   if (MT_UNLIKELY(sampling::active()) && new_ptr) {
-    weight = sampling::take(size);
+    weight = sampling::take(new_ptr, size);
     if (!weight) {
       if (!r.armed) return;
       new_ptr = nullptr;  // only the old block's release is recorded

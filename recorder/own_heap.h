@@ -22,8 +22,8 @@
 namespace memtide::rec {
 
 // The arena's range; empty (no routing at all) until it is made, or when it cannot be.
-extern uintptr_t g_own_lo;
-extern uintptr_t g_own_span;
+extern MT_HIDDEN uintptr_t g_own_lo;
+extern MT_HIDDEN uintptr_t g_own_span;
 
 // Whether `p` is a block of the recorder's own (then freed, resized and measured here).
 inline bool own_block(const void* p) { return reinterpret_cast<uintptr_t>(p) - g_own_lo < g_own_span; }

@@ -50,16 +50,13 @@ void on_alloc_sampled(fmt::Api api, void* p, size_t size, const void* frame, uin
 // subtraction and a branch here, and an unsampled block's free one filter load: no call.
 MT_ALWAYS_INLINE void alloc_hook(fmt::Api api, void* p, size_t size, const void* frame) {
   if (MT_UNLIKELY(sampling::active())) {
-    if (!p) return;
-    if (const uint64_t weight = sampling::take(size)) on_alloc_sampled(api, p, size, frame, weight);
+    if (const uint64_t weight = sampling::take(p, size)) on_alloc_sampled(api, p, size, frame, weight);
     return;
   }
   on_alloc(api, p, size, frame);
 }
 MT_ALWAYS_INLINE void free_hook(fmt::Api api, void* p) {
-  if (MT_UNLIKELY(sampling::g_check_frees.load(std::memory_order_relaxed)) &&
-      !sampling::record_free(reinterpret_cast<uintptr_t>(p)))
-    return;
+  if (!sampling::record_free(reinterpret_cast<uintptr_t>(p))) return;
   on_free(api, p);
 }
 // Both halves of a realloc that moved or resized a block: the free is timestamped by

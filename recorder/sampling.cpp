@@ -17,7 +17,7 @@ std::atomic<uint64_t> g_interval{0};
 std::atomic<uint8_t> g_filter[1u << kFilterBits];
 std::atomic<bool> g_exact_blocks{false};
 std::atomic<uint64_t> g_live{0};
-std::atomic<bool> g_check_frees{false};
+std::atomic<uint8_t> g_free_mode{kFreeAll};
 MT_TLS ThreadSampler tls_sampler;
 
 namespace {
@@ -93,7 +93,10 @@ void bump_filter(uintptr_t a, int delta) {
 
 // Under g_table_mutex, or before threads exist.
 void update_check_frees() {
-  g_check_frees.store(g_interval.load() != 0 || g_live.load() != 0);
+  const bool sampled = g_interval.load() != 0;
+  g_free_mode.store(sampled && !g_exact_blocks.load() ? kFreeSampled
+                    : sampled || g_live.load() != 0   ? kFreeChecked
+                                                      : kFreeAll);
 }
 
 }  // namespace
@@ -171,7 +174,7 @@ void insert(uintptr_t a) {
 
 bool release_slow(uintptr_t a) {
   bool found = false;
-  if (g_filter[filter_index(a)].load(std::memory_order_relaxed) != 0) {
+  if (filter_hit(a)) {
     pthread_mutex_lock(&g_table_mutex);
     if (g_cap) {
       for (size_t j = slot_of(a);; j = (j + 1) & (g_cap - 1)) {
@@ -190,6 +193,13 @@ bool release_slow(uintptr_t a) {
     pthread_mutex_unlock(&g_table_mutex);
   }
   return found || (g_exact_blocks.load(std::memory_order_relaxed) && fmt::kept_at_switch(a));
+}
+
+bool record_free_checked(uintptr_t a) {
+  if (g_interval.load(std::memory_order_relaxed) != 0)
+    return (filter_hit(a) || g_exact_blocks.load(std::memory_order_relaxed)) && release_slow(a);
+  if (filter_hit(a)) (void)release_slow(a);
+  return true;
 }
 
 void fork_prepare() { pthread_mutex_lock(&g_table_mutex); }

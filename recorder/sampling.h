@@ -21,7 +21,7 @@ inline constexpr uint32_t kSampledFlushIntervalMs = 500;
 inline constexpr uint32_t kSampledCounterIntervalMs = 100;
 
 // The mean interval in bytes; 0: exact recording (every event).
-extern std::atomic<uint64_t> g_interval;
+extern MT_HIDDEN std::atomic<uint64_t> g_interval;
 
 struct ThreadSampler {
   int64_t left;     // bytes to the next sample point
@@ -40,12 +40,17 @@ uint64_t set_interval(uint64_t interval);
 MT_ALWAYS_INLINE bool active() { return g_interval.load(std::memory_order_relaxed) != 0; }
 
 uint64_t take_slow(size_t size);
-// In sampled mode: 0 when an allocation of `size` bytes is not sampled, else the bytes it stands
-// for (its SampleWeight).
-MT_ALWAYS_INLINE uint64_t take(size_t size) {
+// In sampled mode: 0 when an allocation of `size` bytes at `p` is not sampled, else the bytes
+// it stands for (its SampleWeight). A failed allocation (null) holds no sample point: it is
+// looked at only when it would have crossed one, and its bytes are then given back.
+MT_ALWAYS_INLINE uint64_t take(const void* p, size_t size) {
   ThreadSampler& t = tls_sampler;
   t.left -= static_cast<int64_t>(size);
   if (MT_LIKELY(t.left > 0)) return 0;
+  if (MT_UNLIKELY(!p)) {
+    t.left += static_cast<int64_t>(size);
+    return 0;
+  }
   return take_slow(size);
 }
 
@@ -54,27 +59,34 @@ void insert(uintptr_t addr);
 // Whether the free of `addr` is to be recorded in sampled mode: a live sampled block (which it
 // forgets), or a block live since an exact period whose address is kept (formats/sampling.h).
 bool release_slow(uintptr_t addr);
-extern std::atomic<uint8_t> g_filter[];
+extern MT_HIDDEN std::atomic<uint8_t> g_filter[];
 extern std::atomic<bool> g_exact_blocks;  // an exact period ended: its blocks may still be live
 extern std::atomic<uint64_t> g_live;      // addresses in the table
 inline constexpr unsigned kFilterBits = 16;
 MT_ALWAYS_INLINE unsigned filter_index(uintptr_t addr) {
   return static_cast<unsigned>((addr * 0x9E3779B97F4A7C15ULL) >> (64 - kFilterBits));
 }
-MT_ALWAYS_INLINE bool release(uintptr_t addr) {
-  if (MT_LIKELY(g_filter[filter_index(addr)].load(std::memory_order_relaxed) == 0) &&
-      !g_exact_blocks.load(std::memory_order_relaxed))
-    return false;
-  return release_slow(addr);
+MT_ALWAYS_INLINE bool filter_hit(uintptr_t addr) {
+  return g_filter[filter_index(addr)].load(std::memory_order_relaxed) != 0;
 }
-// Whether frees need record_free(): in sampled mode, and in exact mode while sampled blocks
-// are live (so that the table forgets them). Exact recording alone pays one load per free.
-extern std::atomic<bool> g_check_frees;
+
+// What a free asks before it is recorded, one byte kept from the interval, g_exact_blocks and
+// g_live (under the table's lock):
+//   kFreeAll      exact mode, no sampled block live: every free is recorded, nothing asked;
+//   kFreeSampled  sampled mode after no exact period: recorded if the filter and the table know
+//                 the address (the common answer, "no", costs the filter's load);
+//   kFreeChecked  the rest (record_free_checked).
+enum FreeMode : uint8_t { kFreeAll = 0, kFreeSampled = 1, kFreeChecked = 2 };
+extern MT_HIDDEN std::atomic<uint8_t> g_free_mode;
+// kFreeChecked: in sampled mode, a sampled block or one kept since an exact period; in exact
+// mode every free, forgetting a sampled block.
+bool record_free_checked(uintptr_t addr);
 // Whether the free of `addr` is recorded; forgets a sampled block.
 MT_ALWAYS_INLINE bool record_free(uintptr_t addr) {
-  if (active()) return release(addr);
-  if (g_filter[filter_index(addr)].load(std::memory_order_relaxed) != 0) (void)release_slow(addr);
-  return true;
+  const uint8_t mode = g_free_mode.load(std::memory_order_relaxed);
+  if (MT_LIKELY(mode == kFreeAll)) return true;
+  if (MT_LIKELY(mode == kFreeSampled)) return filter_hit(addr) && release_slow(addr);
+  return record_free_checked(addr);
 }
 
 // fork: the table's lock held across fork, and reset in the child.
