@@ -47,9 +47,14 @@ uint64_t tsc_calibrate_due();  // about when the next step is (now_ns)
 // the load that handed its thread the pointer, or an allocation timed before the allocator's
 // own synchronisation, would then be ordered before the event it follows on another thread
 // (`Ordering.CrossThreadAddressReuseReplaysExactly`; up to ~0.3 µs early on a 2-vCPU EPYC).
+// MEMTIDE_UNORDERED_TSC_FOR_BENCH builds a library without the fence, only to measure the
+// fence's share of an event's cost (bench/README.md, "Threads, exact mode"): its traces may
+// order events of different threads wrongly.
 inline uint64_t now_ns() {
   if (const TscParams* p = g_tsc.params.load(std::memory_order_acquire); MT_LIKELY(p != nullptr)) {
+#ifndef MEMTIDE_UNORDERED_TSC_FOR_BENCH
     __builtin_ia32_lfence();
+#endif
     return p->at(__builtin_ia32_rdtsc());
   }
   return monotonic_ns();
