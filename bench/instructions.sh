@@ -49,13 +49,13 @@ if command -v g++ >/dev/null; then
   for i in "${!cc1plus[@]}"; do [[ "${cc1plus[$i]}" == -o ]] && cc1plus[$((i + 1))]=/dev/null; done
 fi
 
-# name|environment|program;argument;...
+# name|environment (words)|program;argument;...
 workloads=(
   "churn-1t||$churn;--threads;1;--iterations;400000"
   "churn-2t||$churn;--threads;2;--iterations;400000"
   "churn-4t||$churn;--threads;4;--iterations;400000"
-  "python3||/usr/bin/python3;$repo/bench/workloads/dicts.py;20000"
-  "python3-malloc|PYTHONMALLOC=malloc|/usr/bin/python3;$repo/bench/workloads/dicts.py;20000"
+  "python3|PYTHONHASHSEED=0|/usr/bin/python3;$repo/bench/workloads/dicts.py;20000"
+  "python3-malloc|PYTHONHASHSEED=0 PYTHONMALLOC=malloc|/usr/bin/python3;$repo/bench/workloads/dicts.py;20000"
 )
 command -v sqlite3 >/dev/null && workloads+=("sqlite3||$(command -v sqlite3);:memory:;.read $work/rows.sql")
 if [[ ${#cc1plus[@]} -gt 0 ]]; then
@@ -88,7 +88,7 @@ for w in "${workloads[@]}"; do
   [[ -z "$only" || ",$only," == *",$name,"* ]] || continue
   IFS=';' read -r -a argv <<<"$cmd"
   extra=()
-  [[ -n "$wenv" ]] && extra=("$wenv")
+  [[ -n "$wenv" ]] && read -r -a extra <<<"$wenv"
   n=$(events "${extra[@]}" MEMTIDE_OUTPUT="$work/ev.mtide" LD_PRELOAD="$preload" "${argv[@]}")
   u=$(count "${extra[@]}" MEMTIDE_OUTPUT="$work/t.mtide" -- "${argv[@]}")
   f=$(count "${extra[@]}" MEMTIDE_OUTPUT="$work/t.mtide" LD_PRELOAD="$floor" -- "${argv[@]}")
@@ -97,7 +97,7 @@ for w in "${workloads[@]}"; do
   /usr/bin/python3 - "$name" "$n" "$u" "$f" "$s" <<'EOF'
 import sys
 name, n, u, f, s = sys.argv[1], *map(int, sys.argv[2:])
-print(f"| {name} | {n / 1e6:.2f} M | {u / 1e6:,.1f} M | {f / u:.3f}x | {(f - u) / n:+.1f} | "
+print(f"| {name} | {n:,} | {u / 1e6:,.1f} M | {f / u:.3f}x | {(f - u) / n:+.1f} | "
       f"{s / u:.3f}x | {(s - f) / n:+.1f} |")
 EOF
 done
