@@ -112,11 +112,15 @@ void configure(uint64_t interval, uint64_t seed) {
 
 uint64_t set_interval(uint64_t interval) {
   if (interval) interval = std::min(std::max(interval, fmt::kMinSampleInterval), fmt::kMaxSampleInterval);
-  const uint64_t before = g_interval.exchange(interval);
-  if (before == 0 && interval != 0 && g_exact_allocated.load()) g_exact_blocks.store(true);
+  pthread_mutex_lock(&g_table_mutex);
+  // While the interval changes, frees take the general check, which reads the interval itself
+  // (a free that still saw kFreeSampled would drop the free of a block allocated exactly on the
+  // new side), and the blocks of an ending exact period are known before sampling starts.
+  g_free_mode.store(kFreeChecked);
+  if (interval != 0 && g_interval.load() == 0 && g_exact_allocated.load()) g_exact_blocks.store(true);
+  g_interval.store(interval);
   if (interval == 0) g_exact_allocated.store(true);
   g_epoch.fetch_add(1);
-  pthread_mutex_lock(&g_table_mutex);
   update_check_frees();
   pthread_mutex_unlock(&g_table_mutex);
   return interval;
