@@ -24,6 +24,14 @@
 //
 // Addresses that are not multiples of 16 (none from the allocators this replays; hostile traces)
 // are kept in a HashLiveMap of their own, with the addresses 0 and 1.
+//
+// A small live set is kept in that table alone (every address, as one hash table of blocks):
+// up to kFlatMax blocks it fits the caches anyway, and a lookup there is one probe, where a
+// page costs a directory lookup whenever the page is not among the recent ones, then a scan of
+// its granules and the record's resizing as blocks come and go: a replay of churn-1t's 8 K live
+// blocks (bench/run) took 1.7x as long by pages. At kFlatMax blocks the blocks move to pages;
+// below a quarter of it, back to the table (each move is work of the order of the blocks moved,
+// and the next is at least 3/4 of kFlatMax events away).
 #pragma once
 
 #include <emmintrin.h>
@@ -36,6 +44,7 @@
 #include <new>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "analysis/live_arena.h"
 #include "analysis/live_hash.h"
@@ -48,10 +57,13 @@ class LiveMap {
                 "blocks are moved bytewise between records");
 
  public:
+  static constexpr std::size_t kFlatMax = std::size_t{1} << 15;
+
   // Directories (and the table of other addresses) of `incremental_slots` slots or more grow
-  // incrementally (live_hash.h).
-  explicit LiveMap(std::size_t incremental_slots = std::size_t{1} << 20)
-      : dir_(incremental_slots), odd_(incremental_slots) {}
+  // incrementally (live_hash.h). Live sets below `flat_max` blocks are kept in one table (0:
+  // always by page).
+  explicit LiveMap(std::size_t incremental_slots = std::size_t{1} << 20, std::size_t flat_max = kFlatMax)
+      : dir_(incremental_slots), odd_(incremental_slots), flat_max_(flat_max), paged_(flat_max == 0) {}
   LiveMap(const LiveMap&) = delete;
   LiveMap& operator=(const LiveMap&) = delete;
   ~LiveMap() { free_pages(); }
@@ -62,10 +74,16 @@ class LiveMap {
   // chunks) and the dense records' arena.
   std::size_t memory_bytes() const { return dir_.memory_bytes() + odd_.memory_bytes() + page_bytes_ + dense_.bytes(); }
   bool draining() const { return dir_.draining() || odd_.draining(); }
+  // Whether the blocks are kept by page (false: all in one table).
+  bool paged() const { return paged_; }
 
   // Inserts or finds `key`. Returns the value and whether it was inserted (false: it existed);
   // the value of an inserted key is for the caller to write.
   [[gnu::always_inline]] std::pair<V*, bool> insert(uint64_t key) {
+    if (!paged_) {
+      if (odd_.size() < flat_max_) [[likely]] return odd_.insert(key);
+      to_pages();
+    }
     if (key & 15) [[unlikely]] return odd_.insert(key);
     const unsigned g = granule(key);
     Page* p = page_of(key >> 12);
@@ -84,35 +102,23 @@ class LiveMap {
   }
 
   V* find(uint64_t key) {
-    if (key & 15) [[unlikely]] return odd_.find(key);
+    if (!paged_ || (key & 15)) return odd_.find(key);
     Page* p = page_of(key >> 12);
     return p ? find_in(p, granule(key)) : nullptr;
   }
 
   // Removes `key` and stores its value in `out`. False when absent.
   [[gnu::always_inline]] bool erase(uint64_t key, V& out) {
-    if (key & 15) [[unlikely]] return odd_.erase(key, out);
-    const unsigned g = granule(key);
-    Page* p = page_of(key >> 12);
-    if (!p) return false;
-    if (p->cap == kDense) [[likely]] {
-      if (!in_stride(p, g)) return false;
-      const unsigned i = g >> stride(p);
-      uint64_t& w = dense_bits(p)[i >> 6];
-      const uint64_t bit = uint64_t{1} << (i & 63);
-      if (!(w & bit)) return false;
-      out = dense_values(p)[i];
-      w &= ~bit;
-      --size_;
-      if (--p->count < kSparseBelow) [[unlikely]] to_sparse(key >> 12, p);
-      return true;
-    }
-    return erase_sparse(key, p, out);
+    if (!paged_ || (key & 15)) return odd_.erase(key, out);
+    if (!erase_paged(key, out)) return false;
+    if (size_ < flat_max_ / 4) [[unlikely]] to_flat();
+    return true;
   }
 
   // Asks for the cache lines of `key`'s page: its directory slot, or, when it is the page of
   // the last lookup, its block.
   [[gnu::always_inline]] void prefetch(uint64_t key) const {
+    if (!paged_) return odd_.prefetch(key);
     const Recent& r = recent_[(key >> 12) % kRecent];
     if (r.page == key >> 12 && r.rec && r.rec->cap == kDense)
       __builtin_prefetch(&dense_values(r.rec)[granule(key) >> stride(r.rec)]);
@@ -132,6 +138,7 @@ class LiveMap {
   // patterns): the directory's mean probes per page and longest run of occupied slots
   // (live_hash.h), and the mean number of loads a lookup of a live block makes in its page (1
   // in a dense page; in a sparse one, the 16-granule compares up to its own), with the most.
+  // (Of the pages only: a live set kept in one table has none.)
   struct ProbeStats {
     double mean_probes = 0;
     std::size_t longest_run = 0;
@@ -158,9 +165,30 @@ class LiveMap {
     dir_.clear();
     odd_.clear();
     size_ = page_bytes_ = 0;
+    paged_ = flat_max_ == 0;
   }
 
  private:
+  // Erases a block whose address is a multiple of 16 from its page.
+  [[gnu::always_inline]] bool erase_paged(uint64_t key, V& out) {
+    const unsigned g = granule(key);
+    Page* p = page_of(key >> 12);
+    if (!p) return false;
+    if (p->cap == kDense) [[likely]] {
+      if (!in_stride(p, g)) return false;
+      const unsigned i = g >> stride(p);
+      uint64_t& w = dense_bits(p)[i >> 6];
+      const uint64_t bit = uint64_t{1} << (i & 63);
+      if (!(w & bit)) return false;
+      out = dense_values(p)[i];
+      w &= ~bit;
+      --size_;
+      if (--p->count < kSparseBelow) [[unlikely]] to_sparse(key >> 12, p);
+      return true;
+    }
+    return erase_sparse(key, p, out);
+  }
+
   // A page's record: a header, then (sparse) `cap` granules rounded up to a whole number of
   // 16-byte loads past the header's 4 and `cap` values, or (dense) the bitmap and a value for
   // each granule of its stride: every granule, or (stride 1) every other one, of the phase its
@@ -361,6 +389,28 @@ class LiveMap {
       }
   }
 
+  // The blocks of the one table, other than those at addresses not multiples of 16, to pages.
+  [[gnu::noinline]] void to_pages() {
+    std::vector<std::pair<uint64_t, V>> blocks;
+    blocks.reserve(odd_.size());
+    odd_.for_each([&](uint64_t k, const V& v) { blocks.emplace_back(k, v); });
+    odd_.clear();
+    paged_ = true;
+    for (const auto& [k, v] : blocks) *insert(k).first = v;
+  }
+  // Every block to the one table.
+  [[gnu::noinline]] void to_flat() {
+    std::vector<std::pair<uint64_t, V>> blocks;
+    blocks.reserve(size());
+    for_each([&](uint64_t k, const V& v) { blocks.emplace_back(k, v); });
+    free_pages();
+    dir_.clear();
+    odd_.clear();
+    size_ = page_bytes_ = 0;
+    paged_ = false;
+    for (const auto& [k, v] : blocks) *odd_.insert(k).first = v;
+  }
+
   void free_pages() {
     dir_.for_each([&](uint64_t, Page* const& p) {
       if (p->cap != kDense) ::operator delete(p);
@@ -372,7 +422,9 @@ class LiveMap {
   static constexpr uint64_t kNoPage = ~uint64_t{0};
 
   HashLiveMap<Page*> dir_;
-  HashLiveMap<V> odd_;  // addresses that are not multiples of 16
+  HashLiveMap<V> odd_;  // addresses that are not multiples of 16; every block while !paged_
+  std::size_t flat_max_;
+  bool paged_;
   std::size_t size_ = 0;  // blocks in pages
   std::size_t page_bytes_ = 0;  // sparse records'
   DenseArena dense_;

@@ -33,8 +33,9 @@ void expect_same_as(analysis::LiveMap<uint64_t>& lm, const std::unordered_map<ui
 
 // Inserts, erases and finds `keys()` in a LiveMap and an unordered_map alike.
 template <class Keys>
-void churn_against_unordered_map(Keys keys, int rounds, std::size_t incremental_slots = std::size_t{1} << 20) {
-  analysis::LiveMap<uint64_t> lm(incremental_slots);
+void churn_against_unordered_map(Keys keys, int rounds, std::size_t incremental_slots = std::size_t{1} << 20,
+                                 std::size_t flat_max = analysis::LiveMap<uint64_t>::kFlatMax) {
+  analysis::LiveMap<uint64_t> lm(incremental_slots, flat_max);
   std::unordered_map<uint64_t, uint64_t> ref;
   std::mt19937_64 rng(7);
   for (int i = 0; i < rounds; ++i) {
@@ -58,24 +59,73 @@ void churn_against_unordered_map(Keys keys, int rounds, std::size_t incremental_
 }
 
 TEST(LiveMap, AgreesWithUnorderedMapUnderRandomChurn) {
-  // Collisions and reuse; includes key 0.
-  churn_against_unordered_map([](std::mt19937_64& rng) { return (rng() % 5000) * 16; }, 200000);
+  // Collisions and reuse; includes key 0. In one table (the live set stays small), by page
+  // from the start, and moved to pages early on.
+  for (const std::size_t flat_max : {analysis::LiveMap<uint64_t>::kFlatMax, std::size_t{0}, std::size_t{64}})
+    churn_against_unordered_map([](std::mt19937_64& rng) { return (rng() % 5000) * 16; }, 200000, std::size_t{1} << 20,
+                                flat_max);
+}
+
+// A live set that grows past the one table's limit and shrinks below a quarter of it, again and
+// again: the blocks move to pages and back (with blocks at addresses that are not multiples of
+// 16, and at 0 and 1, which stay in the table either way), and every step agrees with a map.
+TEST(LiveMap, SmallLiveSetsMoveBetweenOneTableAndPages) {
+  constexpr std::size_t kMax = 1000;
+  analysis::LiveMap<uint64_t> lm(std::size_t{1} << 20, kMax);
+  std::unordered_map<uint64_t, uint64_t> ref;
+  std::mt19937_64 rng(3);
+  auto key = [&]() -> uint64_t {
+    switch (rng() % 8) {
+      case 0: return 0x555555560000ull + (rng() % 4000) * 48 + 8;  // not a multiple of 16
+      case 1: return rng() % 2;
+      default: return 0x555555560000ull + (rng() % 4000) * 48;
+    }
+  };
+  int moves = 0;
+  bool was_paged = lm.paged();
+  for (int round = 0; round < 6; ++round) {
+    while (ref.size() < 3 * kMax) {  // grow: past kMax the blocks are kept by page
+      const uint64_t k = key();
+      auto [v, fresh] = lm.insert(k);
+      ASSERT_EQ(fresh, ref.count(k) == 0);
+      *v = k * 3 + static_cast<uint64_t>(round);
+      ref[k] = k * 3 + static_cast<uint64_t>(round);
+      moves += lm.paged() != was_paged, was_paged = lm.paged();
+    }
+    ASSERT_TRUE(lm.paged());
+    EXPECT_GT(lm.pages(), 0u);
+    expect_same_as(lm, ref);
+    while (ref.size() > kMax / 8) {  // shrink: below kMax / 4 they are back in one table
+      auto it = ref.begin();
+      std::advance(it, static_cast<long>(rng() % ref.size()));
+      uint64_t out = 0;
+      ASSERT_TRUE(lm.erase(it->first, out));
+      ASSERT_EQ(out, it->second);
+      ASSERT_FALSE(lm.erase(it->first, out));
+      ref.erase(it);
+      moves += lm.paged() != was_paged, was_paged = lm.paged();
+    }
+    ASSERT_FALSE(lm.paged());
+    EXPECT_EQ(lm.pages(), 0u);
+    expect_same_as(lm, ref);
+  }
+  EXPECT_EQ(moves, 12);
 }
 
 // Addresses as allocators hand them out: dense runs in a few regions (slots follow addresses
 // within a MiB), regions 64 MiB apart (thread arenas), and blocks spaced exactly a table's
 // span apart, whose home slots coincide.
 TEST(LiveMap, AgreesWithUnorderedMapOnAllocatorLikeAddresses) {
-  churn_against_unordered_map(
-      [](std::mt19937_64& rng) -> uint64_t {
-        const uint64_t arena = 0x7f0000000000ull + (rng() % 4) * (64ull << 20);
-        switch (rng() % 3) {
-          case 0: return arena + (rng() % 20000) * 32;         // small chunks, packed
-          case 1: return arena + (8ull << 20) + (rng() % 64) * (1024 * 16);  // 16 KiB apart
-          default: return arena + (16ull << 20) + (rng() % 300) * (1ull << 20);  // a MiB apart
-        }
-      },
-      300000);
+  const auto keys = [](std::mt19937_64& rng) -> uint64_t {
+    const uint64_t arena = 0x7f0000000000ull + (rng() % 4) * (64ull << 20);
+    switch (rng() % 3) {
+      case 0: return arena + (rng() % 20000) * 32;                           // small chunks, packed
+      case 1: return arena + (8ull << 20) + (rng() % 64) * (1024 * 16);      // 16 KiB apart
+      default: return arena + (16ull << 20) + (rng() % 300) * (1ull << 20);  // a MiB apart
+    }
+  };
+  churn_against_unordered_map(keys, 300000);  // past kFlatMax: moved to pages on the way
+  churn_against_unordered_map(keys, 300000, std::size_t{1} << 20, /*flat_max=*/0);
 }
 
 // Growing incrementally from small tables on, the next table made ahead on another thread:
@@ -165,7 +215,7 @@ TEST(LiveMap, MillionsOfSlotsInAMappedTable) {
 // emptied in another order back to nothing, refilled; a map agrees at every step, and the
 // memory taken follows the blocks (sparse records freed as they go, dense ones reused).
 TEST(LiveMap, PagesGrowDenseAndShrinkBack) {
-  analysis::LiveMap<uint64_t> lm;
+  analysis::LiveMap<uint64_t> lm(std::size_t{1} << 20, /*flat_max=*/0);
   std::unordered_map<uint64_t, uint64_t> ref;
   const std::size_t empty = lm.memory_bytes();
   std::mt19937_64 rng(5);
@@ -215,7 +265,7 @@ TEST(LiveMap, PagesGrowDenseAndShrinkBack) {
 template <class Address>
 void expect_short_probes(const char* allocator, Address address) {
   SCOPED_TRACE(allocator);
-  analysis::LiveMap<uint64_t> lm;
+  analysis::LiveMap<uint64_t> lm(std::size_t{1} << 20, /*flat_max=*/0);
   for (const uint64_t n : {uint64_t{10000}, uint64_t{300000}, uint64_t{2400000}, uint64_t{6000000}}) {
     lm.clear();
     for (uint64_t i = 0; i < n; ++i) *lm.insert(address(i)).first = i;
