@@ -25,13 +25,19 @@
 // Addresses that are not multiples of 16 (none from the allocators this replays; hostile traces)
 // are kept in a HashLiveMap of their own, with the addresses 0 and 1.
 //
-// A small live set is kept in that table alone (every address, as one hash table of blocks):
-// up to kFlatMax blocks it fits the caches anyway, and a lookup there is one probe, where a
-// page costs a directory lookup whenever the page is not among the recent ones, then a scan of
-// its granules and the record's resizing as blocks come and go: a replay of churn-1t's 8 K live
-// blocks (bench/run) took 1.7x as long by pages. At kFlatMax blocks the blocks move to pages;
-// below a quarter of it, back to the table (each move is work of the order of the blocks moved,
-// and the next is at least 3/4 of kFlatMax events away).
+// Pages pay off only when lookups stay on the recent pages. A program that frees and allocates
+// all over its live set (a cache evicting at random, four threads' rings) makes a page cost a
+// directory lookup, then the record's granules and its value, each a cache miss that the
+// replay's prefetch (of the directory slot) does not hide; one hash table of blocks costs one,
+// prefetched. Random frees over 1 M live blocks replay in 0.7-1.4 s from such a table against
+// 3.1-3.4 s by page; a sweep of 1 M blocks in 0.7 s against 0.4 s. So the blocks are kept in one
+// table (the one of the other addresses, keyed by address) until the live set reaches kFlatMax
+// blocks while fewer than 1 in 20 lookups leave the recent pages; they go back to the table when
+// more than 1 in 4 do, or when fewer than kFlatMax / 4 blocks are live. That share is counted in
+// either form (in the table's, on the same array of recent page numbers) and looked at every
+// max(kReviewEvery, live blocks) lookups, so that each move (work of the order of the blocks
+// moved) follows at least as many lookups.
+
 #pragma once
 
 #include <emmintrin.h>
@@ -58,12 +64,16 @@ class LiveMap {
 
  public:
   static constexpr std::size_t kFlatMax = std::size_t{1} << 15;
+  static constexpr std::size_t kReviewEvery = std::size_t{1} << 16;
 
   // Directories (and the table of other addresses) of `incremental_slots` slots or more grow
   // incrementally (live_hash.h). Live sets below `flat_max` blocks are kept in one table (0:
-  // always by page).
-  explicit LiveMap(std::size_t incremental_slots = std::size_t{1} << 20, std::size_t flat_max = kFlatMax)
-      : dir_(incremental_slots), odd_(incremental_slots), flat_max_(flat_max), paged_(flat_max == 0) {}
+  // always by page); `review_every` lookups at least between looks at the share of lookups that
+  // leave the recent pages.
+  explicit LiveMap(std::size_t incremental_slots = std::size_t{1} << 20, std::size_t flat_max = kFlatMax,
+                   std::size_t review_every = kReviewEvery)
+      : dir_(incremental_slots), odd_(incremental_slots), flat_max_(flat_max), review_every_(review_every),
+        next_review_(review_every), paged_(flat_max == 0) {}
   LiveMap(const LiveMap&) = delete;
   LiveMap& operator=(const LiveMap&) = delete;
   ~LiveMap() { free_pages(); }
@@ -80,9 +90,10 @@ class LiveMap {
   // Inserts or finds `key`. Returns the value and whether it was inserted (false: it existed);
   // the value of an inserted key is for the caller to write.
   [[gnu::always_inline]] std::pair<V*, bool> insert(uint64_t key) {
+    if (lookups_ >= next_review_) [[unlikely]] review();
     if (!paged_) {
-      if (odd_.size() < flat_max_) [[likely]] return odd_.insert(key);
-      to_pages();
+      note_page(key);
+      return odd_.insert(key);
     }
     if (key & 15) [[unlikely]] return odd_.insert(key);
     const unsigned g = granule(key);
@@ -109,7 +120,12 @@ class LiveMap {
 
   // Removes `key` and stores its value in `out`. False when absent.
   [[gnu::always_inline]] bool erase(uint64_t key, V& out) {
-    if (!paged_ || (key & 15)) return odd_.erase(key, out);
+    if (lookups_ >= next_review_) [[unlikely]] review();
+    if (!paged_) {
+      note_page(key);
+      return odd_.erase(key, out);
+    }
+    if (key & 15) [[unlikely]] return odd_.erase(key, out);
     if (!erase_paged(key, out)) return false;
     if (size_ < flat_max_ / 4) [[unlikely]] to_flat();
     return true;
@@ -166,6 +182,8 @@ class LiveMap {
     odd_.clear();
     size_ = page_bytes_ = 0;
     paged_ = flat_max_ == 0;
+    lookups_ = misses_ = 0;
+    next_review_ = review_every_;
   }
 
  private:
@@ -241,7 +259,9 @@ class LiveMap {
 
   Page* page_of(uint64_t page) {
     Recent& r = recent_[page % kRecent];
+    ++lookups_;
     if (r.page == page) [[likely]] return r.rec;
+    ++misses_;
     Page* const* d = dir_.find(dir_key(page));
     r.page = page;
     return r.rec = d ? *d : nullptr;
@@ -389,14 +409,41 @@ class LiveMap {
       }
   }
 
+  // Kept in one table: counts a lookup of `key`'s page as page_of would (recent_ holds page
+  // numbers only then).
+  [[gnu::always_inline]] void note_page(uint64_t key) {
+    Recent& r = recent_[(key >> 12) % kRecent];
+    ++lookups_;
+    if (r.page != key >> 12) {
+      ++misses_;
+      r.page = key >> 12;
+    }
+  }
+
+  // Whether the blocks are kept in the form that suits the lookups since the last review.
+  [[gnu::noinline]] void review() {
+    if (flat_max_ != 0) {
+      if (!paged_ && size() >= flat_max_ && misses_ * 20 < lookups_) return to_pages();
+      if (paged_ && misses_ * 4 > lookups_) return to_flat();
+    }
+    restart_review();
+  }
+  void restart_review() {
+    lookups_ = misses_ = 0;
+    next_review_ = std::max(review_every_, size());
+  }
+
   // The blocks of the one table, other than those at addresses not multiples of 16, to pages.
   [[gnu::noinline]] void to_pages() {
     std::vector<std::pair<uint64_t, V>> blocks;
     blocks.reserve(odd_.size());
     odd_.for_each([&](uint64_t k, const V& v) { blocks.emplace_back(k, v); });
     odd_.clear();
+    for (Recent& r : recent_) r = {};
     paged_ = true;
+    next_review_ = SIZE_MAX;  // (none while the blocks move)
     for (const auto& [k, v] : blocks) *insert(k).first = v;
+    restart_review();
   }
   // Every block to the one table.
   [[gnu::noinline]] void to_flat() {
@@ -409,6 +456,7 @@ class LiveMap {
     size_ = page_bytes_ = 0;
     paged_ = false;
     for (const auto& [k, v] : blocks) *odd_.insert(k).first = v;
+    restart_review();
   }
 
   void free_pages() {
@@ -424,6 +472,10 @@ class LiveMap {
   HashLiveMap<Page*> dir_;
   HashLiveMap<V> odd_;  // addresses that are not multiples of 16; every block while !paged_
   std::size_t flat_max_;
+  std::size_t review_every_;
+  // Lookups of a page (insert, erase; find by page) and those that left the recent pages, since
+  // the last review, which is due at next_review_ lookups.
+  std::size_t lookups_ = 0, misses_ = 0, next_review_;
   bool paged_;
   std::size_t size_ = 0;  // blocks in pages
   std::size_t page_bytes_ = 0;  // sparse records'

@@ -59,54 +59,64 @@ void churn_against_unordered_map(Keys keys, int rounds, std::size_t incremental_
 }
 
 TEST(LiveMap, AgreesWithUnorderedMapUnderRandomChurn) {
-  // Collisions and reuse; includes key 0. In one table (the live set stays small), by page
-  // from the start, and moved to pages early on.
-  for (const std::size_t flat_max : {analysis::LiveMap<uint64_t>::kFlatMax, std::size_t{0}, std::size_t{64}})
+  // Collisions and reuse; includes key 0. In one table (the live set stays small), and by page
+  // throughout.
+  for (const std::size_t flat_max : {analysis::LiveMap<uint64_t>::kFlatMax, std::size_t{0}})
     churn_against_unordered_map([](std::mt19937_64& rng) { return (rng() % 5000) * 16; }, 200000, std::size_t{1} << 20,
                                 flat_max);
 }
 
-// A live set that grows past the one table's limit and shrinks below a quarter of it, again and
-// again: the blocks move to pages and back (with blocks at addresses that are not multiples of
-// 16, and at 0 and 1, which stay in the table either way), and every step agrees with a map.
-TEST(LiveMap, SmallLiveSetsMoveBetweenOneTableAndPages) {
+// The blocks move to pages while a live set of kFlatMax blocks or more is swept (lookups stay on
+// the recent pages), back to one table when frees and allocations land all over it, and back
+// too when it shrinks below a quarter of kFlatMax; blocks at addresses that are not multiples of
+// 16, and at 0 and 1, come along. Every step agrees with a map.
+TEST(LiveMap, BlocksMoveBetweenOneTableAndPagesAsLookupsGo) {
   constexpr std::size_t kMax = 1000;
-  analysis::LiveMap<uint64_t> lm(std::size_t{1} << 20, kMax);
+  analysis::LiveMap<uint64_t> lm(std::size_t{1} << 20, kMax, /*review_every=*/64);
   std::unordered_map<uint64_t, uint64_t> ref;
+  std::vector<uint64_t> order;  // live keys, oldest first
   std::mt19937_64 rng(3);
-  auto key = [&]() -> uint64_t {
-    switch (rng() % 8) {
-      case 0: return 0x555555560000ull + (rng() % 4000) * 48 + 8;  // not a multiple of 16
-      case 1: return rng() % 2;
-      default: return 0x555555560000ull + (rng() % 4000) * 48;
-    }
-  };
   int moves = 0;
   bool was_paged = lm.paged();
-  for (int round = 0; round < 6; ++round) {
-    while (ref.size() < 3 * kMax) {  // grow: past kMax the blocks are kept by page
-      const uint64_t k = key();
-      auto [v, fresh] = lm.insert(k);
-      ASSERT_EQ(fresh, ref.count(k) == 0);
-      *v = k * 3 + static_cast<uint64_t>(round);
-      ref[k] = k * 3 + static_cast<uint64_t>(round);
-      moves += lm.paged() != was_paged, was_paged = lm.paged();
-    }
-    ASSERT_TRUE(lm.paged());
+  uint64_t next = 0, value = 0;
+  auto put = [&](uint64_t k) {
+    if (ref.count(k)) return;
+    auto [v, fresh] = lm.insert(k);
+    ASSERT_TRUE(fresh) << k;
+    *v = ++value;
+    ref[k] = value;
+    order.push_back(k);
+  };
+  auto drop = [&](std::size_t i) {
+    const uint64_t k = order[i];
+    order.erase(order.begin() + static_cast<long>(i));
+    uint64_t out = 0;
+    ASSERT_TRUE(lm.erase(k, out)) << k;
+    ASSERT_EQ(out, ref[k]);
+    ASSERT_FALSE(lm.erase(k, out));
+    ref.erase(k);
+  };
+  auto step = [&] { moves += lm.paged() != was_paged, was_paged = lm.paged(); };
+  // A sweep: the next 48-byte chunk in address order (1 in 50 at an odd address), the oldest freed.
+  auto sweep_key = [&]() -> uint64_t { return 0x555555560000ull + (next++) * 48 + (next % 50 == 0 ? 8 : 0); };
+  put(0);
+  put(1);
+  for (int round = 0; round < 3; ++round) {
+    while (ref.size() < 3 * kMax) put(sweep_key()), step();
+    for (int i = 0; i < 20000; ++i) drop(0), put(sweep_key()), step();
+    ASSERT_TRUE(lm.paged()) << round;
     EXPECT_GT(lm.pages(), 0u);
     expect_same_as(lm, ref);
-    while (ref.size() > kMax / 8) {  // shrink: below kMax / 4 they are back in one table
-      auto it = ref.begin();
-      std::advance(it, static_cast<long>(rng() % ref.size()));
-      uint64_t out = 0;
-      ASSERT_TRUE(lm.erase(it->first, out));
-      ASSERT_EQ(out, it->second);
-      ASSERT_FALSE(lm.erase(it->first, out));
-      ref.erase(it);
-      moves += lm.paged() != was_paged, was_paged = lm.paged();
-    }
-    ASSERT_FALSE(lm.paged());
+    // Frees and allocations at random across 64 MiB.
+    for (int i = 0; i < 20000; ++i) drop(rng() % order.size()), put(0x7f0000000000ull + (rng() % (1u << 22)) * 16), step();
+    ASSERT_FALSE(lm.paged()) << round;
     EXPECT_EQ(lm.pages(), 0u);
+    expect_same_as(lm, ref);
+    // Swept again, then shrunk below a quarter of kMax.
+    for (int i = 0; i < 20000; ++i) drop(0), put(sweep_key()), step();
+    ASSERT_TRUE(lm.paged()) << round;
+    while (ref.size() > kMax / 8) drop(0), step();
+    ASSERT_FALSE(lm.paged()) << round;
     expect_same_as(lm, ref);
   }
   EXPECT_EQ(moves, 12);
@@ -124,7 +134,7 @@ TEST(LiveMap, AgreesWithUnorderedMapOnAllocatorLikeAddresses) {
       default: return arena + (16ull << 20) + (rng() % 300) * (1ull << 20);  // a MiB apart
     }
   };
-  churn_against_unordered_map(keys, 300000);  // past kFlatMax: moved to pages on the way
+  churn_against_unordered_map(keys, 300000);
   churn_against_unordered_map(keys, 300000, std::size_t{1} << 20, /*flat_max=*/0);
 }
 
@@ -179,7 +189,7 @@ TEST(LiveMap, IncrementalGrowthAgreesWithUnorderedMap) {
 // mapped on its own (zero pages, huge pages where allowed); every block is found, erased and
 // listed as in a map.
 TEST(LiveMap, MillionsOfSlotsInAMappedTable) {
-  analysis::LiveMap<uint64_t> lm;
+  analysis::LiveMap<uint64_t> lm(std::size_t{1} << 20, /*flat_max=*/0);
   std::unordered_map<uint64_t, uint64_t> ref;
   std::mt19937_64 rng(11);
   for (uint64_t i = 0; i < 700000; ++i) {
