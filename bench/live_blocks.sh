@@ -2,7 +2,7 @@
 # bench/live_blocks.sh: `memtide report` time per event as the live set grows, under each
 # allocator's address layout (glibc, jemalloc, tcmalloc, mimalloc).
 #
-#   bench/live_blocks.sh [--build-dir DIR] [--against DIR] [--runs N] [--sizes "10000 ..."] [--events E]
+#   bench/live_blocks.sh [--build-dir DIR] [--against DIR] [--runs N] [--sizes "10000 ..."] [--events E] [--random]
 #
 # For each allocator and each live-set size N, records `memtide-bench-live-blocks N E` (N
 # 16-byte blocks, then frees of the oldest and new allocations until E events: the live set
@@ -14,7 +14,8 @@
 # (E = N; the case a replay whose probe runs grow with the live set makes quadratic). Prints
 # markdown tables; a missing allocator library is reported, not an error. --against DIR: also
 # times DIR's `memtide report` (another build) on the same traces, its runs alternating with
-# the first build's, in two more columns.
+# the first build's, in two more columns. --random: the program frees blocks picked at random
+# (of 16 to 255 bytes) instead of the oldest (`memtide-bench-live-blocks --random`).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -23,6 +24,7 @@ runs=3
 sizes="10000 100000 1000000 3000000 10000000"
 events=20000000
 against=""
+pattern=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build-dir) build=$2; shift 2 ;;
@@ -30,7 +32,8 @@ while [[ $# -gt 0 ]]; do
     --runs) runs=$2; shift 2 ;;
     --sizes) sizes=$2; shift 2 ;;
     --events) events=$2; shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --random) pattern=(--random); shift ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "live_blocks: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -66,7 +69,7 @@ report_medians() {
 row() {
   local a=$1 n=$2 e=$3 trace t size m cols=""
   trace="$work/$a.$n.$e.mtide"
-  LD_PRELOAD="${lib[$a]}" "$memtide" run -q --no-symbolize -o "$trace" -- "$prog" "$n" "$e" >/dev/null
+  LD_PRELOAD="${lib[$a]}" "$memtide" run -q --no-symbolize -o "$trace" -- "$prog" "$n" "$e" "${pattern[@]}" >/dev/null
   read -r -a t <<<"$(report_medians "$trace")"
   for m in "${!t[@]}"; do
     cols+=$(awk -v t="${t[$m]}" -v b="${fixed[$m]}" -v e="$e" \
