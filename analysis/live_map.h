@@ -19,25 +19,26 @@
 // The directory is a HashLiveMap (live_hash.h) of page numbers: open addressing, 16-byte slots,
 // growing incrementally with its next table made on a thread of its own, so that no growth
 // step stalls a viewer following a live trace (the records never move as it grows). Its slots
-// are placed 8 consecutive pages to a group. The pages of the last lookups are remembered (16,
+// are placed 8 consecutive pages to a group. The pages of the last lookups are remembered (256,
 // by page number): a sweep, or frees on one page and allocations on another, mostly skip it.
 //
 // Addresses that are not multiples of 16 (none from the allocators this replays; hostile traces)
 // are kept in a HashLiveMap of their own, with the addresses 0 and 1.
 //
 // Pages pay off only when lookups stay on the recent pages. A program that frees and allocates
-// all over its live set (a cache evicting at random, four threads' rings) makes a page cost a
-// directory lookup, then the record's granules and its value, each a cache miss that the
-// replay's prefetch (of the directory slot) does not hide; one hash table of blocks costs one,
-// prefetched. Random frees over 1 M live blocks replay in 0.7-1.4 s from such a table against
-// 3.1-3.4 s by page; a sweep of 1 M blocks in 0.7 s against 0.4 s. So the blocks are kept in one
-// table (the one of the other addresses, keyed by address) until the live set reaches kFlatMax
-// blocks while fewer than 1 in 20 lookups leave the recent pages; they go back to the table when
-// more than 1 in 4 do at two reviews in a row, or when fewer than kFlatMax / 4 blocks are live.
-// That share is counted in either form (in the table's, on the same array of recent page
-// numbers) and looked at every max(kReviewEvery, live blocks) lookups, so that each move (work
-// of the order of the blocks moved) follows at least as many lookups. The table costs more
-// memory than pages (8 slots of 32 bytes per block up to 4 M slots, against 24-48 bytes).
+// all over its live set (a cache evicting at random) makes a page cost a directory lookup, then
+// the record's granules and its value, each a cache miss that the replay's prefetch (of the
+// directory slot) does not hide; one hash table of blocks costs one, prefetched
+// (bench/README.md, "Reader scaling": random frees over 300 K live blocks replay in 0.7 s from
+// such a table against 2.1 s by page; a sweep of 1 M blocks in 0.7 s against 0.4 s). So the
+// blocks are kept in one table (the one of the other addresses, keyed by address) until the
+// live set reaches kFlatMax blocks while fewer than 1 in 20 lookups leave the recent pages;
+// they go back to the table when more than 1 in 4 do at two reviews in a row, or when fewer
+// than kFlatMax / 4 blocks are live. That share is counted in either form (in the table's, on
+// the same array of recent page numbers) and looked at every max(kReviewEvery, live blocks)
+// lookups, so that each move (work of the order of the blocks moved) follows at least as many
+// lookups. The table costs more memory than pages (8 slots of 32 bytes per block up to 4 M
+// slots, against 24-48 bytes).
 
 #pragma once
 
@@ -492,9 +493,9 @@ class LiveMap {
     Page* rec = nullptr;
   };
   // The pages of the last lookups and their records (null: none), by page number modulo
-  // kRecent: a program that frees on one page and allocates on another (mimalloc's free lists)
-  // finds both here.
-  static constexpr unsigned kRecent = 16;
+  // kRecent: a program that frees on one page and allocates on another (mimalloc's free lists),
+  // or allocates from the pages of its allocator's size classes, finds them here (4 KiB: in L1).
+  static constexpr unsigned kRecent = 256;
   Recent recent_[kRecent];
 };
 
