@@ -29,8 +29,9 @@
 // all over its live set (a cache evicting at random) makes a page cost a directory lookup, then
 // the record's granules and its value, each a cache miss that the replay's prefetch (of the
 // directory slot) does not hide; one hash table of blocks costs one, prefetched
-// (bench/README.md, "Reader scaling": random frees over 300 K live blocks replay in 0.7 s from
-// such a table against 2.1 s by page; a sweep of 1 M blocks in 0.7 s against 0.4 s). So the
+// (bench/README.md, "Random frees": random frees over 1 M live blocks replay at 84-106 ns per
+// event from such a table against 151-163 by page; a sweep of 1 M blocks took 0.7 s from the
+// table against 0.4 s by page). So the
 // blocks are kept in one table (the one of the other addresses, keyed by address) until the
 // live set reaches kFlatMax blocks while fewer than 1 in 20 lookups leave the recent pages;
 // they go back to the table when more than 1 in 4 do at two reviews in a row, or when fewer
