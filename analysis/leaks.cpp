@@ -7,7 +7,7 @@ namespace memtide::analysis {
 std::vector<const StackStats*> top_stacks(const Model& m, Domain d, Metric metric, std::size_t n) {
   std::vector<const StackStats*> v;
   for (const StackStats& s : m.stacks[static_cast<unsigned>(d)])
-    if (s.m.value(metric)) v.push_back(&s);
+    if (s.m.value(metric) || (metric == Metric::Leaked && s.m.leaked_blocks)) v.push_back(&s);  // (malloc(0) leaks 0 B)
   auto cmp = [metric](const StackStats* a, const StackStats* b) { return before_by(metric, *a, *b); };
   if (v.size() > n) {
     std::partial_sort(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n), v.end(), cmp);

@@ -58,9 +58,15 @@ std::vector<Reach> ScanData::classify(const std::vector<Block>& blocks,
   // bytes: with glibc's allocator the header of the next chunk can lie there (a block of 500
   // bytes at p is followed by a chunk at p + 496), and glibc's own lists (its top chunk, its
   // bins, in libc's data) point at free chunks' headers.
+  // A pointer just past an 8-byte block keeps it too: `new T[0]` of a class with a destructor
+  // returns its block's address past the 8-byte element count (as LeakSanitizer counts it).
   auto target_of = [&](uint64_t v) -> std::size_t {
     const std::size_t t = block_of(v);
     if (t < n && v != blocks[t].addr && (v & 15) == 0 && end_of(t) - v <= 8) return n;
+    if (t == n && v >= 8) {
+      const std::size_t c = block_of(v - 8);
+      if (c < n && blocks[c].size == 8 && blocks[c].addr + 8 == v) return c;
+    }
     return t;
   };
   // Root ranges: Root regions, and Mapping regions and the program's mappings without a live

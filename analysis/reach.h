@@ -8,7 +8,8 @@
 //   - a block is reachable when a root or a reachable block holds a pointer to it, to its first
 //     byte or any byte inside it (an interior pointer, as LeakSanitizer counts them), except a
 //     16-byte aligned address in its last 8 bytes, where glibc's allocator keeps the next
-//     chunk's header (its free lists point there);
+//     chunk's header (its free lists point there); a pointer just past an 8-byte block keeps it
+//     (`new T[0]` of a class with a destructor: the block holds the element count);
 //   - an unreachable block that another unreachable block points to is an indirect leak; the
 //     other unreachable blocks are definite leaks.
 //

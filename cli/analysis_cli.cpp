@@ -127,6 +127,14 @@ std::vector<Frame> leaf_first(Symbolizer& s, StackId id) {
   return f;
 }
 
+nlohmann::json mismatch_json(Symbolizer& s, const Mismatch& x, std::size_t max_frames) {
+  return {{"alloc_api", fmt::api_name(x.alloc_api)},
+          {"free_api", fmt::api_name(x.free_api)},
+          {"count", x.count},
+          {"bytes", x.bytes},
+          {"stack", stack_json(s, x.stack, max_frames)}};
+}
+
 nlohmann::json stack_json(Symbolizer& s, StackId id, std::size_t max_frames) {
   nlohmann::json arr = nlohmann::json::array();
   for (const Frame& f : leaf_first(s, id)) {

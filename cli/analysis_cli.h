@@ -58,6 +58,8 @@ void print_symbol_problems(const std::string& path, const analysis::Symbolizer& 
 std::vector<analysis::Frame> leaf_first(analysis::Symbolizer& s, analysis::StackId id);
 // The stack as JSON: [{"function","file","line","module","inlined"}...], allocation site first.
 nlohmann::json stack_json(analysis::Symbolizer& s, analysis::StackId id, std::size_t max_frames);
+// One kind of mismatched free: {alloc_api, free_api, count, bytes, stack} (the allocation's stack).
+nlohmann::json mismatch_json(analysis::Symbolizer& s, const analysis::Mismatch& x, std::size_t max_frames);
 // "    #0 f (file.cpp:12) [module]" lines.
 // `memtide report --histogram`: heap allocations by size class, as text or JSON (histogram.cpp).
 int print_histogram(const std::string& file, bool as_json, std::optional<uint64_t> from = {},

@@ -50,6 +50,7 @@ struct CheckOptions {
   std::vector<std::string> files;  // each judged on its own (memtide run: every process's trace)
   std::string file;                // the one being judged
   std::string max_leaked_bytes, max_leaked_blocks, max_peak_bytes;  // empty: not set
+  std::string max_mismatched_frees;                                 // empty: 0 while leaks are judged
   std::string max_growth;                                           // empty: not set
   GrowthCliOptions growth;
   std::vector<std::string> suppressions;
@@ -94,6 +95,8 @@ struct Evaluation : CountedLeaks {
   bool scanned = false;                  // leaks are the unreachable blocks
   bool exec_ended = false;               // the image was replaced by exec: nothing leaked
   std::vector<Limit> limits;
+  // When the mismatched frees' limit is broken: each kind of mismatch and its allocation's stack.
+  const std::vector<Mismatch>* mismatches = nullptr;
   // When the peak limit is broken: the stacks of the blocks live at the peak, largest first.
   std::vector<const StackStats*> peak_stacks;
   bool leaks_judged = true;  // not with --max-growth alone
@@ -124,11 +127,20 @@ Evaluation evaluate(const Model& m, Symbolizer& sym, SuppressionList& supp, cons
     if (l.set) l.limit = *parse_size(value);  // validated by the option's check
     return l;
   };
-  // With no leak limit given, any leaked byte fails.
+  // With no leak limit given, any leaked block fails: a leaked byte breaks the bytes' limit, and
+  // blocks of 0 bytes (malloc(0)), when they are all there is, the blocks' limit.
   const bool no_leak_limit = o.max_leaked_bytes.empty() && o.max_leaked_blocks.empty();
   e.limits.push_back(limit("max-leaked-bytes", "leaked bytes", no_leak_limit && e.leaks_judged ? "0" : o.max_leaked_bytes,
                            e.leaked_bytes, true));
-  e.limits.push_back(limit("max-leaked-blocks", "leaked blocks", o.max_leaked_blocks, e.leaked_blocks, false));
+  e.limits.push_back(limit("max-leaked-blocks", "leaked blocks",
+                           no_leak_limit && e.leaks_judged && e.leaked_bytes == 0 ? "0" : o.max_leaked_blocks,
+                           e.leaked_blocks, false));
+  // A block released by another family's call (new[] by delete, malloc by delete, new by free)
+  // fails as a leak does, as each is an error of memcheck's.
+  e.limits.push_back(limit("max-mismatched-frees", "mismatched frees",
+                           o.max_mismatched_frees.empty() && e.leaks_judged ? "0" : o.max_mismatched_frees,
+                           m.anomalies.mismatch_count, false));
+  if (e.limits.back().broken()) e.mismatches = &m.anomalies.mismatches;
   e.limits.push_back(limit("max-peak-bytes", "peak heap bytes", o.max_peak_bytes, m.heap().peak_bytes, true));
   if (e.limits.back().broken()) e.peak_stacks = top_stacks(m, Domain::Heap, Metric::Peak, SIZE_MAX);
   if (e.growth) {
@@ -215,6 +227,17 @@ void print_text(const Model& m, Symbolizer& sym, const SuppressionList& supp, co
       std::fputs(stack_text(sym, s->stack, o.frames, "      ", true).c_str(), stdout);
     }
   }
+  if (e.mismatches) {
+    std::printf("\n%s (the allocation's stack):\n", count_of(m.anomalies.mismatch_count, "mismatched free", "mismatched frees").c_str());
+    std::size_t i = 0;
+    for (const Mismatch& x : *e.mismatches) {
+      if (i == o.top) break;
+      std::printf("  %zu. %s block freed with %s: %s (%s)\n", ++i, std::string(fmt::api_name(x.alloc_api)).c_str(),
+                  std::string(fmt::api_name(x.free_api)).c_str(), count_of(x.count, "time", "times").c_str(),
+                  human_bytes(x.bytes).c_str());
+      std::fputs(stack_text(sym, x.stack, o.frames, "      ", true).c_str(), stdout);
+    }
+  }
   if (!e.peak_stacks.empty()) {
     const Totals& h = m.heap();
     std::printf("\n%s in %s live at the peak (%s) from %s (largest first):\n", human_bytes(h.peak_bytes).c_str(),
@@ -298,6 +321,14 @@ json check_json(const Model& m, Symbolizer& sym, const SuppressionList& supp, co
                     {"stack", stack_json(sym, s->stack, o.frames)}});
   }
   j["peak_stacks"] = peak;
+  j["mismatched_frees"] = m.anomalies.mismatch_count;
+  json mm = json::array();
+  if (e.mismatches)
+    for (const Mismatch& x : *e.mismatches) {
+      if (mm.size() == o.top) break;
+      mm.push_back(mismatch_json(sym, x, o.frames));
+    }
+  j["mismatches"] = mm;
   j["growth"] = e.growth ? growth_json(m, *e.growth, sym, o.top, o.frames) : json(nullptr);
   j["growth_window"] = e.growth ? growth_window_json(m, *e.growth, o.growth, sym, o.top, o.frames) : json(nullptr);
   json sup = json::array();
@@ -345,7 +376,7 @@ JunitCase junit_case(const Model& m, Symbolizer& sym, const Evaluation& e, const
     if (!l.broken()) continue;
     c.failure += (c.failure.empty() ? "" : "; ") + l.what + " " + l.value(l.actual) + " > " + l.value(l.limit);
     c.body += l.what + ": " + l.value(l.actual) + " (limit " + l.value(l.limit) + ")\n";
-    leak_stacks |= l.name != "max-peak-bytes" && l.name != "max-growth";
+    leak_stacks |= l.name == "max-leaked-bytes" || l.name == "max-leaked-blocks";
     (l.name == "max-growth" ? c.growth : c.leak) = true;
   }
   std::size_t i = 0;
@@ -363,6 +394,13 @@ JunitCase junit_case(const Model& m, Symbolizer& sym, const Evaluation& e, const
                 stack_text(sym, s->stack, o.frames, "  ");
     }
   }
+  i = 0;
+  if (e.mismatches)
+    for (const Mismatch& x : *e.mismatches) {
+      if (i++ == o.top) break;
+      c.body += "\n" + std::string(fmt::api_name(x.alloc_api)) + " block freed with " + std::string(fmt::api_name(x.free_api)) +
+                ": " + count_of(x.count, "time", "times") + "\n" + stack_text(sym, x.stack, o.frames, "  ");
+    }
   i = 0;
   for (const StackStats* s : e.peak_stacks) {
     if (i++ == o.top) break;
@@ -630,6 +668,10 @@ Command check_command() {
             sub.add_option("--max-leaked-blocks", o->max_leaked_blocks, "Most leaked blocks allowed (default: no limit)")
                 ->check(size_check);
             sub.add_option("--max-peak-bytes", o->max_peak_bytes, "Highest heap peak allowed (default: no limit)")
+                ->check(size_check);
+            sub.add_option("--max-mismatched-frees", o->max_mismatched_frees,
+                           "Most frees by another family's call allowed (new[] by delete, malloc by delete, new by "
+                           "free; default 0 while leaks are judged)")
                 ->check(size_check);
             auto* growth = sub.add_option("--max-growth", o->max_growth,
                                           "Most heap growth allowed after the warm-up, e.g. 64KiB/min (the stacks whose "

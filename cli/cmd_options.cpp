@@ -46,9 +46,16 @@ int print_table() {
   std::printf("  %-28s %s\n", "", "its options are checked before the program starts:");
   std::printf("  %-28s %s\n", "  --max-leaked-bytes SIZE", "most leaked bytes allowed (default 0 when no leak limit is given)");
   std::printf("  %-28s %s\n", "  --max-leaked-blocks N", "most leaked blocks allowed");
+  std::printf("  %-28s %s\n", "  --max-mismatched-frees N", "most frees by another family's call allowed (default 0)");
   std::printf("  %-28s %s\n", "  --max-peak-bytes SIZE", "highest heap peak allowed");
   std::printf("  %-28s %s\n", "  --suppressions FILE", "LeakSanitizer-format suppressions (repeatable)");
   std::printf("  %-28s %s\n", "  --include-reachable", "count still-reachable blocks as leaks too");
+  std::printf("  %-28s %s\n", "  --max-growth RATE", "most heap growth after the warm-up, e.g. 64KiB/min");
+  std::printf("  %-28s %s\n", "  --warmup DURATION", "the start of the run that growth does not count");
+  std::printf("  %-28s %s\n", "  --allow-incomplete", "judge a trace cut short on what it holds");
+  std::printf("  %-28s %s\n", "  --gen-suppressions", "print a suppression block for each leaking stack");
+  std::printf("  %-28s %s\n", "  --error-exitcode N", "exit status when a limit is broken (default 1)");
+  std::printf("  %-28s %s\n", "  --keep-traces all|failed", "failed: remove the traces of processes that passed");
   std::printf("  %-28s %s\n", "  --junit FILE", "also write a JUnit XML report");
   std::printf("  %-28s %s\n", "--no-symbolize", "do not name the stacks' addresses while the program runs (memtide symbolize");
   std::printf("  %-28s %s\n", "", "--follow) nor append the names to the trace when it ends");

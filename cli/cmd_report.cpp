@@ -237,12 +237,7 @@ json report_json(const Model& m, Symbolizer& sym, const ReportOptions& o) {
   j["top_allocators"] = stack_items(m, sym, Domain::Heap, Metric::Allocated, o);
   j["top_temporary"] = stack_items(m, sym, Domain::Heap, Metric::Temporary, o);
   json mm = json::array();
-  for (const Mismatch& x : m.anomalies.mismatches)
-    mm.push_back({{"alloc_api", fmt::api_name(x.alloc_api)},
-                  {"free_api", fmt::api_name(x.free_api)},
-                  {"count", x.count},
-                  {"bytes", x.bytes},
-                  {"stack", stack_json(sym, x.stack, o.frames)}});
+  for (const Mismatch& x : m.anomalies.mismatches) mm.push_back(mismatch_json(sym, x, o.frames));
   j["mismatches"] = mm;
   json uf = json::array();
   for (const UnknownFree& u : m.anomalies.unknown_frees)

@@ -24,7 +24,8 @@ help_of() {
 run_options() {  # the recorder's options and memtide run's own (its table prints them as "--name VALUE")
   "$wrapper" run --help | grep -oE '^ +(-[a-z], )?--\[?[a-z-]+\]?[a-z-]*' | sed 's/^ *//; s/^-[a-z], //' |
     sed -E 's/^--\[no-\](.*)/--\1 --no-\1/' | tr ' ' '\n'
-  echo -q --check --max-leaked-bytes --max-leaked-blocks --max-peak-bytes --suppressions --include-reachable \
+  echo -q --check --max-leaked-bytes --max-leaked-blocks --max-mismatched-frees --max-peak-bytes --max-growth --warmup \
+    --suppressions --include-reachable \
     --allow-incomplete --junit --error-exitcode --gen-suppressions --keep-traces --no-symbolize | tr ' ' '\n'
 }
 # The words a command's options complete to, on one line: the bash and the zsh completion list

@@ -26,6 +26,7 @@
 
 #include "recorder/backing.h"
 #include "recorder/own_heap.h"
+#include "recorder/process.h"
 #include "recorder/recorder.h"
 
 #define MT_EXPORT extern "C" __attribute__((visibility("default")))
@@ -333,20 +334,43 @@ MT_EXPORT int pthread_setname_np(pthread_t t, const char* name) {
   return r;
 }
 
+MT_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*fn)(void*), void* arg) {
+  ready();
+  if (MT_UNLIKELY(!rec::real.pthread_create)) return ENOSYS;
+  const int r = rec::real.pthread_create(thread, attr, fn, arg);
+  // (A stack of the program's own is not glibc's to keep.)
+  void* own_stack = nullptr;
+  size_t own_size = 0;
+  if (r == 0 && !(attr && pthread_attr_getstack(attr, &own_stack, &own_size) == 0 && own_stack))
+    rec::note_thread_created(*thread);
+  return r;
+}
+
+// exit: below the stack pointer here, the calling thread's frames are dead for the leak scan.
+MT_EXPORT void exit(int status) {
+  ready();
+  rec::note_exit_sp(reinterpret_cast<uintptr_t>(MT_FRAME));
+  if (MT_UNLIKELY(!rec::real.exit)) rec::real.Exit_(status);
+  rec::real.exit(status);
+}
+
 MT_EXPORT void _exit(int status) {
   ready();
+  rec::note_exit_sp(reinterpret_cast<uintptr_t>(MT_FRAME));
   rec::finish_immediate_exit(status);
   rec::real.exit_(status);
 }
 
 MT_EXPORT void _Exit(int status) {
   ready();
+  rec::note_exit_sp(reinterpret_cast<uintptr_t>(MT_FRAME));
   rec::finish_immediate_exit(status);
   rec::real.Exit_(status);
 }
 
 MT_EXPORT void quick_exit(int status) {
   ready();
+  rec::note_exit_sp(reinterpret_cast<uintptr_t>(MT_FRAME));
   rec::on_quick_exit(status);
   rec::real.quick_exit(status);
 }
@@ -608,7 +632,9 @@ namespace {
 int (*g_program_main)(int, char**, char**);
 int main_with_exit_status(int argc, char** argv, char** envp) {
   rec::install_exit_status_handler();
-  return g_program_main(argc, argv, envp);
+  const int status = g_program_main(argc, argv, envp);
+  rec::note_exit_sp(reinterpret_cast<uintptr_t>(MT_FRAME));  // main's frames are dead from here
+  return status;
 }
 }  // namespace
 

@@ -39,6 +39,7 @@
 #include "recorder/lifecycle.h"
 #include "recorder/options.h"
 #include "recorder/own_heap.h"
+#include "recorder/process.h"
 #include "recorder/recorder.h"
 #include "recorder/state.h"
 #include "recorder/threads.h"
@@ -451,6 +452,7 @@ void detach() {
 void* control_main(void* fifo_fd) {
   ++tls_busy;  // the recorder's own thread: never recorded
   tls_recorder_thread = true;
+  note_recorder_thread();
   prctl(PR_SET_NAME, "memtide-attach");
   const int fd = static_cast<int>(reinterpret_cast<intptr_t>(fifo_fd));
   char c;

@@ -77,6 +77,8 @@ void resolve_backing() {
   resolve(real.dlclose, "dlclose");
   resolve(real.pthread_setname_np, "pthread_setname_np");
   resolve(real.pthread_getattr_np, "pthread_getattr_np");
+  resolve(real.pthread_create, "pthread_create");
+  resolve(real.exit, "exit");
   resolve(real.exit_, "_exit");
   resolve(real.Exit_, "_Exit");
   resolve(real.quick_exit, "quick_exit");

@@ -40,6 +40,8 @@ struct RealFns {
   int (*dlclose)(void*);
   int (*pthread_setname_np)(unsigned long, const char*);
   int (*pthread_getattr_np)(unsigned long, void*);  // (pthread_attr_t*)
+  int (*pthread_create)(unsigned long*, const void*, void* (*)(void*), void*);  // (pthread_t*, const pthread_attr_t*)
+  void (*exit)(int) __attribute__((noreturn));
   void (*exit_)(int) __attribute__((noreturn));   // _exit
   void (*Exit_)(int) __attribute__((noreturn));   // _Exit
   void (*quick_exit)(int) __attribute__((noreturn));

@@ -19,18 +19,42 @@
 //
 // The analysis then marks what the roots reach, through the live blocks (analysis/reach.h).
 //
+// The world is stopped first, as LeakSanitizer stops it: each other thread of the program is sent
+// a real-time signal whose handler saves its registers on its own stack (the signal frame) and
+// parks it, and only then does the recording end, so the recorded live set and the memory read
+// are one instant (a thread that frees its argument as the program exits is parked before or
+// after that free, never between). What is dead is not read: the exiting thread's stack below
+// the stack pointer it had when the program called exit (or main returned), each parked
+// thread's stack below its signal frame, the stacks glibc keeps for reuse after their threads
+// exited (their descriptors still hold the start argument and the result), and the stacks of
+// the recorder's own threads. A thread inside the recorder, or one that blocks the signal, is
+// not parked there: it is asked again until it is out, and one that never answers (it blocks
+// every signal) is read whole while it runs. The loader's lock is held from before the stop
+// (the scan's dl_iterate_phdr would otherwise wait for a parked dlopen).
+//
 // Memory is read with pread on /proc/self/mem, so a mapping that another thread unmaps during
 // the scan gives an error, not a crash. Only resident pages are read (mincore): untouched
 // reservations are skipped, and so are pages swapped out. The recorder's own memory (its
 // mimalloc heaps, libmemtide's globals) is skipped, so its copies of block addresses do not
 // keep blocks alive; with --allocator mimalloc the program's blocks share mimalloc's memory
 // with the recorder's, so only libmemtide's globals are skipped then.
+#include <dirent.h>
 #include <fcntl.h>
 #include <link.h>
+#include <linux/futex.h>
 #include <mimalloc.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/ucontext.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "formats/encoder.h"
@@ -39,7 +63,9 @@
 #include "recorder/proc_maps.h"
 #include "recorder/process.h"
 #include "recorder/state.h"
+#include "recorder/recorder.h"
 #include "recorder/stream.h"
+#include "recorder/unwind.h"
 #include "recorder/writer.h"
 
 namespace memtide::rec {
@@ -55,10 +81,262 @@ constexpr size_t kBatch = 2048;       // pairs per Refs record
 constexpr size_t kMaxRecord = 11 + 20 * kBatch;
 constexpr size_t kMaxOwn = 16;
 
+// ---------------------------------------------------------------------------------------
+// The stopped world
+// ---------------------------------------------------------------------------------------
+constexpr int kMaxThreads = 4096;
+constexpr int kMaxRecorderThreads = 8;
+constexpr size_t kMaxCreated = 16384;  // the most recent pthread_create calls remembered
+
+enum ParkState : int { kSignalled = 1, kParked, kDeclined, kRunning, kGone };
+
+struct Parked {
+  std::atomic<int> tid{0};
+  std::atomic<int> state{0};
+  uintptr_t sp = 0;       // the interrupted stack pointer
+  uintptr_t live_lo = 0;  // its signal frame: registers, red zone and live frames lie above
+  uintptr_t self = 0;     // its pthread_self()
+};
+
+Parked g_parked[kMaxThreads];
+std::atomic<int> g_nparked{0};
+std::atomic<bool> g_stopping{false};
+std::atomic<uint32_t> g_release{0};  // futex word: changes when the parked threads may go on
+
+struct RecorderThread {
+  std::atomic<int> tid{0};
+  uintptr_t lo = 0, hi = 0;
+};
+RecorderThread g_recorder_threads[kMaxRecorderThreads];
+std::atomic<int> g_nrecorder{0};
+
+std::atomic<uintptr_t> g_created[kMaxCreated];
+std::atomic<uint64_t> g_ncreated{0};
+std::atomic<uintptr_t> g_exit_sp{0};
+
+long futex(std::atomic<uint32_t>* word, int op, uint32_t value) {
+  return syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), op, value, nullptr, nullptr, 0);
+}
+
+pid_t own_tid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
+
+// glibc records the owner of a locked mutex of every kind.
+bool holds(const pthread_mutex_t& m, pid_t tid) { return m.__data.__owner == tid; }
+
+void on_stop_signal(int, siginfo_t* si, void* ctx) {
+  const int saved_errno = errno;
+  if (g_stopping.load(std::memory_order_acquire) && si && si->si_code == SI_TKILL && si->si_pid == getpid()) {
+    const pid_t tid = own_tid();
+    const int n = g_nparked.load(std::memory_order_acquire);
+    for (int i = 0; i < n; ++i) {
+      Parked& p = g_parked[i];
+      if (p.tid.load(std::memory_order_relaxed) != tid || p.state.load(std::memory_order_acquire) != kSignalled) continue;
+      // Inside the recorder (its stream half written, or a lock the scan needs held): asked again.
+      if (tls_busy || holds(recording.shared_mutex, tid) || holds(recording.registry_mutex, tid) ||
+          holds(recording.queue_mutex, tid)) {
+        p.state.store(kDeclined, std::memory_order_release);
+        break;
+      }
+      const uint32_t gen = g_release.load(std::memory_order_acquire);
+      const auto* uc = static_cast<const ucontext_t*>(ctx);
+      p.sp = static_cast<uintptr_t>(uc->uc_mcontext.gregs[REG_RSP]);
+      p.live_lo = reinterpret_cast<uintptr_t>(uc) & ~uintptr_t{7};
+      p.self = static_cast<uintptr_t>(pthread_self());
+      p.state.store(kParked, std::memory_order_release);
+      while (g_release.load(std::memory_order_acquire) == gen) futex(&g_release, FUTEX_WAIT_PRIVATE, gen);
+      break;
+    }
+  }
+  errno = saved_errno;
+}
+
+// Whether thread `tid` blocks signal `sig` (its SigBlk line in /proc).
+bool blocks_signal(pid_t tid, int sig) {
+  char path[64], buf[2048];
+  std::snprintf(path, sizeof path, "/proc/self/task/%d/status", static_cast<int>(tid));
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  ssize_t n = 0;
+  for (ssize_t r; n < static_cast<ssize_t>(sizeof buf) - 1 && (r = read(fd, buf + n, sizeof buf - 1 - n)) != 0;) {
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    n += r;
+  }
+  close(fd);
+  buf[n > 0 ? n : 0] = 0;
+  const char* at = std::strstr(buf, "SigBlk:");
+  if (!at) return false;
+  at += 7;
+  while (*at == ' ' || *at == '\t') ++at;
+  uint64_t mask = 0;
+  for (; (*at >= '0' && *at <= '9') || (*at >= 'a' && *at <= 'f'); ++at)
+    mask = mask << 4 | static_cast<uint64_t>(*at <= '9' ? *at - '0' : *at - 'a' + 10);
+  return (mask >> (sig - 1)) & 1;
+}
+
+int recorder_threads() { return std::min(g_nrecorder.load(std::memory_order_acquire), kMaxRecorderThreads); }
+
+bool is_recorder_thread(pid_t tid) {
+  const int n = recorder_threads();
+  for (int i = 0; i < n; ++i)
+    if (g_recorder_threads[i].tid.load(std::memory_order_relaxed) == tid) return true;
+  return false;
+}
+
+// The program's other threads, parked in on_stop_signal until resume().
+class World {
+ public:
+  // Stops every thread of the process but the caller and the recorder's threads, as far as they
+  // can be stopped. False when no signal was free for it (nothing was stopped).
+  bool stop() {
+    sig_ = pick_signal();
+    if (!sig_) return false;
+    self_ = own_tid();
+    g_stopping.store(true, std::memory_order_release);
+    const uint64_t deadline = monotonic_ns() + 2000000000ull;
+    // New threads may start while others are being stopped: list the tasks again until a pass
+    // finds none (a parked thread starts none).
+    for (int pass = 0; pass < 64 && monotonic_ns() < deadline; ++pass) {
+      if (!signal_new_tasks()) break;
+      wait_parked(deadline);
+    }
+    return true;
+  }
+
+  void resume() {
+    if (!sig_) return;
+    g_stopping.store(false, std::memory_order_release);
+    g_release.fetch_add(1, std::memory_order_acq_rel);
+    futex(&g_release, FUTEX_WAKE_PRIVATE, INT32_MAX);
+    sig_ = 0;
+  }
+
+  int count() const { return g_nparked.load(std::memory_order_acquire); }
+  const Parked& at(int i) const { return g_parked[i]; }
+  // Whether every thread of the program but the caller is parked or gone.
+  bool all_parked() const {
+    if (!sig_) return false;
+    for (int i = 0, n = count(); i < n; ++i) {
+      const int st = g_parked[i].state.load(std::memory_order_acquire);
+      if (st != kParked && st != kGone) return false;
+    }
+    return true;
+  }
+
+ private:
+  // A real-time signal the program leaves at its default action, from the highest down.
+  static int pick_signal() {
+    for (int sig = SIGRTMAX; sig >= SIGRTMIN; --sig) {
+      struct sigaction old;
+      if (sigaction(sig, nullptr, &old) != 0) continue;
+      const bool ours = (old.sa_flags & SA_SIGINFO) && old.sa_sigaction == on_stop_signal;
+      if (!ours && ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL)) continue;  // the program's
+      struct sigaction sa;
+      std::memset(&sa, 0, sizeof sa);
+      sa.sa_sigaction = on_stop_signal;
+      sa.sa_flags = SA_SIGINFO | SA_RESTART;
+      sigfillset(&sa.sa_mask);  // no handler of the program's runs in a parked thread
+      if (sigaction(sig, &sa, nullptr) == 0) return sig;
+    }
+    return 0;
+  }
+
+  bool known(pid_t tid) const {
+    for (int i = 0, n = count(); i < n; ++i)
+      if (g_parked[i].tid.load(std::memory_order_relaxed) == tid) return true;
+    return false;
+  }
+
+  // Signals the tasks not yet known. Whether there was one.
+  bool signal_new_tasks() {
+    const int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return false;
+    bool found = false;
+    alignas(8) char buf[4096];
+    for (;;) {
+      const long n = syscall(SYS_getdents64, fd, buf, sizeof buf);
+      if (n <= 0) break;
+      for (long off = 0; off < n;) {
+        const auto* d = reinterpret_cast<const dirent64*>(buf + off);
+        off += d->d_reclen;
+        const pid_t tid = static_cast<pid_t>(std::strtol(d->d_name, nullptr, 10));
+        if (tid <= 0 || tid == self_ || known(tid) || is_recorder_thread(tid)) continue;
+        const int i = g_nparked.load(std::memory_order_relaxed);
+        if (i == kMaxThreads) break;
+        Parked& p = g_parked[i];
+        p.tid.store(tid, std::memory_order_relaxed);
+        // (Signalled also when it blocks the signal now: a thread that is starting blocks every
+        // signal until it runs the program's function.)
+        blocked_[i] = blocks_signal(tid, sig_);
+        p.state.store(kSignalled, std::memory_order_release);
+        g_nparked.store(i + 1, std::memory_order_release);
+        found = true;
+        if (syscall(SYS_tgkill, getpid(), tid, sig_) != 0) p.state.store(kGone, std::memory_order_release);
+      }
+    }
+    close(fd);
+    return found;
+  }
+
+  // Waits until each signalled thread is parked (a thread that declined is asked again), or the
+  // deadline; what has not answered by then counts as running. A thread that blocks the signal
+  // is waited for a quarter of a second: one that is starting unblocks it by then, one that
+  // blocks every signal for good (a pool whose signals one thread takes) never answers.
+  void wait_parked(uint64_t deadline) {
+    uint64_t blocked_until = monotonic_ns() + 250000000ull;
+    for (;;) {
+      if (monotonic_ns() >= blocked_until) {
+        bool gave_up = false;
+        for (int i = 0, n = count(); i < n; ++i) {
+          if (!blocked_[i] || g_parked[i].state.load(std::memory_order_acquire) != kSignalled) continue;
+          blocked_[i] = blocks_signal(g_parked[i].tid.load(std::memory_order_relaxed), sig_);
+          int expected = kSignalled;
+          if (blocked_[i]) gave_up |= g_parked[i].state.compare_exchange_strong(expected, kRunning, std::memory_order_acq_rel);
+        }
+        blocked_until = gave_up ? ~0ull : monotonic_ns() + 250000000ull;
+      }
+      bool waiting = false;
+      for (int i = 0, n = count(); i < n; ++i) {
+        Parked& p = g_parked[i];
+        const int st = p.state.load(std::memory_order_acquire);
+        if (st == kDeclined) {
+          p.state.store(kSignalled, std::memory_order_release);
+          if (syscall(SYS_tgkill, getpid(), p.tid.load(std::memory_order_relaxed), sig_) != 0)
+            p.state.store(kGone, std::memory_order_release);
+          waiting = true;
+        } else if (st == kSignalled) {
+          waiting = true;
+          if (kill_probe(p)) p.state.store(kGone, std::memory_order_release);
+        }
+      }
+      if (!waiting) return;
+      if (monotonic_ns() >= deadline) break;
+      const timespec pause{0, 50000};
+      nanosleep(&pause, nullptr);
+    }
+    for (int i = 0, n = count(); i < n; ++i) {
+      int expected = kSignalled;
+      g_parked[i].state.compare_exchange_strong(expected, kRunning, std::memory_order_acq_rel);
+    }
+  }
+
+  // Whether a signalled thread has exited (signal 0 finds no such task).
+  static bool kill_probe(const Parked& p) {
+    return syscall(SYS_tgkill, getpid(), p.tid.load(std::memory_order_relaxed), 0) != 0 && errno == ESRCH;
+  }
+
+  int sig_ = 0;
+  pid_t self_ = 0;
+  bool blocked_[kMaxThreads] = {};  // the thread blocked the signal when it was sent
+};
+
 class Scanner {
  public:
-  bool init(uintptr_t sp) {
+  bool init(uintptr_t sp, const World& world) {
     sp_ = sp;
+    world_ = &world;
     skip_mimalloc_ = recording.opts.allocator != AllocatorKind::Mimalloc;
     buf_ = static_cast<uint8_t*>(mem_alloc(kPiece));
     locs_ = static_cast<uint64_t*>(mem_alloc(kBatch * sizeof(uint64_t)));
@@ -68,13 +346,15 @@ class Scanner {
     mem_fd_ = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
     if (mem_fd_ < 0 || !read_maps()) return false;
     find_own_segments();
-    return true;
+    return known_stacks() && build_skips();
   }
 
   ~Scanner() {
     if (mem_fd_ >= 0) close(mem_fd_);
     for (void* p : {static_cast<void*>(buf_), static_cast<void*>(locs_), static_cast<void*>(vals_),
-                    static_cast<void*>(rec_), static_cast<void*>(maps_), static_cast<void*>(targets_)})
+                    static_cast<void*>(rec_), static_cast<void*>(maps_), static_cast<void*>(targets_),
+                    static_cast<void*>(known_), static_cast<void*>(skips_), static_cast<void*>(roots_),
+                    static_cast<void*>(mlist_)})
       if (p) mem_free(p);
   }
 
@@ -85,7 +365,8 @@ class Scanner {
     const char* const maps_end = maps_ + maps_len_;
     bool ok = true;
     for_each_mapping(maps_, maps_end, [&](const Mapping& m) {
-      if (m.writable && (m.anonymous() || m.path == "[heap]")) {
+      // (Any protection: a block may have pages the program made read-only or inaccessible.)
+      if (m.anonymous() || m.path == "[heap]") {
         if (ntargets_ == targets_cap_ && !grow_targets()) return ok = false;
         targets_[ntargets_++] = {m.lo, m.hi};
       }
@@ -98,7 +379,7 @@ class Scanner {
     }
 
     for_each_mapping(maps_, maps_end, [&](const Mapping& m) {
-      if (!m.readable || !m.writable || m.special()) return true;
+      if (!m.readable || m.special() || (!m.writable && !m.anonymous() && m.path != "[heap]")) return true;
       fmt::ScanKind kind = fmt::ScanKind::Root;
       if (m.path == "[heap]") kind = fmt::ScanKind::Heap;
       else if (m.anonymous()) kind = fmt::ScanKind::Mapping;
@@ -186,7 +467,7 @@ class Scanner {
     dl_iterate_phdr(
         [](dl_phdr_info* di, size_t, void* self) {
           auto* s = static_cast<Scanner*>(self);
-          const auto here = reinterpret_cast<uintptr_t>(&leak_scan);
+          const auto here = reinterpret_cast<uintptr_t>(&leak_scan_at_exit);
           bool mine = false;
           for (int i = 0; i < di->dlpi_phnum; ++i) {
             const ElfW(Phdr)& ph = di->dlpi_phdr[i];
@@ -218,26 +499,124 @@ class Scanner {
   }
 
   bool thread_stacks() {
+    bool ok = true;
+    for (size_t i = 0; i < nknown_ && ok; ++i) ok = region(fmt::ScanKind::Root, known_[i].lo, known_[i].hi, /*read=*/false);
+    for (size_t i = 0; i < nroots_ && ok; ++i) ok = region(fmt::ScanKind::Root, roots_[i].lo, roots_[i].hi, /*read=*/false);
+    return ok;
+  }
+
+  // The stacks of the program's threads that recorded (their bounds from their first event),
+  // but the scanning thread's.
+  bool known_stacks() {
     constexpr size_t kMaxStacks = 4096;
-    auto* stacks = static_cast<Range*>(mem_alloc(kMaxStacks * sizeof(Range)));
-    if (!stacks) return false;
-    size_t n = 0;
+    known_ = static_cast<Range*>(mem_alloc(kMaxStacks * sizeof(Range)));
+    if (!known_) return false;
     timespec deadline;
     clock_gettime(CLOCK_REALTIME, &deadline);
     deadline.tv_sec += 2;
     if (pthread_mutex_timedlock(&recording.registry_mutex, &deadline) == 0) {
-      for (Stream* st = recording.registry; st && n < kMaxStacks; st = st->reg_next) {
+      for (Stream* st = recording.registry; st && nknown_ < kMaxStacks; st = st->reg_next) {
         const auto* ts = reinterpret_cast<const ThreadState*>(st);  // Stream is its first member
         if (ts == tls_thread || ts->memo.stack_hi <= ts->memo.stack_lo) continue;
         if (sp_ >= ts->memo.stack_lo && sp_ < ts->memo.stack_hi) continue;  // the scanning thread's
-        stacks[n++] = {static_cast<uintptr_t>(ts->memo.stack_lo), static_cast<uintptr_t>(ts->memo.stack_hi)};
+        known_[nknown_++] = {static_cast<uintptr_t>(ts->memo.stack_lo), static_cast<uintptr_t>(ts->memo.stack_hi)};
       }
       pthread_mutex_unlock(&recording.registry_mutex);
     }
-    bool ok = true;
-    for (size_t i = 0; i < n && ok; ++i) ok = region(fmt::ScanKind::Root, stacks[i].lo, stacks[i].hi, /*read=*/false);
-    mem_free(stacks);
-    return ok;
+    return true;
+  }
+
+  // The mappings as [lo, hi) with whether each is anonymous and writable, in address order.
+  struct MapEntry {
+    uintptr_t lo, hi;
+    bool anon_rw;
+  };
+  const MapEntry* mapping_at(uintptr_t a) const {
+    size_t lo = 0, hi = nmlist_;
+    while (lo < hi) {
+      const size_t mid = (lo + hi) / 2;
+      if (mlist_[mid].hi <= a) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo < nmlist_ && a >= mlist_[lo].lo ? &mlist_[lo] : nullptr;
+  }
+
+  static bool contains(const Range& r, uintptr_t a) { return a >= r.lo && a < r.hi; }
+
+  // What is not read: libmemtide's globals, the recorder threads' stacks, each parked thread's
+  // stack below its signal frame, and glibc's cached stacks of threads that exited.
+  bool build_skips() {
+    const char* const maps_end = maps_ + maps_len_;
+    size_t nmaps = 0;
+    for_each_mapping(maps_, maps_end, [&](const Mapping&) { return ++nmaps, true; });
+    mlist_ = static_cast<MapEntry*>(mem_alloc((nmaps + 1) * sizeof(MapEntry)));
+    if (!mlist_) return false;
+    for_each_mapping(maps_, maps_end, [&](const Mapping& m) {
+      if (nmlist_ < nmaps) mlist_[nmlist_++] = {m.lo, m.hi, m.writable && m.anonymous()};
+      return true;
+    });
+    const int nthreads = world_->count();
+    const uint64_t ncreated = std::min<uint64_t>(g_ncreated.load(std::memory_order_acquire), kMaxCreated);
+    const size_t cap = kMaxOwn + kMaxRecorderThreads + static_cast<size_t>(nthreads) + 2 * ncreated + 1;
+    skips_ = static_cast<Range*>(mem_alloc(cap * sizeof(Range)));
+    roots_ = static_cast<Range*>(mem_alloc((static_cast<size_t>(nthreads) + 1) * sizeof(Range)));
+    if (!skips_ || !roots_) return false;
+    for (size_t i = 0; i < nown_; ++i) skips_[nskips_++] = own_[i];
+    const int nrec = recorder_threads();
+    for (int i = 0; i < nrec; ++i)
+      if (g_recorder_threads[i].hi > g_recorder_threads[i].lo)
+        skips_[nskips_++] = {g_recorder_threads[i].lo, g_recorder_threads[i].hi};
+    // Parked threads: their stack from their signal frame up is a root, below it is dead.
+    for (int i = 0; i < nthreads; ++i) {
+      const Parked& p = world_->at(i);
+      if (p.state.load(std::memory_order_acquire) != kParked) continue;
+      Range stack{0, 0};
+      for (size_t k = 0; k < nknown_ && !stack.hi; ++k)
+        if (contains(known_[k], p.sp)) stack = known_[k];
+      if (!stack.hi) {
+        const MapEntry* m = mapping_at(p.sp);
+        if (!m) continue;
+        stack = {m->lo, m->hi};
+        // A stack glibc made ends with the thread's descriptor: a mapping merged above it is not
+        // this stack.
+        if (p.self > p.sp && p.self < m->hi) stack.hi = std::min<uintptr_t>(m->hi, (p.self + kPage) & ~(kPage - 1));
+        roots_[nroots_++] = {p.live_lo, stack.hi};
+      }
+      if (contains(stack, p.sp) && p.live_lo >= stack.lo && p.live_lo <= p.sp) skips_[nskips_++] = {stack.lo, p.live_lo};
+    }
+    // Stacks kept by glibc after their threads exited, known by the descriptor at their top.
+    // Only when every other thread is parked: a running thread's stack could be among them.
+    if (world_->all_parked()) {
+      for (uint64_t k = 0; k < ncreated; ++k) {
+        const uintptr_t pd = g_created[k].load(std::memory_order_relaxed);
+        const MapEntry* m = pd ? mapping_at(pd) : nullptr;
+        if (!m || !m->anon_rw) continue;
+        const Range r{m->lo, std::min<uintptr_t>(m->hi, (pd + kPage) & ~(kPage - 1))};
+        bool live = contains(r, sp_);
+        for (int i = 0; i < nthreads && !live; ++i) {
+          const Parked& p = world_->at(i);
+          live = p.state.load(std::memory_order_acquire) == kParked && (contains(r, p.sp) || contains(r, p.live_lo));
+        }
+        for (int i = 0; i < nrec && !live; ++i)
+          live = g_recorder_threads[i].lo < r.hi && r.lo < g_recorder_threads[i].hi;
+        // (Not its descriptor's second word: the thread's DTV, which glibc keeps with the stack,
+        // its dlopen'ed modules' TLS blocks hanging from it.)
+        if (!live) {
+          const uintptr_t dtv = pd + sizeof(void*);
+          skips_[nskips_++] = {r.lo, std::min(r.hi, dtv)};
+          skips_[nskips_++] = {std::min(r.hi, dtv + sizeof(void*)), r.hi};
+        }
+      }
+    }
+    std::sort(skips_, skips_ + nskips_, [](const Range& a, const Range& b) { return a.lo < b.lo; });
+    size_t out = 0;
+    for (size_t i = 0; i < nskips_; ++i) {
+      if (skips_[i].hi <= skips_[i].lo) continue;
+      if (out && skips_[i].lo <= skips_[out - 1].hi) skips_[out - 1].hi = std::max(skips_[out - 1].hi, skips_[i].hi);
+      else skips_[out++] = skips_[i];
+    }
+    nskips_ = out;
+    return true;
   }
 
   // A Region record, then (with `read`) the words of [lo, hi).
@@ -245,21 +624,25 @@ class Scanner {
     const size_t n = fmt::encode_scan_region(rec_, kMaxRecord, regions_, kind, lo, hi);
     if (!n || !append(n)) return false;
     ++regions_;
-    return !read || scan(lo, hi, 0);
+    return !read || scan(lo, hi);
   }
 
-  // Reads [lo, hi) minus libmemtide's own segments (from own_[k] on).
-  bool scan(uintptr_t lo, uintptr_t hi, size_t k) {
-    for (; k < nown_; ++k) {
-      const Range& o = own_[k];
-      if (o.hi <= lo || o.lo >= hi) continue;
-      if (lo < o.lo && !scan(lo, o.lo, k + 1)) return false;
-      return o.hi < hi ? scan(o.hi, hi, k + 1) : true;
-    }
+  // Reads [lo, hi) minus the ranges not read (skips_).
+  bool scan(uintptr_t lo, uintptr_t hi) {
+    size_t k = static_cast<size_t>(
+        std::upper_bound(skips_, skips_ + nskips_, lo, [](uintptr_t v, const Range& r) { return v < r.hi; }) - skips_);
     for (uintptr_t a = lo; a < hi;) {
-      const uintptr_t piece_end = ((a & ~(kPiece - 1)) + kPiece) < hi ? (a & ~(kPiece - 1)) + kPiece : hi;
-      if (!scan_piece(a, piece_end)) return false;
-      a = piece_end;
+      if (k < nskips_ && skips_[k].lo <= a) {
+        a = std::max(a, skips_[k].hi);
+        ++k;
+        continue;
+      }
+      const uintptr_t b = k < nskips_ && skips_[k].lo < hi ? skips_[k].lo : hi;
+      while (a < b) {
+        const uintptr_t piece_end = ((a & ~(kPiece - 1)) + kPiece) < b ? (a & ~(kPiece - 1)) + kPiece : b;
+        if (!scan_piece(a, piece_end)) return false;
+        a = piece_end;
+      }
     }
     return true;
   }
@@ -322,6 +705,15 @@ class Scanner {
   uint64_t tmin_ = 0, tspan_ = 0;
   Range own_[kMaxOwn] = {};
   size_t nown_ = 0;
+  const World* world_ = nullptr;
+  Range* known_ = nullptr;  // the recorded threads' stacks
+  size_t nknown_ = 0;
+  Range* skips_ = nullptr;  // not read; sorted, apart
+  size_t nskips_ = 0;
+  Range* roots_ = nullptr;  // parked threads' live stacks that no recorded thread's bounds give
+  size_t nroots_ = 0;
+  MapEntry* mlist_ = nullptr;
+  size_t nmlist_ = 0;
   ElfW(Addr) own_base_ = 0;
   uint8_t* buf_ = nullptr;
   uint64_t* locs_ = nullptr;
@@ -333,9 +725,66 @@ class Scanner {
 
 }  // namespace
 
-void leak_scan(uintptr_t sp) {
-  Scanner s;
-  if (!s.init(sp) || !s.run()) message("the leak scan at exit could not be completed; leaks are blocks not freed");
+bool leak_scan_at_exit(uintptr_t sp, bool (*end)()) {
+  // The stack pointer at the program's exit, when it lies above here on this thread's stack.
+  const uintptr_t at_exit = g_exit_sp.load(std::memory_order_acquire);
+  if (at_exit > sp) {
+    uint64_t lo = 0, hi = 0;
+    bool same = false;
+    read_mappings([&](const Mapping& m) {
+      if (sp >= m.lo && sp < m.hi) {
+        lo = m.lo, hi = m.hi;
+        same = at_exit < hi;
+        return false;
+      }
+      return true;
+    });
+    if (same) sp = at_exit;
+  }
+  // The loader's lock for the whole scan: a thread parked inside dlopen would hold it.
+  struct Args {
+    uintptr_t sp;
+    bool (*end)();
+    bool ended;
+  } args{sp, end, false};
+  dl_iterate_phdr(
+      [](dl_phdr_info*, size_t, void* a) {
+        auto* x = static_cast<Args*>(a);
+        World world;
+        world.stop();
+        x->ended = x->end();
+        if (x->ended) {
+          Scanner s;
+          if (!s.init(x->sp, world) || !s.run())
+            message("the leak scan at exit could not be completed; leaks are blocks not freed");
+        }
+        world.resume();
+        return 1;
+      },
+      &args);
+  return args.ended;
+}
+
+void note_exit_sp(uintptr_t sp) {
+  uintptr_t none = 0;
+  g_exit_sp.compare_exchange_strong(none, sp, std::memory_order_acq_rel);
+}
+
+uintptr_t exit_sp() { return g_exit_sp.load(std::memory_order_acquire); }
+
+void note_recorder_thread() {
+  const int i = g_nrecorder.fetch_add(1, std::memory_order_acq_rel);
+  if (i >= kMaxRecorderThreads) return;
+  UnwindMemo m{};
+  thread_stack_bounds(&m);
+  g_recorder_threads[i].lo = static_cast<uintptr_t>(m.stack_lo);
+  g_recorder_threads[i].hi = static_cast<uintptr_t>(m.stack_hi);
+  g_recorder_threads[i].tid.store(own_tid(), std::memory_order_release);
+}
+
+void note_thread_created(unsigned long thread) {
+  const uint64_t i = g_ncreated.fetch_add(1, std::memory_order_relaxed);
+  g_created[i % kMaxCreated].store(static_cast<uintptr_t>(thread), std::memory_order_release);
 }
 
 }  // namespace memtide::rec

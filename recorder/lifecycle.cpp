@@ -379,18 +379,25 @@ void resume() { recording.paused.store(false); }
 // ---------------------------------------------------------------------------------------
 namespace {
 
-void finish(fmt::EndReason reason, uint64_t status, int timeout_ms) {
+bool end_recording() {
   int expected = kActive;
-  if (!recording.state.compare_exchange_strong(expected, kStopped)) return;
-  if (!recording.started) return;
-  unwind_verify_report();
+  return recording.state.compare_exchange_strong(expected, kStopped);
+}
+
+void finish(fmt::EndReason reason, uint64_t status, int timeout_ms) {
+  if (recording.state.load() != kActive) return;
   BusyScope busy;
   // After the program's destructors (this runs from libmemtide's own destructor, or exit's
   // last handlers), or at _exit and quick_exit (a shell ends by _exit; the blocks its globals
-  // still hold are not leaks): what is live now and reachable from nowhere is a leak.
-  if ((reason == fmt::EndReason::Exit || reason == fmt::EndReason::ImmediateExit || reason == fmt::EndReason::QuickExit) &&
-      recording.opts.leak_scan)
-    leak_scan(reinterpret_cast<uintptr_t>(__builtin_frame_address(0)));
+  // still hold are not leaks): what is live now and reachable from nowhere is a leak. The scan
+  // ends the recording itself, with the program's other threads stopped.
+  const bool scan = (reason == fmt::EndReason::Exit || reason == fmt::EndReason::ImmediateExit ||
+                     reason == fmt::EndReason::QuickExit) &&
+                    recording.opts.leak_scan && recording.started;
+  if (scan ? !leak_scan_at_exit(reinterpret_cast<uintptr_t>(__builtin_frame_address(0)), end_recording) : !end_recording())
+    return;
+  if (!recording.started) return;
+  unwind_verify_report();
   writer_finish(reason, status, timeout_ms);
 }
 

@@ -450,6 +450,7 @@ void set_idle_level(unsigned level) {
 void* writer_main(void*) {
   tls_busy = 1;  // nothing this thread does is the program's
   tls_recorder_thread = true;
+  note_recorder_thread();
   // The buffers that a chunk of the largest size needs, taken now: a writer that could not get
   // memory later (a low RLIMIT_AS, a program that takes all there is) still writes what was
   // recorded, and the End record.

@@ -28,11 +28,34 @@ TEST(Check, FailsOnALeakingProgramAndPassesOnACleanOne) {
 }
 
 TEST(Check, LimitsAreHonoured) {
-  EXPECT_EQ(cli("check --max-leaked-bytes 4692 " + leaky_trace()).status, 0);
-  EXPECT_EQ(cli("check --max-leaked-bytes 4691 " + leaky_trace()).status, 1);
-  EXPECT_EQ(cli("check --max-leaked-blocks 9 " + leaky_trace()).status, 0);
-  EXPECT_EQ(cli("check --max-leaked-blocks 8 " + leaky_trace()).status, 1);
+  // (leaky's one mismatched free allowed: it fails by default, below.)
+  EXPECT_EQ(cli("check --max-mismatched-frees 1 --max-leaked-bytes 4692 " + leaky_trace()).status, 0);
+  EXPECT_EQ(cli("check --max-mismatched-frees 1 --max-leaked-bytes 4691 " + leaky_trace()).status, 1);
+  EXPECT_EQ(cli("check --max-mismatched-frees 1 --max-leaked-blocks 9 " + leaky_trace()).status, 0);
+  EXPECT_EQ(cli("check --max-mismatched-frees 1 --max-leaked-blocks 8 " + leaky_trace()).status, 1);
   EXPECT_EQ(cli("check --max-peak-bytes 1 " + clean_trace()).status, 1);
+}
+
+// A block released by another family's call (leaky frees a new[] block with free()) fails the
+// gate as a leak does, as each is an error of memcheck's: listed with its allocation's stack,
+// in the text, the JSON and the JUnit report; --max-mismatched-frees allows some.
+TEST(Check, MismatchedFreesFailTheGate) {
+  const std::string junit = temp_dir() + "/mismatch.xml";
+  const Proc r = cli("check --max-leaked-bytes 1TB --junit " + junit + " " + leaky_trace());
+  EXPECT_EQ(r.status, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("FAIL mismatched frees: 1 (limit 0)"), std::string::npos) << r.out;
+  const std::size_t at = r.out.find("new[] block freed with free");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("mismatch", at + 10), std::string::npos) << "the allocation's stack names leaky's mismatch()\n" << r.out;
+  const json j = json::parse(cli("check --json --max-leaked-bytes 1TB " + leaky_trace()).out);
+  EXPECT_EQ(j["mismatched_frees"], 1);
+  ASSERT_EQ(j["mismatches"].size(), 1u) << j.dump(1);
+  EXPECT_EQ(j["mismatches"][0]["free_api"], "free");
+  std::ifstream in(junit);
+  const std::string xml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(xml.find("mismatched frees 1 &gt; 0"), std::string::npos) << xml;
+  EXPECT_EQ(cli("check --max-leaked-bytes 1TB --max-mismatched-frees 1 " + leaky_trace()).status, 0);
+  EXPECT_EQ(cli("check " + clean_trace()).status, 0);
 }
 
 // A broken peak limit shows what was live at the peak, by stack, largest first (as the report's
@@ -121,7 +144,7 @@ TEST(Check, SuppressionsHideWhatTheyMatchAndNothingElse) {
   }
   EXPECT_TRUE(a && never);
   std::ofstream(supp) << "leak:leak_a\nleak:leak_b\nleak:inlined_leak\n";
-  EXPECT_EQ(cli("check --suppressions " + supp + " " + leaky_trace()).status, 0);
+  EXPECT_EQ(cli("check --max-mismatched-frees 1 --suppressions " + supp + " " + leaky_trace()).status, 0);
 }
 
 TEST(Check, BuiltinSuppressionsCanBeTurnedOff) {

@@ -86,7 +86,7 @@ r = run([cli, "check", leaking], env={"MEMTIDE_CHECK_OPTIONS": "error-exitcode=2
 expect(r.returncode == 23, f"MEMTIDE_CHECK_OPTIONS=error-exitcode=23: {r.returncode}")
 r = run([cli, "check", leaking, "--error-exitcode=5"], env={"MEMTIDE_CHECK_OPTIONS": "error-exitcode=23"})
 expect(r.returncode == 5, f"the command line's --error-exitcode did not win: {r.returncode}")
-r = run([cli, "check", leaking], env={"MEMTIDE_CHECK_OPTIONS": f"max-leaked-bytes=1MiB:no-builtin-suppressions"})
+r = run([cli, "check", leaking], env={"MEMTIDE_CHECK_OPTIONS": f"max-leaked-bytes=1MiB:max-mismatched-frees=1:no-builtin-suppressions"})
 expect(r.returncode == 0, f"two options, colon-separated: {r.returncode} {r.stderr}")
 r = run([cli, "check", leaking], env={"MEMTIDE_CHECK_OPTIONS": "max-leaked-byte=1"})
 expect(r.returncode == 2 and "max-leaked-byte" in r.stderr, f"an unknown option: {r.returncode} {r.stderr}")
