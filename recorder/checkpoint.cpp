@@ -327,7 +327,8 @@ void switch_sampling(uint64_t interval) {
 
 StreamCounts* counts_of(uint32_t stream) {
   if (stream >= g.counts.size) {
-    if (stream >= (1u << 20) || !g.counts.grow(std::max<size_t>(stream + 1, g.counts.cap * 2))) return nullptr;
+    if (stream >= (1u << 20)) return nullptr;
+    if (stream >= g.counts.cap && !g.counts.grow(std::max<size_t>(stream + 1, g.counts.cap * 2))) return nullptr;
     __builtin_memset(g.counts.data + g.counts.size, 0, (stream + 1 - g.counts.size) * sizeof(StreamCounts));
     g.counts.size = stream + 1;
   }

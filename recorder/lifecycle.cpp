@@ -586,7 +586,11 @@ void fork_child() {
 
 void install_fork_handlers() { pthread_atfork(fork_prepare, fork_parent, fork_child); }
 
-constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT, SIGQUIT, SIGHUP};
+// Every signal whose default action ends the process (but the real-time ones): a pipeline
+// ends its producer by SIGPIPE, a time limit by SIGALRM or SIGXCPU.
+constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS,  SIGFPE,  SIGILL,  SIGABRT,   SIGTERM, SIGINT,  SIGQUIT,
+                                 SIGHUP,  SIGPIPE, SIGALRM, SIGUSR1, SIGUSR2,   SIGXCPU, SIGXFSZ, SIGVTALRM,
+                                 SIGPROF, SIGSYS,  SIGTRAP, SIGPOLL, SIGSTKFLT, SIGPWR};
 
 void on_fatal_signal(int sig) {
   // Flush what was recorded, then let the signal do what it would have done. Every signal is

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -329,6 +330,36 @@ TEST(Lifecycle, FatalSignalIsFlushedThenReraised) {
   EXPECT_EQ(live(t, 6666), 1u);
 }
 
+// Every signal whose default action ends the program keeps the End record and the last flush:
+// a producer in a pipeline ends by SIGPIPE when its reader has what it wanted (`| head`).
+TEST(Lifecycle, DeathByAnyDefaultFatalSignalKeepsTheEnd) {
+  {
+    TempDir dir;
+    const std::string trace = (dir.path() / "yes.mtide").string();
+    const RunResult r = run({"/bin/sh", "-c", "LD_PRELOAD=" MT_PRELOAD " MEMTIDE_OUTPUT=" + trace + " yes | head -c 4"}, {},
+                            dir.path(), 60);
+    EXPECT_EQ(r.out, "y\ny\n");
+    const Replay t = replay_trace(trace);
+    ASSERT_TRUE(t.read_ok) << t.error;
+    EXPECT_TRUE(t.ended) << "no End record after SIGPIPE";
+    EXPECT_EQ(t.end_reason, memtide::fmt::EndReason::Signal);
+    EXPECT_EQ(t.end_status, static_cast<uint64_t>(SIGPIPE));
+  }
+  for (const int sig : {SIGALRM, SIGUSR1, SIGXCPU}) {
+    SCOPED_TRACE(strsignal(sig));
+    TempDir dir;
+    RunResult r;
+    auto traces = traced({"/bin/sh", "-c", "kill -" + std::to_string(sig) + " $$"}, dir.path(), &r);
+    EXPECT_EQ(r.status, 128 + sig);
+    ASSERT_GE(traces.size(), 1u);
+    const Replay t = replay_trace(traces[0]);
+    ASSERT_TRUE(t.read_ok) << t.error;
+    EXPECT_TRUE(t.ended) << "no End record";
+    EXPECT_EQ(t.end_reason, memtide::fmt::EndReason::Signal);
+    EXPECT_EQ(t.end_status, static_cast<uint64_t>(sig));
+  }
+}
+
 // A fatal signal ends the program as it would untraced, whatever its other signal handlers do:
 // while the recorder flushes, a SIGALRM handler that siglongjmps (a 100 us timer) could take
 // the program out of the fatal-signal handler, and abort() returned into the program, which
@@ -506,6 +537,31 @@ TEST(Lifecycle, TracesStayWholeAcrossChunkBoundaries) {
       const Replay t = whole_trace({MT_LIFECYCLE, w.mode}, dir.path(), env, w.status);
       EXPECT_EQ(t.end_reason, w.reason);
       EXPECT_EQ(live(t, w.live_size), w.live_blocks);
+    }
+  }
+}
+
+// 64 threads handing blocks to each other while checkpoints are written every second (and,
+// under --keep, at each segment): the writer's per-stream counts grow once per new stream, the
+// program ends at once and the trace has its End record. (The counts' array used to double at
+// each new stream: at the 44th it asked for terabytes and the writer stalled until the exit
+// wait gave up, in about one run of three; 6 runs of each.)
+TEST(Lifecycle, CheckpointsWithManyThreadsKeepTheEnd) {
+  for (const bool keep : {false, true}) {
+    for (int run = 0; run < 6; ++run) {
+      SCOPED_TRACE(std::string(keep ? "--keep 1MiB" : "--checkpoint-interval 1") + ", run " + std::to_string(run));
+      TempDir dir;
+      std::vector<std::pair<std::string, std::string>> env{{"MEMTIDE_CHECKPOINT_INTERVAL", "1"}};
+      if (keep) env = {{"MEMTIDE_KEEP", "1MiB"}, {"MEMTIDE_OUTPUT", (dir.path() / "ring.mtide").string()}};
+      RunResult r;
+      auto traces = traced({MT_PINGPONG, "ring", "64", "2000"}, dir.path(), &r, env);
+      EXPECT_EQ(r.status, 0) << r.err;
+      EXPECT_EQ(r.err.find("memtide["), std::string::npos) << r.err;
+      ASSERT_EQ(traces.size(), 1u);
+      const Replay t = replay_trace(traces[0]);
+      EXPECT_TRUE(t.read_ok) << t.error;
+      EXPECT_TRUE(t.ended) << "no End record";
+      EXPECT_EQ(t.end_reason, memtide::fmt::EndReason::Exit);
     }
   }
 }

@@ -13,6 +13,8 @@
 //                                    (N: mallocs that returned an address the other thread freed).
 //   reuse_pingpong pool EVENTS       a worker's shape: the main thread allocates, starts one
 //                                    thread that mallocs and frees EVENTS times, and waits for it.
+//   reuse_pingpong ring THREADS N    THREADS threads in a ring, each mallocs N blocks and hands
+//                                    each to the next thread, which frees it. Prints "ring T N".
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -149,7 +151,33 @@ int pool(long events) {
 
 }  // namespace
 
+int ring(int threads, long n) {
+  // One slot per thread: the block its left neighbour handed it, taken by the thread itself.
+  std::vector<std::atomic<void*>> slots(static_cast<std::size_t>(threads));
+  for (auto& s : slots) s.store(nullptr);
+  std::vector<std::thread> ts;
+  for (int i = 0; i < threads; ++i) {
+    ts.emplace_back([&, i] {
+      std::atomic<void*>& mine = slots[static_cast<std::size_t>(i)];
+      std::atomic<void*>& next = slots[static_cast<std::size_t>((i + 1) % threads)];
+      for (long k = 0; k < n; ++k) {
+        void* p = std::malloc(32 + static_cast<std::size_t>(k % 64));
+        static_cast<char*>(p)[0] = 1;
+        void* old = next.exchange(p);
+        if (old) std::free(old);  // not taken yet: freed by the giver
+        if (void* got = mine.exchange(nullptr)) std::free(got);
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  for (auto& s : slots) std::free(s.exchange(nullptr));
+  std::printf("ring %d %ld\n", threads, n);
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "ring") == 0)
+    return ring(argc > 2 ? std::atoi(argv[2]) : 64, argc > 3 ? std::atol(argv[3]) : 2000);
   if (argc > 1 && std::strcmp(argv[1], "handoff") == 0)
     return handoff(argc > 2 ? std::atoi(argv[2]) : 40, argc > 3 ? std::atoi(argv[3]) : 25);
   if (argc > 1 && std::strcmp(argv[1], "pool") == 0) return pool(argc > 2 ? std::atol(argv[2]) : 1000000);
