@@ -173,8 +173,9 @@ int spawn_recorder_thread(pthread_t* thread, const pthread_attr_t* attr, void* (
                           bool keep_single) {
   // Attached (libmemtide loaded by dlopen), the loader and glibc free what they allocated without
   // the hooks: no block of theirs may come from the arena, which is then never made.
-  static const bool preloaded = !loaded_after_libc();
-  if (preloaded) pthread_once(&g_once, make_arena);
+  // (Not a function-local static: its guard would need libstdc++, which libmemtide keeps out of
+  // the programs it records.)
+  if (!loaded_after_libc()) pthread_once(&g_once, make_arena);
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);  // signals are for the program's threads

@@ -446,6 +446,36 @@ TEST(Wrapper, AStaticallyLinkedProgramIsSaidToBeOutOfReach) {
 // allocator maps a page while it holds its lock, as jemalloc does: the recorder, which records
 // that mmap, must not enter the allocator again (with a stack walk's first look at a module, or
 // the main thread's stack bounds from pthread_getattr_np, it did: rustc hung at its start).
+// A program whose own allocator is 10,000 bytes of its executable runs as it does untraced: the
+// recorder's start-up does not take what the program needs (libmemtide loaded libstdc++, whose
+// emergency pool asked the program's allocator for 72 KiB, and the program ran out).
+TEST(Wrapper, AProgramWithATinyAllocatorOfItsOwnRunsAsUntraced) {
+  TempDir dir;
+  const RunResult untraced = run({MT_TINY_MALLOC}, {}, dir.path());
+  ASSERT_EQ(untraced.status, 0) << untraced.err;
+  const RunResult r = run({MT_WRAPPER, "run", "-q", "-o", (dir.path() / "tiny.mtide").string(), "--", MT_TINY_MALLOC}, {},
+                          dir.path());
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, untraced.out);
+  EXPECT_EQ(r.err.find("out of memory"), std::string::npos) << r.err;
+}
+
+// The recorder adds no block to a C program's heap: libmemtide needs no C++ runtime, whose
+// start-up allocates (libstdc++'s emergency pool: 72,704 bytes in every program recorded).
+TEST(Wrapper, TheRecorderAddsNoBlockToTheProgramsHeap) {
+  TempDir dir;
+  const RunResult elf = run({"readelf", "-d", MT_PRELOAD}, {}, dir.path());
+  ASSERT_EQ(elf.status, 0) << elf.err;
+  EXPECT_EQ(elf.out.find("libstdc++"), std::string::npos) << elf.out;
+  const fs::path out = dir.path() / "small.mtide";
+  const RunResult r = run({MT_WRAPPER, "run", "-q", "--no-symbolize", "-o", out.string(), "--", MT_SMALL_HEAP, "10"}, {},
+                          dir.path());
+  ASSERT_EQ(r.status, 0) << r.err;
+  const Replay t = replay_trace(out.string());
+  ASSERT_TRUE(t.read_ok) << t.error;
+  EXPECT_EQ(live(t, 72704), 0u) << "libstdc++'s emergency pool";
+}
+
 TEST(Wrapper, AProgramWithItsOwnMallocIsSaidToKeepItsAllocations) {
   TempDir dir;
   const fs::path out = dir.path() / "own.mtide";
