@@ -251,4 +251,33 @@ std::string suggest_suppression(const std::vector<Frame>& leaf_first, const Func
   return suppression_line(f.function, f.module);
 }
 
+std::vector<Suggestion> suggest_suppressions(const std::vector<std::vector<Frame>>& stacks, const FunctionSpread& spread,
+                                             std::size_t count) {
+  // How many of the stacks other than `self` the line matches.
+  auto others_matched = [&](const std::string& line, std::size_t self, std::size_t stop_at) {
+    SuppressionList one;
+    std::string error;
+    std::vector<std::string> notes;
+    if (!one.parse(line + "\n", "suggestion", error, notes)) return stacks.size();
+    std::size_t n = 0;
+    for (std::size_t k = 0; k < stacks.size() && n < stop_at; ++k)
+      if (k != self && one.match(stacks[k]) >= 0) ++n;
+    return n;
+  };
+  std::vector<Suggestion> out(std::min(count, stacks.size()));
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    Suggestion& best = out[i];
+    best.line = suggest_suppression(stacks[i], spread);
+    if (best.line.empty()) continue;
+    best.others = others_matched(best.line, i, SIZE_MAX);
+    for (std::size_t f = 0; f < stacks[i].size() && best.others > 0; ++f) {
+      const std::string line = suppression_line(stacks[i][f].function, stacks[i][f].module);
+      if (line == best.line) continue;
+      const std::size_t n = others_matched(line, i, best.others);
+      if (n < best.others) best = {line, n};
+    }
+  }
+  return out;
+}
+
 }  // namespace memtide::analysis

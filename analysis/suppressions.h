@@ -134,4 +134,17 @@ std::string suppression_line(std::string_view function, std::string_view module)
 // The suggested suppression of a stack (frames from the allocation site outwards).
 std::string suggest_suppression(const std::vector<Frame>& leaf_first, const FunctionSpread& spread);
 
+// The suggested suppressions of the leaking stacks `stacks` (each from the allocation site
+// outwards), one line each, none hiding more than it must: suggest_suppression's line when it
+// matches no other of the stacks; else, of the stack's frames, the one whose line matches the
+// fewest others (the nearest to the allocation site among those). `(*others)[i]`: how many of
+// the other stacks line i still matches (a stdio buffer's stack named by `main` would hide
+// every leak of the program). Only the first `count` stacks get a line; all are matched.
+struct Suggestion {
+  std::string line;
+  std::size_t others = 0;
+};
+std::vector<Suggestion> suggest_suppressions(const std::vector<std::vector<Frame>>& stacks, const FunctionSpread& spread,
+                                             std::size_t count = SIZE_MAX);
+
 }  // namespace memtide::analysis

@@ -173,16 +173,28 @@ std::string stack_text(Symbolizer& sym, StackId id, std::size_t max_frames, cons
 
 // --gen-suppressions: per leaking stack, its stack as comments and the line that hides it, a
 // block to paste into a suppressions file as it is.
-void print_suppressions(const Model& m, Symbolizer& sym, const Evaluation& e, const CheckOptions& o) {
+// The suggested line of each leak (of the first `count`), against all of them (analysis::
+// suggest_suppressions: none hides more than it must).
+std::vector<Suggestion> leak_suggestions(const Model& m, Symbolizer& sym, const Evaluation& e, std::size_t count) {
   const FunctionSpread spread(m, sym);
+  std::vector<std::vector<Frame>> stacks;
+  stacks.reserve(e.leaks.size());
+  for (const StackStats* s : e.leaks) stacks.push_back(leaf_first(sym, s->stack));
+  return suggest_suppressions(stacks, spread, count);
+}
+
+void print_suppressions(const Model& m, Symbolizer& sym, const Evaluation& e, const CheckOptions& o) {
+  const std::vector<Suggestion> lines = leak_suggestions(m, sym, e, o.top);
   std::printf("\nsuppressions (--gen-suppressions), one block per leaking stack:\n");
-  std::size_t i = 0;
-  for (const StackStats* s : e.leaks) {
-    if (i++ == o.top) break;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const StackStats* s = e.leaks[i];
     std::printf("\n# %s in %s leaked by %s\n", human_bytes(s->m.leaked_bytes).c_str(),
                 count_of(s->m.leaked_blocks, "block", "blocks").c_str(), printable(program_name(m.process)).c_str());
     std::fputs(stack_text(sym, s->stack, std::min<std::size_t>(o.frames, 8), "#   ").c_str(), stdout);
-    std::printf("%s\n", printable(suggest_suppression(leaf_first(sym, s->stack), spread)).c_str());
+    if (lines[i].others)
+      std::printf("# warning: this line also hides %s: no frame of this stack names it alone\n",
+                  count_of(lines[i].others, "other leaking stack", "other leaking stacks").c_str());
+    std::printf("%s\n", printable(lines[i].line).c_str());
   }
 }
 
@@ -299,8 +311,8 @@ json check_json(const Model& m, Symbolizer& sym, const SuppressionList& supp, co
   j["peak_bytes"] = m.heap().peak_bytes;
   j["total_allocations"] = m.heap().allocations;
   json leaks = json::array();
-  std::optional<FunctionSpread> spread;
-  if (o.gen_suppressions && !e.leaks.empty()) spread.emplace(m, sym);
+  std::vector<Suggestion> lines;
+  if (o.gen_suppressions && !e.leaks.empty()) lines = leak_suggestions(m, sym, e, o.top);
   for (const StackStats* s : e.leaks) {
     if (leaks.size() == o.top) break;
     leaks.push_back({{"bytes", s->m.leaked_bytes},
@@ -309,7 +321,10 @@ json check_json(const Model& m, Symbolizer& sym, const SuppressionList& supp, co
                      {"indirect_count", e.scanned ? s->m.indirect_blocks : 0},
                      {"stack_id", s->stack.value},
                      {"stack", stack_json(sym, s->stack, o.frames)}});
-    if (spread) leaks.back()["suppression"] = suggest_suppression(leaf_first(sym, s->stack), *spread);
+    if (leaks.size() <= lines.size()) {
+      leaks.back()["suppression"] = lines[leaks.size() - 1].line;
+      leaks.back()["suppression_also_hides"] = lines[leaks.size() - 1].others;
+    }
   }
   j["leaks"] = leaks;
   json peak = json::array();

@@ -13,6 +13,8 @@
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "analysis/attached.h"
 #include "analysis/growth.h"
@@ -71,6 +73,31 @@ const FunctionSpread& spread_of(const Model& m, Symbolizer& sym) {
   return spread;
 }
 
+// The suggested suppression of a listed leak's stack, made once per report against every leak,
+// listed or not (analysis::suggest_suppressions: none hides more than it must).
+const Suggestion& suggestion_of(const Model& m, Symbolizer& sym, const ReportOptions& o, StackId id) {
+  static const Model* made_for = nullptr;
+  static std::unordered_map<uint64_t, Suggestion> made;
+  if (made_for != &m) {
+    made_for = &m;
+    made.clear();
+    const std::vector<const StackStats*> listed = listed_leaks(m, o);
+    std::vector<std::vector<Frame>> stacks;
+    std::unordered_set<uint64_t> seen;
+    for (const StackStats* s : listed) {
+      stacks.push_back(leaf_first(sym, s->stack));
+      seen.insert(s->stack.value);
+    }
+    for (const StackStats* s : o.split ? o.split->leaks : top_stacks(m, Domain::Heap, Metric::Leaked, SIZE_MAX))
+      if (seen.insert(s->stack.value).second) stacks.push_back(leaf_first(sym, s->stack));
+    const std::vector<Suggestion> lines = suggest_suppressions(stacks, spread_of(m, sym), listed.size());
+    for (std::size_t i = 0; i < lines.size(); ++i) made[listed[i]->stack.value] = lines[i];
+  }
+  static const Suggestion none;
+  auto it = made.find(id.value);
+  return it == made.end() ? none : it->second;
+}
+
 json stack_items(const Model& m, Symbolizer& sym, Domain d, Metric metric, const ReportOptions& o) {
   json arr = json::array();
   const bool heap_leaks = d == Domain::Heap && metric == Metric::Leaked;
@@ -79,7 +106,11 @@ json stack_items(const Model& m, Symbolizer& sym, Domain d, Metric metric, const
     j["bytes"] = metric == Metric::Temporary ? s->m.temp_bytes : s->m.value(metric);
     j["count"] = s->m.blocks(metric);
     if (metric == Metric::Leaked) {
-      if (d == Domain::Heap) j["suppression"] = suggest_suppression(leaf_first(sym, s->stack), spread_of(m, sym));
+      if (d == Domain::Heap) {
+        const Suggestion& x = suggestion_of(m, sym, o, s->stack);
+        j["suppression"] = x.line;
+        j["suppression_also_hides"] = x.others;
+      }
       j["first_alloc_time_ns"] = rel(m, s->m.first_leak_time);
       j["last_alloc_time_ns"] = rel(m, s->m.last_leak_time);
       if (m.kept_from) {  // a kept trace: of these, the blocks allocated before its range
@@ -328,9 +359,11 @@ void print_section(const Model& m, Symbolizer& sym, const char* title, Domain d,
     }
     std::printf("  %2zu. %s\n", ++i, line.c_str());
     print_stack(sym, s->stack, o.frames);
-    if (metric == Metric::Leaked && d == Domain::Heap)
-      std::printf("      suppress with: %s\n",
-                  printable(suggest_suppression(leaf_first(sym, s->stack), spread_of(m, sym))).c_str());
+    if (metric == Metric::Leaked && d == Domain::Heap) {
+      const Suggestion& x = suggestion_of(m, sym, o, s->stack);
+      std::printf("      suppress with: %s%s\n", printable(x.line).c_str(),
+                  x.others ? ("   (warning: also hides " + count_of(x.others, "other leaking stack", "other leaking stacks") + ")").c_str() : "");
+    }
   }
 }
 
@@ -492,7 +525,9 @@ int run_report(ReportOptions o) {
   {
     std::vector<std::string> notes;
     std::string err = suppressions_from_env(o);
+    // The built-in suppressions by default, as check applies them: both list the same leaks.
     if (err.empty() && !o.suppressions.empty()) load_suppressions(supp, o.suppressions, !o.no_builtin, err, notes);
+    else if (!o.no_builtin) supp.add_builtin();
     if (!err.empty()) {
       std::cerr << "memtide: " << printable(err) << '\n';
       return kExitError;
@@ -507,7 +542,7 @@ int run_report(ReportOptions o) {
   if (!model) return kExitError;
   Symbolizer sym(*model, {}, &preload);
   CountedLeaks split;
-  if (!o.suppressions.empty()) {
+  if (!supp.items().empty()) {
     split = count_leaks(*model, sym, supp, false);
     o.supp = &supp;
     o.split = &split;

@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
                  "the built-in ones, counted apart (as memtide check does); repeatable")
       ->allow_extra_args(false);  // (one file each time: the trace file follows)
   cli.add_flag("--no-builtin-suppressions", no_builtin,
-               "With --suppressions: do not hide the known one-time allocations of glibc and libstdc++");
+               "Do not hide the known one-time allocations of glibc and libstdc++ (hidden by default, as memtide check does)");
   cli.add_flag("--stats", run.stats, "Print frame-time percentiles (while loading and afterwards) at exit");
   cli.add_option("--frames", frames, "Screenshot mode: frames to draw after loading before the picture (measurement)")
       ->check(CLI::Range(0, 100000));
@@ -123,11 +123,15 @@ int main(int argc, char** argv) {
   }
 
   AppOptions ao;
-  if (!suppressions.empty()) {
+  // The built-in suppressions by default, as memtide check and report apply them: all three
+  // list the same leaks.
+  if (!suppressions.empty() || !no_builtin) {
     auto supp = std::make_shared<memtide::analysis::SuppressionList>();
     std::string err;
     std::vector<std::string> notes;
-    if (!memtide::analysis::load_suppressions(*supp, suppressions, !no_builtin, err, notes)) {
+    if (suppressions.empty()) {
+      supp->add_builtin();
+    } else if (!memtide::analysis::load_suppressions(*supp, suppressions, !no_builtin, err, notes)) {
       std::fprintf(stderr, "memtide-view: %s\n", err.c_str());
       return 2;
     }

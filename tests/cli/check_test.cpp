@@ -58,6 +58,32 @@ TEST(Check, MismatchedFreesFailTheGate) {
   EXPECT_EQ(cli("check " + clean_trace()).status, 0);
 }
 
+// A suggested suppression hides its own leak and no other: the stdio buffer's stack (libc's
+// frames, then main) is named by libc's frame, not by `main`, which would hide every leak of
+// the program; each line pasted alone hides exactly its stack.
+TEST(Check, SuggestedSuppressionsHideOnlyTheirOwnLeak) {
+  const Proc r = cli("check --json --gen-suppressions --no-builtin-suppressions --top 1000 --max-mismatched-frees 1 " +
+                     leaky_trace());
+  const json j = json::parse(r.out);
+  ASSERT_GE(j["leaks"].size(), 4u) << r.out;
+  bool stdio = false;
+  for (const json& l : j["leaks"]) {
+    const std::string line = l["suppression"].get<std::string>();
+    EXPECT_NE(line, "leak:main");
+    EXPECT_EQ(l["suppression_also_hides"], 0) << line;
+    stdio |= line.find("IO_file_doallocate") != std::string::npos;
+    const std::string supp = temp_dir() + "/one.supp";
+    {
+      std::ofstream f(supp);
+      f << line << "\n";
+    }
+    const json one = json::parse(
+        cli("check --json --no-builtin-suppressions --top 1000 --suppressions " + supp + " " + leaky_trace()).out);
+    EXPECT_EQ(one["leaks"].size() + 1, j["leaks"].size()) << line;
+  }
+  EXPECT_TRUE(stdio) << "the stdout buffer's leak is named by libc's frame\n" << r.out;
+}
+
 // A broken peak limit shows what was live at the peak, by stack, largest first (as the report's
 // peak section does), in the text, the JSON and the JUnit report.
 TEST(Check, PeakBreachPrintsTheStacksLiveAtThePeak) {
