@@ -7,6 +7,7 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <fcntl.h>
+#include <gelf.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -540,6 +541,30 @@ std::unique_ptr<detail::ModuleSession> SymbolPreload::take(const ModuleInfo& m) 
   p_->opened.erase(key);
   p_->queued.erase(key);  // a second module with this file opens its own
   return s;
+}
+
+bool has_sanitizer_runtime(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  elf_version(EV_CURRENT);
+  Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+  bool found = false;
+  for (Elf_Scn* scn = nullptr; elf && !found && (scn = elf_nextscn(elf, scn));) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !sh.sh_entsize) continue;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    for (std::size_t i = 0; data && !found && i < sh.sh_size / sh.sh_entsize; ++i) {
+      GElf_Sym sym;
+      if (!gelf_getsym(data, static_cast<int>(i), &sym) || sym.st_shndx == SHN_UNDEF) continue;
+      const char* name = elf_strptr(elf, sh.sh_link, sym.st_name);
+      if (!name) continue;
+      for (const char* entry : {"__asan_init", "__lsan_init", "__msan_init", "__tsan_init", "__hwasan_init"})
+        found |= std::strcmp(name, entry) == 0;
+    }
+  }
+  if (elf) elf_end(elf);
+  close(fd);
+  return found;
 }
 
 }  // namespace memtide::analysis

@@ -131,6 +131,9 @@ std::string format_frame(const Frame& f, bool short_file = true);
 // The label of a frame in flamegraphs and trees: the function, else module+0xoffset.
 std::string frame_label(const Frame& f);
 std::string_view basename_of(std::string_view path);
+// Whether the ELF file at `path` exports a sanitizer runtime's entry point (__asan_init,
+// __lsan_init, __msan_init, __tsan_init, __hwasan_init): its malloc is the sanitizer's.
+bool has_sanitizer_runtime(const std::string& path);
 // Bytes as lower-case hex ("a1b2..."), as build-ids are written.
 std::string hex_bytes(std::string_view bytes);
 

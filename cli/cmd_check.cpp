@@ -517,6 +517,20 @@ Verdict judge(const CheckOptions& o, SuppressionList supp) {
     print_error(o.file, "the trace is corrupt: leaks cannot be trusted");
     return v.status = kExitError, v;
   }
+  // (Before the trace's completeness: a sanitizer's runtime also ends the program by itself,
+  // without the End record, when its own leak check fails.)
+  if (model->have_process && !model->process.program_malloc.empty()) {
+    const std::string& where = model->process.program_malloc;
+    const std::string path = where.empty() || where[0] == '/' || model->process.cwd.empty()
+                                 ? where
+                                 : model->process.cwd + "/" + where;
+    print_error(o.file, "the program's allocations were not recorded (it has a malloc of its own, in " + where + ")" +
+                            (has_sanitizer_runtime(path)
+                                 ? ": a sanitizer's runtime, whose own leak check (LeakSanitizer) judges this build; "
+                                   "record a build without the sanitizer for memtide's gate"
+                                 : ": leaks cannot be checked"));
+    return v.status = kExitError, v;
+  }
   if (const std::string why = incomplete_reason(*model); !why.empty() && !judges_leaks(o)) {
     print_warning(o.file, why + ": growth judged on what was recorded");
   } else if (!why.empty()) {
@@ -527,11 +541,6 @@ Verdict judge(const CheckOptions& o, SuppressionList supp) {
       return v.status = kExitError, v;
     }
     print_warning(o.file, why + ": judged on what was recorded (--allow-incomplete)");
-  }
-  if (model->have_process && !model->process.program_malloc.empty()) {
-    print_error(o.file, "the program's allocations were not recorded (it has a malloc of its own, in " +
-                            model->process.program_malloc + "): leaks cannot be checked");
-    return v.status = kExitError, v;
   }
   if (model->sampling.sampled() && judges_leaks(o)) {
     // A leak smaller than the interval is usually not sampled at all: "no leak" cannot be

@@ -227,7 +227,8 @@ namespace {
 void say_if_malloc_is_not_ours() {
   const char* where = recording.foreign_malloc_in;
   if (!where) return;
-  const bool sanitizer = dlsym(RTLD_DEFAULT, "__asan_init") || dlsym(RTLD_DEFAULT, "__msan_init") ||
+  const bool sanitizer = dlsym(RTLD_DEFAULT, "__asan_init") || dlsym(RTLD_DEFAULT, "__lsan_init") ||
+                         dlsym(RTLD_DEFAULT, "__msan_init") ||
                          dlsym(RTLD_DEFAULT, "__tsan_init") || dlsym(RTLD_DEFAULT, "__hwasan_init");
   message("malloc is defined in %s%s, ahead of libmemtide: the allocations made through it are not recorded, "
           "and memory mappings are recorded without their stacks%s",

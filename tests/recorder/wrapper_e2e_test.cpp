@@ -550,6 +550,36 @@ TEST(Wrapper, AProgramBuiltWithASanitizerIsSaidToBeOutOfReach) {
   }
 }
 
+// A program built with LeakSanitizer under the gate gets a verdict, not silence: gcc's runtime is
+// a shared library behind memtide's malloc, so memtide records and judges the 123-byte leak;
+// clang's keeps malloc to itself and ends the program by itself when its own check fails
+// (exit 23, no End record): the gate says the sanitizer judges that build.
+TEST(Wrapper, AProgramBuiltWithLeakSanitizerGetsAVerdict) {
+  std::vector<std::string> progs;
+  for (std::string all = MT_LSAN_PROGS; !all.empty();) {
+    const size_t colon = all.find(':');
+    progs.push_back(all.substr(0, colon));
+    all = colon == std::string::npos ? "" : all.substr(colon + 1);
+  }
+  if (progs.empty()) GTEST_SKIP() << "no compiler here builds with -fsanitize=leak";
+  for (const std::string& prog : progs) {
+    SCOPED_TRACE(prog);
+    TempDir dir;
+    RunResult r = run({MT_WRAPPER, "run", "-q", "--check", "-o", (dir.path() / "l.mtide").string(), "--", prog}, {},
+                      dir.path());
+    EXPECT_NE(r.status, 0) << r.err;
+    if (r.err.find("has a malloc of its own") != std::string::npos) {
+      EXPECT_NE(r.err.find("a sanitizer's runtime, whose own leak check (LeakSanitizer) judges this build"),
+                std::string::npos)
+          << r.err;
+      EXPECT_EQ(r.err.find("no End record"), std::string::npos) << r.err;
+    } else {
+      EXPECT_NE(r.err.find("FAIL leaked bytes: 123 B"), std::string::npos) << r.err;
+      EXPECT_NE(r.err.find("main (lsan_leak.c:"), std::string::npos) << r.err;
+    }
+  }
+}
+
 // A set-user-ID program (owned by another user than the one running it) runs in the loader's
 // secure mode, which ignores LD_PRELOAD: the run says so.
 TEST(Wrapper, ASetUserIdProgramIsSaidToBeOutOfReach) {
