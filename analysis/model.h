@@ -327,6 +327,7 @@ struct Model {
   struct LeakScanInfo {
     bool present = false, complete = false;
     uint64_t regions = 0, words = 0, refs = 0, duration_ns = 0;
+    std::string program_suppressions;  // the program's __lsan_default_suppressions()
   } leak_scan;
   std::optional<fmt::End> end;
   bool truncated = false;         // the file ended inside a block: analysed up to the cut

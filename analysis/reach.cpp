@@ -20,6 +20,9 @@ void ScanData::add(const fmt::Scan& x) {
       nrefs_ += x.count;
       break;
     }
+    case fmt::ScanOp::Suppressions:
+      suppressions_.assign(reinterpret_cast<const char*>(x.data), static_cast<std::size_t>(x.data_end - x.data));
+      break;
     case fmt::ScanOp::Done:
       done_ = true;
       words_ = x.words;

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "formats/records.h"
@@ -36,6 +37,8 @@ class ScanData {
   uint64_t refs() const { return nrefs_; }
   uint64_t words() const { return words_; }
   uint64_t duration_ns() const { return duration_ns_; }
+  // The program's own leak suppressions (its __lsan_default_suppressions()), as text.
+  const std::string& program_suppressions() const { return suppressions_; }
 
   struct Block {
     uint64_t addr = 0, size = 0;
@@ -59,6 +62,7 @@ class ScanData {
   void for_each_ref(F&& f) const;
 
   bool present_ = false, done_ = false;
+  std::string suppressions_;
   uint64_t words_ = 0, duration_ns_ = 0;
   std::vector<Region> regions_;
   // The Refs records' pairs as they are in the file (a few bytes each, not 16): `raw_` holds

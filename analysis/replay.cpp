@@ -370,7 +370,8 @@ void Replayer::finish_own(Model& out) const {
       }
     }
   }
-  out.leak_scan = {scan_.present(), scan_.complete(), scan_.regions(), scan_.words(), scan_.refs(), scan_.duration_ns()};
+  out.leak_scan = {scan_.present(), scan_.complete(), scan_.regions(), scan_.words(), scan_.refs(), scan_.duration_ns(),
+                   scan_.program_suppressions()};
   if (scan_.present() && !scan_.complete())
     out.warnings.push_back("the leak scan at exit did not complete: every block not freed counts as leaked");
   std::vector<StackMetrics>& mv = ms[static_cast<unsigned>(Domain::Mmap)];

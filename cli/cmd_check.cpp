@@ -488,6 +488,16 @@ struct Verdict {
   JunitCase junit;
 };
 
+// The program's own suppressions (its __lsan_default_suppressions(), which the recorder read at
+// exit), as LeakSanitizer applies them.
+void add_program_suppressions(const Model& m, SuppressionList& supp, const std::string& file) {
+  if (m.leak_scan.program_suppressions.empty()) return;
+  std::string err;
+  std::vector<std::string> notes;
+  if (!supp.parse(m.leak_scan.program_suppressions, "__lsan_default_suppressions()", err, notes))
+    print_warning(file, "the program's suppressions: " + err);
+}
+
 Verdict judge(const CheckOptions& o, SuppressionList supp) {
   Verdict v;
   v.label = o.file;
@@ -517,6 +527,7 @@ Verdict judge(const CheckOptions& o, SuppressionList supp) {
     print_error(o.file, "the trace is corrupt: leaks cannot be trusted");
     return v.status = kExitError, v;
   }
+  add_program_suppressions(*model, supp, o.file);
   // (Before the trace's completeness: a sanitizer's runtime also ends the program by itself,
   // without the End record, when its own leak check fails.)
   if (model->have_process && !model->process.program_malloc.empty()) {

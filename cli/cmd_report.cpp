@@ -541,6 +541,12 @@ int run_report(ReportOptions o) {
   auto model = load_model(o.file, ro, false, &preload);
   if (!model) return kExitError;
   Symbolizer sym(*model, {}, &preload);
+  if (!model->leak_scan.program_suppressions.empty()) {  // the program's __lsan_default_suppressions()
+    std::string err;
+    std::vector<std::string> notes;
+    if (!supp.parse(model->leak_scan.program_suppressions, "__lsan_default_suppressions()", err, notes))
+      std::cerr << "memtide: " << printable(o.file) << ": warning: the program's suppressions: " << printable(err) << '\n';
+  }
   CountedLeaks split;
   if (!supp.items().empty()) {
     split = count_leaks(*model, sym, supp, false);

@@ -332,6 +332,10 @@ template <class V>
       } else if (x.op == ScanOp::Done) {
         if (!(c.get_varint(x.regions) && c.get_varint(x.words) && c.get_varint(x.refs) && c.get_varint(x.duration_ns)))
           return DecodeError::Fields;
+      } else if (x.op == ScanOp::Suppressions) {
+        std::size_t n;
+        if (!c.get_bytes(x.data, n)) return DecodeError::Fields;
+        x.data_end = x.data + n;
       }  // (another op: a newer version's; passed on, readers ignore it)
       v.on_scan(stream, x);
       break;

@@ -80,6 +80,12 @@ std::size_t encode_scan_done(uint8_t* out, std::size_t cap, uint64_t regions, ui
   return b.finish();
 }
 
+std::size_t encode_scan_suppressions(uint8_t* out, std::size_t cap, const char* text, std::size_t n) {
+  RecordBuilder b(out, cap, RecordType::Scan);
+  b.u8(static_cast<uint8_t>(ScanOp::Suppressions)).bytes(std::string_view(text, n));
+  return b.finish();
+}
+
 uint32_t checksum32(const void* data, std::size_t n) {
   return static_cast<uint32_t>(XXH3_64bits(data, n));
 }

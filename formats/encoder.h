@@ -49,6 +49,8 @@ std::size_t encode_scan_refs(uint8_t* out, std::size_t cap, const uint64_t* locs
                              std::size_t n);
 std::size_t encode_scan_done(uint8_t* out, std::size_t cap, uint64_t regions, uint64_t words, uint64_t refs,
                              uint64_t duration_ns);
+// The program's own leak suppressions (its __lsan_default_suppressions()), `n` bytes of text.
+std::size_t encode_scan_suppressions(uint8_t* out, std::size_t cap, const char* text, std::size_t n);
 
 // A run of records written as one block, with the short forms of Alloc and Free (RecentIndex),
 // and cut into several blocks: the recorder writes each stream's chunk as one run, and its

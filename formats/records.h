@@ -453,7 +453,7 @@ struct Symbols {
 //       start at 0 in each record)
 //   3 Done:   varint regions, varint words, varint refs, varint duration_ns
 //       the scan is complete; a trace without it has no usable scan
-enum class ScanOp : uint8_t { Region = 1, Refs = 2, Done = 3 };
+enum class ScanOp : uint8_t { Region = 1, Refs = 2, Done = 3, Suppressions = 4 };
 enum class ScanKind : uint8_t {
   Root = 1,     // always a root: module data, the scanning thread's stack above its stack
                 // pointer, its static TLS
@@ -465,7 +465,7 @@ struct Scan {
   ScanKind kind = ScanKind::Root;  // Region
   uint64_t index = 0, start = 0, end = 0;  // Region
   uint64_t count = 0;  // Refs: the number of pairs in [data, data_end)
-  const uint8_t* data = nullptr;
+  const uint8_t* data = nullptr;  // Refs: the pairs; Suppressions: the text
   const uint8_t* data_end = nullptr;
   uint64_t regions = 0, words = 0, refs = 0, duration_ns = 0;  // Done
 };

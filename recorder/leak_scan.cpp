@@ -39,7 +39,9 @@
 // keep blocks alive; with --allocator mimalloc the program's blocks share mimalloc's memory
 // with the recorder's, so only libmemtide's globals are skipped then.
 #include <dirent.h>
+#include <dlfcn.h>
 #include <fcntl.h>
+#include <gelf.h>
 #include <link.h>
 #include <linux/futex.h>
 #include <mimalloc.h>
@@ -80,6 +82,7 @@ constexpr size_t kPage = 4096;
 constexpr size_t kBatch = 2048;       // pairs per Refs record
 constexpr size_t kMaxRecord = 11 + 20 * kBatch;
 constexpr size_t kMaxOwn = 16;
+constexpr size_t kMaxSuppressions = 32 * 1024;  // bytes of the program's suppressions kept
 
 // ---------------------------------------------------------------------------------------
 // The stopped world
@@ -334,8 +337,9 @@ class World {
 
 class Scanner {
  public:
-  bool init(uintptr_t sp, const World& world) {
+  bool init(uintptr_t sp, const World& world, const char* suppressions) {
     sp_ = sp;
+    suppressions_ = suppressions;
     world_ = &world;
     skip_mimalloc_ = recording.opts.allocator != AllocatorKind::Mimalloc;
     buf_ = static_cast<uint8_t*>(mem_alloc(kPiece));
@@ -361,6 +365,10 @@ class Scanner {
   // Scans every writable mapping, then the scanning thread's static TLS blocks. False when a
   // record could not be written (the scan is then incomplete and gets no Done record).
   bool run() {
+    if (suppressions_ && *suppressions_) {
+      const size_t n = fmt::encode_scan_suppressions(rec_, kMaxRecord, suppressions_, strnlen(suppressions_, kMaxSuppressions));
+      if (!n || !append(n)) return false;
+    }
     // Targets: where heap blocks can be (anonymous writable memory and the brk heap).
     const char* const maps_end = maps_ + maps_len_;
     bool ok = true;
@@ -694,6 +702,7 @@ class Scanner {
   }
 
   uint64_t start_ns_ = monotonic_ns();
+  const char* suppressions_ = nullptr;  // the program's __lsan_default_suppressions()
   uintptr_t sp_ = 0;
   bool skip_mimalloc_ = true;
   bool tls_ok_ = true;
@@ -725,6 +734,43 @@ class Scanner {
 
 }  // namespace
 
+namespace {
+
+// A function of the executable by name: exported (dlsym), or from the executable's own symbol
+// table (an executable exports only what a library linked with it uses).
+void* program_function(const char* name) {
+  if (void* f = dlsym(RTLD_DEFAULT, name)) return f;
+  ElfW(Addr) bias = 0;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* out) {
+        if (info->dlpi_name && info->dlpi_name[0]) return 0;  // the executable has no name here
+        *static_cast<ElfW(Addr)*>(out) = info->dlpi_addr;
+        return 1;
+      },
+      &bias);
+  const int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return nullptr;
+  void* f = nullptr;
+  elf_version(EV_CURRENT);
+  Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+  for (Elf_Scn* scn = nullptr; elf && !f && (scn = elf_nextscn(elf, scn));) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB || !sh.sh_entsize) continue;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    for (size_t i = 0; data && !f && i < sh.sh_size / sh.sh_entsize; ++i) {
+      GElf_Sym sym;
+      if (!gelf_getsym(data, static_cast<int>(i), &sym) || GELF_ST_TYPE(sym.st_info) != STT_FUNC || !sym.st_value) continue;
+      const char* s = elf_strptr(elf, sh.sh_link, sym.st_name);
+      if (s && std::strcmp(s, name) == 0) f = reinterpret_cast<void*>(bias + sym.st_value);
+    }
+  }
+  if (elf) elf_end(elf);
+  close(fd);
+  return f;
+}
+
+}  // namespace
+
 bool leak_scan_at_exit(uintptr_t sp, bool (*end)()) {
   // The stack pointer at the program's exit, when it lies above here on this thread's stack.
   const uintptr_t at_exit = g_exit_sp.load(std::memory_order_acquire);
@@ -741,12 +787,20 @@ bool leak_scan_at_exit(uintptr_t sp, bool (*end)()) {
     });
     if (same) sp = at_exit;
   }
+  // The program's own suppressions, where LeakSanitizer reads them (asked before the world
+  // stops: the lookup takes the loader's lock, which a parked thread may hold).
+  const char* suppressions = nullptr;
+  {
+    BusyScope busy(kOwnAllocs);  // (a failed lookup allocates its message)
+    if (auto fn = reinterpret_cast<const char* (*)()>(program_function("__lsan_default_suppressions"))) suppressions = fn();
+  }
   // The loader's lock for the whole scan: a thread parked inside dlopen would hold it.
   struct Args {
     uintptr_t sp;
     bool (*end)();
+    const char* suppressions;
     bool ended;
-  } args{sp, end, false};
+  } args{sp, end, suppressions, false};
   dl_iterate_phdr(
       [](dl_phdr_info*, size_t, void* a) {
         auto* x = static_cast<Args*>(a);
@@ -755,7 +809,7 @@ bool leak_scan_at_exit(uintptr_t sp, bool (*end)()) {
         x->ended = x->end();
         if (x->ended) {
           Scanner s;
-          if (!s.init(x->sp, world) || !s.run())
+          if (!s.init(x->sp, world, x->suppressions) || !s.run())
             message("the leak scan at exit could not be completed; leaks are blocks not freed");
         }
         world.resume();

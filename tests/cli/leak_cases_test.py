@@ -108,6 +108,19 @@ if rep.returncode == 0:
 expect(run([cli, "check", "--max-leaked-blocks", "0", trace]).returncode == 1,
        "zero-size: --max-leaked-blocks 0 passes a leaked malloc(0)")
 
+# __lsan_default_suppressions(), defined by the program, applies as LeakSanitizer applies it:
+# hidden_leak's 31 bytes are suppressed (and said where from), shown_leak's 33 fail the gate.
+trace = os.path.join(tmp, "default-suppressions.mtide")
+r = run([memtide, "run", "-q", "--check", "-o", trace, "--", cases, "default-suppressions"])
+expect(r.returncode == 1, f"default-suppressions: exit {r.returncode}: {r.stderr[-800:]}")
+expect("shown_leak" in r.stderr and "33 B leaked in 1 block" in r.stderr, f"default-suppressions: {r.stderr[-1200:]}")
+expect("leak:hidden_leak (__lsan_default_suppressions()" in r.stderr,
+       f"default-suppressions: the program's suppression is not named: {r.stderr[-1200:]}")
+rep = run([cli, "report", "--json", trace])
+if rep.returncode == 0:
+    names = json.dumps(json.loads(rep.stdout).get("leaks", []))
+    expect("hidden_leak" not in names and "shown_leak" in names, f"default-suppressions: report leaks {names[:600]}")
+
 # Threads racing the exit: the same verdict (no definite leak) in every run.
 for case in ("detached-free", "pool"):
     bad = 0

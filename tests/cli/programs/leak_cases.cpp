@@ -189,7 +189,28 @@ int new_array0() {
   return 0;
 }
 
+// --- The program's own suppressions, where LeakSanitizer users keep them ---------------------------
+__attribute__((noinline)) void hidden_leak() {
+  void* volatile p = malloc(31);
+  p = nullptr;
+  (void)p;
+}
+
+__attribute__((noinline)) void shown_leak() {
+  void* volatile p = malloc(33);
+  p = nullptr;
+  (void)p;
+}
+
+int default_suppressions() {
+  hidden_leak();
+  shown_leak();
+  return 0;
+}
+
 }  // namespace
+
+extern "C" const char* __lsan_default_suppressions() { return "# the program's own\nleak:hidden_leak\n"; }
 
 int main(int argc, char** argv) {
   const char* c = argc > 1 ? argv[1] : "";
@@ -202,6 +223,7 @@ int main(int argc, char** argv) {
   if (!strcmp(c, "protected-block")) return protected_block();
   if (!strcmp(c, "zero-size")) return zero_size();
   if (!strcmp(c, "new-array0")) return new_array0();
+  if (!strcmp(c, "default-suppressions")) return default_suppressions();
   fprintf(stderr, "leak_cases: unknown case '%s'\n", c);
   return 2;
 }
