@@ -451,7 +451,7 @@ std::string write_junit(const std::string& path, std::vector<JunitCase> cases, c
     else if (!c.failure.empty())
       x << "      <failure type=\"" << (c.growth && !c.leak ? "memtide.growth" : "memtide.leak") << "\" message=\"" << junit_escape(c.failure) << "\">" << junit_escape(c.body)
         << "</failure>\n";
-    x << "      <system-out>trace: " << junit_escape(c.trace) << "</system-out>\n";
+    if (!c.trace.empty()) x << "      <system-out>trace: " << junit_escape(c.trace) << "</system-out>\n";
     x << "    </testcase>\n";
   }
   x << "  </testsuite>\n</testsuites>\n";
@@ -613,6 +613,11 @@ std::string expand_directories(std::vector<std::string>& files) {
   return "";
 }
 
+// Whether --keep-traces=failed removes the trace of this verdict: its process passed and exited 0.
+bool removed_after(const CheckOptions& o, const Verdict& v) {
+  return o.keep_traces == "failed" && v.status == kExitOk && !v.program_failed;
+}
+
 int run_check(CheckOptions o) {
   if (const std::string err = expand_directories(o.files); !err.empty()) {
     std::cerr << "memtide: " << printable(err) << '\n';
@@ -666,7 +671,10 @@ int run_check(CheckOptions o) {
   std::cout.flush();
   if (!o.junit.empty()) {
     std::vector<JunitCase> cases;
-    for (const Verdict& v : verdicts) cases.push_back(v.junit);
+    for (const Verdict& v : verdicts) {
+      cases.push_back(v.junit);
+      if (removed_after(o, v)) cases.back().trace.clear();  // (no name of a file that will be gone)
+    }
     if (const std::string err = write_junit(o.junit, std::move(cases), o); !err.empty()) {
       print_error(o.junit, "cannot write the JUnit report: " + err);
       return kExitError;
@@ -676,7 +684,7 @@ int run_check(CheckOptions o) {
   // failed by itself.
   if (o.keep_traces == "failed")
     for (std::size_t i = 0; i < verdicts.size(); ++i)
-      if (verdicts[i].status == kExitOk && !verdicts[i].program_failed) std::filesystem::remove(o.files[i]);
+      if (removed_after(o, verdicts[i])) std::filesystem::remove(o.files[i]);
   return status == 1 ? o.error_exitcode : status;
 }
 

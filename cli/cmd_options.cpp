@@ -115,9 +115,12 @@ Command options_command() {
           [](CLI::App& sub) -> std::function<int()> {
             auto env_of = std::make_shared<std::string>();
             auto check = std::make_shared<bool>(false);
+            auto given = std::make_shared<std::vector<std::string>>();
             sub.add_option("--env-of", *env_of, "print the environment variable of a run option");
             sub.add_flag("--check-env", *check, "validate the MEMTIDE_* variables of the environment");
-            return [env_of, check]() -> int {
+            sub.add_option("--given", *given,
+                           "with --check-env: a run option given as a flag (its error names the flag); repeatable");
+            return [env_of, check, given]() -> int {
               if (!env_of->empty()) {
                 for (const rec::OptionInfo& o : rec::kOptions) {
                   if (*env_of == o.flag) {
@@ -131,7 +134,13 @@ Command options_command() {
                 warn_unknown_variables();
                 int bad = 0;
                 rec::options_from_env([&](const char* env, const char* value, const char* problem) {
-                  std::fprintf(stderr, "memtide: bad value %s=%s: %s\n", env, value, problem);
+                  const char* flag = nullptr;
+                  for (const rec::OptionInfo& o : rec::kOptions)
+                    if (std::string_view(o.env) == env &&
+                        std::find(given->begin(), given->end(), o.flag) != given->end())
+                      flag = o.flag;
+                  if (flag) std::fprintf(stderr, "memtide: bad value --%s %s: %s\n", flag, value, problem);
+                  else std::fprintf(stderr, "memtide: bad value %s=%s: %s\n", env, value, problem);
                   ++bad;
                 });
                 return bad ? kExitError : kExitOk;

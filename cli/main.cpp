@@ -65,6 +65,18 @@ int main(int argc, char** argv) {
       std::cerr << "memtide: MEMTIDE_CHECK_OPTIONS: " << printable(err) << '\n';
       return kExitError;
     }
+    // A key `check` does not know is the variable's error, said as such.
+    CLI::App* check = nullptr;
+    for (auto& [sub, action] : actions)
+      if (sub->get_name() == "check") check = sub;
+    for (const std::string& a : env_args) {
+      const std::string name = a.substr(0, a.find('='));
+      if (check && name != "--help" && !check->get_option_no_throw(name)) {
+        std::cerr << "memtide: MEMTIDE_CHECK_OPTIONS: unknown option '" << printable(name.substr(2))
+                  << "' (its keys are memtide check's options without the dashes: see memtide check --help)\n";
+        return kExitError;
+      }
+    }
     args.insert(args.begin() + 2, env_args.begin(), env_args.end());
   }
   try {

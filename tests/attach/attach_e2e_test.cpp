@@ -280,7 +280,7 @@ TEST(AttachRefuses, AProcessThatIsNotThere) {
 TEST(AttachRefuses, ABadOptionBeforeTouchingTheProcess) {
   TempDir dir;
   const Spawned target = spawn({MT_STATIC_SLEEPER, "30"}, dir.path(), "static");
-  expect_refused({"attach", std::to_string(target.pid), "--sample", "lots"}, dir.path(), "bad value MEMTIDE_SAMPLE=lots");
+  expect_refused({"attach", std::to_string(target.pid), "--sample", "lots"}, dir.path(), "bad value --sample lots");
   expect_refused({"attach", std::to_string(target.pid), "--no-such-option", "1"}, dir.path(), "unknown option");
   expect_refused({"attach", std::to_string(target.pid), "--no-follow"}, dir.path(), "not an option of memtide attach");
   kill(target.pid, SIGTERM);

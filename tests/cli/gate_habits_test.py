@@ -131,6 +131,22 @@ failed_cases = [n for n, c in cases.items() if c.find("failure") is not None or 
 left = sorted(os.listdir(rundir))
 expect(len(left) == len(failed_cases) and all(t.startswith(tuple(failed_cases)) for t in left),
        f"kept {left} for the failed {failed_cases}")
+# The report names only the traces that are still there.
+for name, c in cases.items():
+    out = c.find("system-out")
+    named = (out.text or "").removeprefix("trace: ") if out is not None else ""
+    expect(not named or os.path.exists(named), f"{name}'s test case names the removed trace {named}")
+    expect(name not in failed_cases or os.path.exists(named), f"{name}'s failed test case names no kept trace")
+
+# The errors of memtide run name what was typed: the flag, not its variable; a key of
+# MEMTIDE_CHECK_OPTIONS that check does not know is the variable's error, before the program runs.
+r = run([memtide, "run", "--max-size", "64k", "--", "true"])
+expect(r.returncode == 2 and "bad value --max-size 64k:" in r.stderr, f"--max-size 64k: {r.returncode} {r.stderr}")
+r = run([memtide, "run", "-q", "--check", "--", "sh", "-c", "echo ran"], env={"MEMTIDE_CHECK_OPTIONS": "bogus=1"})
+expect(r.returncode == 2 and "MEMTIDE_CHECK_OPTIONS: unknown option 'bogus'" in r.stderr and "ran" not in r.stdout,
+       f"MEMTIDE_CHECK_OPTIONS=bogus=1: {r.returncode} {r.stdout} {r.stderr}")
+r = run([memtide, "run", "--sample", "4KiB", "--check", "--", "sh", "-c", "echo ran"])
+expect(r.returncode == 2 and "--sample" in r.stderr and "ran" not in r.stdout, f"--sample with --check: {r.stderr}")
 r = run([cli, "check", os.path.join(tmp, "empty-dir-that-is-not")])
 expect(r.returncode == 2, f"a missing file: {r.returncode}")
 os.mkdir(os.path.join(tmp, "empty"))
