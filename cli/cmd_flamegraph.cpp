@@ -117,7 +117,11 @@ Command flamegraph_command() {
                       for (const auto& [name, m] : kMetrics) names += (names.empty() ? "" : ", ") + name;
                       return "'" + v + "' is not a metric; one of: " + names;
                     },
-                    "METRIC"));
+                    [] {  // (the help lists the values, as CLI::IsMember's does: the completions read them)
+                      std::string names;
+                      for (const auto& [name, m] : kMetrics) names += (names.empty() ? "" : ",") + name;
+                      return "{" + names + "}";
+                    }()));
             sub.add_option("-o,--output", o->out, "Output: FILE.svg, FILE.folded, FILE.txt, or - for folded stacks on stdout")
                 ->required();
             sub.add_flag("--bottom-up", o->bottom_up, "Allocation sites at the root instead of callers");

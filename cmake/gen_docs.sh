@@ -8,8 +8,9 @@ bin=$1 out=$2 version=$3
 cli=$bin/memtide-cli view=$bin/memtide-view wrapper=$bin/memtide
 mkdir -p "$out"
 
-# The commands, as memtide-cli lists them (less the two memtide run calls by itself), and run, view.
-commands=(run $("$cli" --help | awk '/^Subcommands:/ {on = 1; next} on && /^  [a-z]/ {print $1}' | grep -vx 'options\|summary') view)
+# The commands, as memtide-cli lists them (less the two memtide run calls by itself), and the
+# wrapper's own: run, attach, detach, view.
+commands=(run attach detach $("$cli" --help | awk '/^Subcommands:/ {on = 1; next} on && /^  [a-z]/ {print $1}' | grep -vx 'options\|summary') view)
 # memtide's own options, before a command.
 global_options="--full-names --color --version --help"
 # The options of a help text: the long and short names at the start of its option lines.
@@ -17,6 +18,7 @@ options_of() { awk '/^  -/ {n = split($1, a, ","); for (i = 1; i <= n; ++i) prin
 help_of() {
   case "$1" in
     run) "$wrapper" run --help ;;
+    attach | detach) "$wrapper" attach --help ;;
     view) "$view" --help ;;
     *) "$cli" help "$1" ;;
   esac
@@ -33,9 +35,21 @@ run_options() {  # the recorder's options and memtide run's own (its table print
 command_options() {
   case "$1" in
     run) echo "$(run_options | sort -u | tr '\n' ' ')--" ;;
+    attach) echo "$(help_of attach | grep -oE -- '--[a-z][a-z-]*' | sort -u | tr '\n' ' ')" ;;
+    detach) echo "" ;;
     view) help_of view | options_of ;;
     *) echo "$(help_of "$1" | options_of)--full-names --color" ;;
   esac
+}
+
+# The values an option takes, where its help lists them (CLI11's "--name TYPE:{a,b,c}"): lines
+# "OPTION VALUE..." of one command's help (and of the options every reading command takes).
+option_values() {
+  case "$1" in
+    run | attach | detach) return ;;
+  esac
+  { help_of "$1"; [[ $1 == view ]] || "$cli" --help | awk '/^Options:/ {on = 1} /^Subcommands:/ {on = 0} on'; } |
+    sed -nE 's/^ +(-[a-zA-Z], )?(--[a-z][a-z-]*) [A-Z]+:\{([^}]*)\}.*/\2 \3/p' | tr ',' ' ' | sort -u
 }
 
 # roff: a backslash, a leading dot or quote, and hyphens (so that options copy as typed).
@@ -119,6 +133,13 @@ roff() { sed -e 's/\\/\\e/g' -e "s/^\\([.']\\)/\\\\\\&\\1/" -e 's/-/\\-/g'; }
   echo '      return'
   echo '    fi'
   echo '  done'
+  echo '  case "$cmd:${COMP_WORDS[COMP_CWORD - 1]}" in'
+  for c in "${commands[@]}"; do
+    while read -r opt values; do
+      [[ -n "$opt" ]] && echo "    $c:$opt) COMPREPLY=(\$(compgen -W \"$values\" -- \"\$cur\")); return ;;"
+    done < <(option_values "$c")
+  done
+  echo '  esac'
   echo '  case $cmd in'
   echo "    help) COMPREPLY=(\$(compgen -W \"${commands[*]}\" -- \"\$cur\")); return ;;"
   for c in "${commands[@]}"; do echo "    $c) opts=\"$(command_options "$c")\" ;;"; done
@@ -127,6 +148,11 @@ roff() { sed -e 's/\\/\\e/g' -e "s/^\\([.']\\)/\\\\\\&\\1/" -e 's/-/\\-/g'; }
   echo "}"
   echo "_memtide_view() {"
   echo '  local cur=${COMP_WORDS[COMP_CWORD]}'
+  echo '  case ${COMP_WORDS[COMP_CWORD - 1]} in'
+  while read -r opt values; do
+    [[ -n "$opt" ]] && echo "    $opt) COMPREPLY=(\$(compgen -W \"$values\" -- \"\$cur\")); return ;;"
+  done < <(option_values view)
+  echo '  esac'
   echo "  if [[ \$cur == -* ]]; then COMPREPLY=(\$(compgen -W \"$(command_options view)\" -- \"\$cur\")); else COMPREPLY=(\$(compgen -f -- \"\$cur\")); fi"
   echo "}"
   echo "complete -o filenames -F _memtide memtide"
@@ -138,6 +164,11 @@ roff() { sed -e 's/\\/\\e/g' -e "s/^\\([.']\\)/\\\\\\&\\1/" -e 's/-/\\-/g'; }
   echo "#compdef memtide memtide-view"
   echo "# zsh completion for memtide and memtide-view (generated from their help by gen_docs.sh)"
   echo "if [[ \$service == memtide-view ]]; then"
+  echo "  case \$words[CURRENT-1] in"
+  while read -r opt values; do
+    [[ -n "$opt" ]] && echo "    $opt) compadd -- $values; return ;;"
+  done < <(option_values view)
+  echo "  esac"
   echo "  if [[ \$PREFIX == -* ]]; then compadd -- $(command_options view); else _files; fi"
   echo "  return"
   echo "fi"
@@ -146,6 +177,13 @@ roff() { sed -e 's/\\/\\e/g' -e "s/^\\([.']\\)/\\\\\\&\\1/" -e 's/-/\\-/g'; }
   echo "  if [[ \$PREFIX == -* ]]; then compadd -- $global_options; else compadd -- ${commands[*]} help; fi"
   echo "  return"
   echo "fi"
+  echo "case \"\$words[2]:\$words[CURRENT-1]\" in"
+  for c in "${commands[@]}"; do
+    while read -r opt values; do
+      [[ -n "$opt" ]] && echo "  $c:$opt) compadd -- $values; return ;;"
+    done < <(option_values "$c")
+  done
+  echo "esac"
   echo "local dashes=\${words[(I)--]}"
   echo "if [[ \$words[2] == run ]] && (( dashes > 2 && dashes < CURRENT )); then"
   echo "  shift dashes words; (( CURRENT -= dashes )); _normal; return"

@@ -47,7 +47,8 @@ int main(int argc, char** argv) {
   int frames = 0;
   cli.add_option("file", file, "Trace file (.mtide) to open");
   cli.add_option("--screenshot", screenshot, "Render one view to this PNG file and exit (works under xvfb-run -a)");
-  cli.add_option("--view", view, "View to show: summary, timeline, flamegraph, leaks, tree, compare, growth, sizes");
+  cli.add_option("--view", view, "View to show")
+      ->check(CLI::IsMember({"summary", "timeline", "flamegraph", "leaks", "tree", "compare", "growth", "sizes"}));
   cli.add_option("--width", run.width, "Window width in pixels")->check(CLI::Range(200, 8192));
   cli.add_option("--height", run.height, "Window height in pixels")->check(CLI::Range(150, 8192));
   cli.add_option("--scale", scale, "UI scale (1 = 100 %; HiDPI screens: 1.5, 2)")->check(CLI::Range(0.5, 4.0));

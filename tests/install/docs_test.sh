@@ -41,6 +41,19 @@ complete_words() {
 grep -qx bash <<<"$(complete_words memtide run --check -- bas)" || fail "the program after memtide run --"
 [[ "$(complete_words memtide help rep)" == report ]] || fail "help completion"
 [[ "$(complete_words memtide-view --scr)" == --screenshot ]] || fail "memtide-view option"
+# Every command, in the completion, the man page and memtide --help; the values of the options
+# that take one of a list.
+for c in attach detach export; do
+  [[ "$(complete_words memtide "${c:0:3}")" == "$c" ]] || fail "command completion of $c: $(complete_words memtide "${c:0:3}")"
+  grep -q "^ *memtide $c" <<<"$text" || fail "memtide.1 has no section for memtide $c"
+  grep -q "^  $c " <<<"$("$p/bin/memtide" --help)" || fail "memtide --help lists no $c"
+done
+[[ "$(complete_words memtide attach --dur)" == --duration ]] || fail "attach option"
+[[ "$(complete_words memtide flamegraph --metric pe)" == peak ]] || fail "--metric values: $(complete_words memtide flamegraph --metric pe)"
+[[ "$(complete_words memtide report --color al)" == always ]] || fail "--color values"
+[[ "$(complete_words memtide export --format spe)" == speedscope ]] || fail "--format values"
+[[ "$(complete_words memtide-view --view fla)" == flamegraph ]] || fail "--view values"
+[[ "$(complete_words memtide view --view lea)" == leaks ]] || fail "memtide view --view values"
 if command -v zsh >/dev/null; then
   zsh -n "$p/share/zsh/site-functions/_memtide" || fail "_memtide: zsh syntax"
 fi
