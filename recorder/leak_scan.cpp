@@ -337,7 +337,8 @@ class World {
 
 class Scanner {
  public:
-  bool init(uintptr_t sp, const World& world, const char* suppressions) {
+  bool init(uintptr_t sp, const World& world, const char* suppressions, uint64_t start_ns) {
+    start_ns_ = start_ns;
     sp_ = sp;
     suppressions_ = suppressions;
     world_ = &world;
@@ -701,7 +702,7 @@ class Scanner {
     return ok;
   }
 
-  uint64_t start_ns_ = monotonic_ns();
+  uint64_t start_ns_ = 0;  // when the world began to stop
   const char* suppressions_ = nullptr;  // the program's __lsan_default_suppressions()
   uintptr_t sp_ = 0;
   bool skip_mimalloc_ = true;
@@ -804,12 +805,13 @@ bool leak_scan_at_exit(uintptr_t sp, bool (*end)()) {
   dl_iterate_phdr(
       [](dl_phdr_info*, size_t, void* a) {
         auto* x = static_cast<Args*>(a);
+        const uint64_t start = monotonic_ns();
         World world;
         world.stop();
         x->ended = x->end();
         if (x->ended) {
           Scanner s;
-          if (!s.init(x->sp, world, x->suppressions) || !s.run())
+          if (!s.init(x->sp, world, x->suppressions, start) || !s.run())
             message("the leak scan at exit could not be completed; leaks are blocks not freed");
         }
         world.resume();
