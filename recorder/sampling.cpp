@@ -10,6 +10,7 @@
 #include "formats/check.h"
 #include "formats/sampling.h"
 #include "recorder/clock.h"
+#include "recorder/state.h"
 
 namespace memtide::rec::sampling {
 
@@ -147,20 +148,48 @@ uint64_t take_slow(size_t size) {
   return fmt::sample_weight(size, interval);
 }
 
-void insert(uintptr_t a) {
-  pthread_mutex_lock(&g_table_mutex);
-  if ((g_used + 1) * 2 > g_cap && !grow()) {
-    pthread_mutex_unlock(&g_table_mutex);
-    return;  // without room the block's free goes unrecorded: the reader keeps it live
+namespace {
+
+// The table's lock, never waited for by a thread that holds it: a signal handler that allocates
+// while its thread is inside the table (a free's look-up runs outside the recorder's busy scope)
+// gives up instead, as a lost event, where it would wait for ever. The flag is raised before the
+// lock is taken and lowered after it is released, so a handler between the two gives up too.
+MT_TLS int tls_in_table = 0;
+
+class TableLock {
+ public:
+  TableLock() : held_(tls_in_table == 0) {
+    if (!held_) {
+      g_lost_events.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    tls_in_table = 1;
+    pthread_mutex_lock(&g_table_mutex);
   }
+  ~TableLock() {
+    if (!held_) return;
+    pthread_mutex_unlock(&g_table_mutex);
+    tls_in_table = 0;
+  }
+  bool held() const { return held_; }
+  TableLock(const TableLock&) = delete;
+  TableLock& operator=(const TableLock&) = delete;
+
+ private:
+  bool held_;
+};
+
+}  // namespace
+
+void insert(uintptr_t a) {
+  TableLock lock;
+  if (!lock.held()) return;  // (its free goes unrecorded: the reader keeps the block live)
+  if ((g_used + 1) * 2 > g_cap && !grow()) return;  // without room likewise
   size_t j = slot_of(a);
   size_t tomb = SIZE_MAX;
   for (;; j = (j + 1) & (g_cap - 1)) {
     const uintptr_t k = g_keys[j];
-    if (k == a) {  // already there (a block freed by a path memtide does not see)
-      pthread_mutex_unlock(&g_table_mutex);
-      return;
-    }
+    if (k == a) return;  // already there (a block freed by a path memtide does not see)
     if (k == kTomb && tomb == SIZE_MAX) tomb = j;
     if (k == kEmpty) break;
   }
@@ -173,14 +202,13 @@ void insert(uintptr_t a) {
   bump_filter(a, +1);
   g_live.fetch_add(1, std::memory_order_relaxed);
   update_check_frees();
-  pthread_mutex_unlock(&g_table_mutex);
 }
 
 bool release_slow(uintptr_t a) {
   bool found = false;
   if (filter_hit(a)) {
-    pthread_mutex_lock(&g_table_mutex);
-    if (g_cap) {
+    TableLock lock;
+    if (lock.held() && g_cap) {
       for (size_t j = slot_of(a);; j = (j + 1) & (g_cap - 1)) {
         const uintptr_t k = g_keys[j];
         if (k == kEmpty) break;
@@ -194,7 +222,6 @@ bool release_slow(uintptr_t a) {
         }
       }
     }
-    pthread_mutex_unlock(&g_table_mutex);
   }
   return found || (g_exact_blocks.load(std::memory_order_relaxed) && fmt::kept_at_switch(a));
 }

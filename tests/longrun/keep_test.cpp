@@ -313,6 +313,7 @@ TEST(KeptTrace, TheKeptRangesReportIsTheWholeRecordingsReport) {
   EXPECT_FALSE(ja["leaks"].empty());
   EXPECT_EQ(ja["leaked_bytes"], jw["leaked_bytes"]);
   EXPECT_EQ(ja["leaked_blocks"], jw["leaked_blocks"]);
+  EXPECT_EQ(ja["suppressed_leaks"], jw["suppressed_leaks"]);  // (the built-in suppressions' share of the leaks)
   EXPECT_EQ(ja["kept_range"]["from_ns"], jb["window"]["from_ns"]);
   EXPECT_EQ(ja["kept_range"]["leaked_before_bytes"].get<uint64_t>(),
             jw["leaked_bytes"].get<uint64_t>() - jb["leaked_bytes"].get<uint64_t>());
@@ -322,7 +323,7 @@ TEST(KeptTrace, TheKeptRangesReportIsTheWholeRecordingsReport) {
   // The rest is the window's.
   latest_markers(ja, jb);
   for (nlohmann::json* j : {&ja, &jb}) {
-    for (const char* k : {"leaks", "leaked_bytes", "leaked_blocks", "kept_range", "warnings"}) j->erase(k);
+    for (const char* k : {"leaks", "suppressed_leaks", "leaked_bytes", "leaked_blocks", "kept_range", "warnings"}) j->erase(k);
     (*j)["window"].erase("leaked_means");
     for (nlohmann::json& x : (*j)["top_allocators"]) x.erase("leaked_bytes");
     for (const char* d : {"mmap", "custom"})
