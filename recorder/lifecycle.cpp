@@ -258,6 +258,7 @@ void start() {
       modules_scan();
       install_fork_handlers();
       install_signal_handlers();
+      learn_signal_restorer();
       writer_start();
       say_if_malloc_is_not_ours();
     } else {

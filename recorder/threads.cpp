@@ -201,23 +201,38 @@ void thread_exit_destructor(void* p) {
 // ---------------------------------------------------------------------------------------
 namespace {
 
+std::atomic<uintptr_t> g_restorer{0};
+
 // The restorer the kernel returns through from a signal handler (glibc's __restore_rt, which it
-// passes with every sigaction): the first word of each signal frame on the stack.
-uintptr_t signal_restorer() {
-  static std::atomic<uintptr_t> cached{0};
-  if (const uintptr_t r = cached.load(std::memory_order_relaxed)) return r;
+// passes with every sigaction): the first word of each signal frame on the stack. Learnt once
+// (learn_signal_restorer); never asked of the kernel here, where every allocation of the
+// unwinder's would pay for it.
+uintptr_t signal_restorer() { return g_restorer.load(std::memory_order_relaxed); }
+
+}  // namespace
+
+void learn_signal_restorer() {
+  if (g_restorer.load(std::memory_order_relaxed)) return;
+  // A handler of any program's, or a no-op of ours on a real-time signal left at its default
+  // (set and put back at start-up, while the program has no thread of its own).
   for (int sig = 1; sig < NSIG; ++sig) {
     struct sigaction old;
     if (sigaction(sig, nullptr, &old) != 0 || old.sa_handler == SIG_DFL || old.sa_handler == SIG_IGN || !old.sa_restorer)
       continue;
-    const auto r = reinterpret_cast<uintptr_t>(old.sa_restorer);
-    cached.store(r, std::memory_order_relaxed);
-    return r;
+    g_restorer.store(reinterpret_cast<uintptr_t>(old.sa_restorer), std::memory_order_relaxed);
+    return;
   }
-  return 0;
+  for (int sig = SIGRTMAX; sig >= SIGRTMIN; --sig) {
+    struct sigaction old, mine, back;
+    if (sigaction(sig, nullptr, &old) != 0 || (old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) continue;
+    std::memset(&mine, 0, sizeof mine);
+    mine.sa_handler = [](int) {};
+    if (sigaction(sig, &mine, nullptr) != 0) continue;
+    const bool read = sigaction(sig, &old, &back) == 0;
+    if (read && back.sa_restorer) g_restorer.store(reinterpret_cast<uintptr_t>(back.sa_restorer), std::memory_order_relaxed);
+    return;
+  }
 }
-
-}  // namespace
 
 std::atomic<uint64_t> g_lost_events{0};
 

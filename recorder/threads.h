@@ -18,5 +18,7 @@ void append_thread_start(Stream* s, pid_t tid);
 // `scope` (tls_busy_scope's value) of its thread: a signal frame lies between the two, or the
 // caller runs on another stack (sigaltstack). False when the thread's stack is not known.
 bool handler_since(uintptr_t scope);
+// Learns the signal restorer handler_since looks for, once, at start-up.
+void learn_signal_restorer();
 
 }  // namespace memtide::rec
