@@ -352,6 +352,9 @@ struct Model {
   // starts (absolute; the time of its first checkpoint, which is also window_from), else 0. Its
   // leaks include the blocks that checkpoint holds and that were never freed (before_range_*).
   uint64_t kept_from = 0;
+  // A window asked of a kept set whose first segments are gone: where what the set holds begins
+  // (the window counts from there; 0: not clipped).
+  uint64_t window_clipped_from = 0;
 
   std::array<Totals, kDomainCount> totals{};
   std::array<ApiCount, fmt::kApiCount> alloc_api{};  // counted allocations per API

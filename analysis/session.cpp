@@ -100,7 +100,11 @@ struct Session::Impl {
       else clipped = h->time;
     }
     std::vector<std::pair<CheckpointDomain, CheckpointEntry>> live;
-    live.reserve(h->blocks[0] + h->blocks[1] + h->blocks[2]);
+    // (A head's counts are only what it says: a damaged one is found out by the read, which it
+    // must reach, not by a reservation of exabytes.)
+    uint64_t said = 0;
+    for (uint64_t n : h->blocks) said = n > (uint64_t{1} << 24) - said ? uint64_t{1} << 24 : said + n;
+    live.reserve(said);
     if (std::string e = read_checkpoint(reader, *h, [&](CheckpointDomain d, const CheckpointEntry& x) { live.emplace_back(d, x); });
         !e.empty()) {
       m.warnings.push_back(e + ": replayed from the start");
@@ -300,6 +304,7 @@ struct Session::Impl {
                               std::to_string(h.before_range_blocks) + " heap blocks (" + std::to_string(h.before_range_bytes) +
                               " bytes) allocated before it");
     } else if (clipped) {
+      out->window_clipped_from = clipped;
       out->warnings.push_back("the kept segments begin at " + since(clipped) + ": the window is counted from then on");
     }
     if (!out->complete && !out->truncated)

@@ -104,6 +104,15 @@ std::unique_ptr<Model> load_model(const std::string& path, ReplayOptions options
     print_error(path, r.error);
     return nullptr;
   }
+  // A window that ends before what a kept set holds begins: nothing of it was kept.
+  if (const Model& m = *r.model; m.window_clipped_from && options.to && m.window_clipped_from > m.time_base &&
+                                 *options.to < m.window_clipped_from - m.time_base) {
+    char msg[200];
+    std::snprintf(msg, sizeof msg, "the window ends at %.3f s, before the kept segments begin (at %.3f s): nothing of it was kept",
+                  static_cast<double>(*options.to) / 1e9, static_cast<double>(m.window_clipped_from - m.time_base) / 1e9);
+    print_error(path, msg);
+    return nullptr;
+  }
   if (!quiet_warnings)
     for (const std::string& w : r.model->warnings) print_warning(path, w);
   // A segment set says which part of the recording it still holds.

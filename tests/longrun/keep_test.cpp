@@ -201,6 +201,19 @@ TEST(KeptTrace, EveryReaderOpensTheSetByItsBaseNameOrASegment) {
   }
 }
 
+// A window that ends before the kept range begins holds nothing the set kept: an error that
+// says so, not a backwards window of zeros.
+TEST(KeptTrace, AWindowBeforeTheKeptRangeIsAnError) {
+  const Recorded& r = recorded();
+  int st = -1;
+  const std::string out = cli("report --from 0s --to 1ms " + r.stem + ".mtide", &st);
+  EXPECT_EQ(st, 2) << out;
+  EXPECT_NE(out.find("the window ends at 0.001 s, before the kept segments begin"), std::string::npos) << out;
+  EXPECT_NE(out.find("nothing of it was kept"), std::string::npos) << out;
+  cli("report --from 0s --to 1000s " + r.stem + ".mtide", &st);
+  EXPECT_EQ(st, 0);
+}
+
 TEST(KeptTrace, SymbolizeWritesTheNamesWhereTheSetIsRead) {
   const Recorded& r = recorded();
   int st = -1;
