@@ -60,6 +60,14 @@ mi_heap_t* own_heap() {
   if (MT_UNLIKELY(!tls_heap)) {
     if (tls_heap_gone || !__atomic_load_n(&g_own_span, __ATOMIC_ACQUIRE)) return nullptr;
     BusyScope busy(kReentrant);
+    // mimalloc sets up the thread's data with memory of its own; when that failed (a low
+    // RLIMIT_AS) the thread's default heap is the empty one, whose thread data (its first field)
+    // is null, and a new heap would be made from it (a null dereference): no heap then.
+    mi_thread_init();
+    if (!*reinterpret_cast<void* const*>(mi_heap_get_default())) {
+      tls_heap_gone = true;
+      return nullptr;
+    }
     tls_heap = mi_heap_new_in_arena(g_arena);
     tls_heap_default = mi_heap_get_default();
     if (!tls_heap) tls_heap_gone = true;
