@@ -197,6 +197,7 @@ class World {
     sig_ = pick_signal();
     if (!sig_) return false;
     self_ = own_tid();
+    g_nparked.store(0, std::memory_order_release);  // (a forked child's first stop, say)
     g_stopping.store(true, std::memory_order_release);
     const uint64_t deadline = monotonic_ns() + 2000000000ull;
     // New threads may start while others are being stopped: list the tasks again until a pass
