@@ -513,6 +513,17 @@ int attach_start(const char* config) {
 
 bool attached() { return g_attached.load(std::memory_order_relaxed); }
 
+bool attach_message(const char* line, size_t n) {
+  if (!g_attached.load(std::memory_order_relaxed) || !g_config.status[0]) return false;
+  char path[1200];
+  std::snprintf(path, sizeof path, "%s/messages", g_config.status);
+  const int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return true;  // (never the program's stderr)
+  (void)!write(fd, line, n);
+  close(fd);
+  return true;
+}
+
 const char* attach_options_text() { return g_attached.load() || g_config.text[0] ? g_config.text : nullptr; }
 
 void attach_modules_changed() {

@@ -4,6 +4,8 @@
 // restored when the recording ends (docs/ARCHITECTURE.md, "Attaching to a running process").
 #pragma once
 
+#include <cstddef>
+
 namespace memtide::rec {
 
 // Whether libmemtide was loaded after libc (by dlopen, not LD_PRELOAD or the executable's
@@ -28,6 +30,10 @@ int attach_start(const char* config);
 
 // Whether the recording is attached (entries redirected).
 bool attached();
+// Attached: appends a line of the recorder's (message()) to the status directory's `messages`,
+// which `memtide attach` relays on its own stderr; the process's stderr is the program's. False
+// when not attached (the line goes to stderr).
+bool attach_message(const char* line, size_t n);
 
 // A module was loaded: its entries are redirected too.
 void attach_modules_changed();

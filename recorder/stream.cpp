@@ -11,6 +11,7 @@
 #include <cstring>
 #include <new>
 
+#include "recorder/attach.h"
 #include "recorder/clock.h"
 #include "recorder/recorder.h"
 #include "recorder/state.h"
@@ -191,7 +192,7 @@ void message(const char* fmt, ...) {
   va_end(ap);
   if (n > static_cast<int>(sizeof buf) - 2) n = sizeof buf - 2;
   buf[n++] = '\n';
-  (void)!write(2, buf, static_cast<size_t>(n));
+  if (!attach_message(buf, static_cast<size_t>(n))) (void)!write(2, buf, static_cast<size_t>(n));
 }
 
 static Chunk* new_chunk(Stream* s, size_t need) {

@@ -218,6 +218,21 @@ TEST(Attach, AttachesAgainAfterADetach) {
   EXPECT_EQ(slurp(target.out), baseline.out);
 }
 
+// The recorder's messages while attached go to `memtide attach`'s stderr, never into the
+// program's: a size limit reached says so there.
+TEST(Attach, TheRecordersMessagesGoToAttachNotToTheProgramsStderr) {
+  TempDir dir;
+  const fs::path ready = dir.path() / "ready", trace = dir.path() / "small.mtide";
+  const Spawned target = spawn(target_args(80, ready), dir.path(), "target");
+  ASSERT_TRUE(wait_file(ready));
+  const RunResult a = memtide({"attach", std::to_string(target.pid), "--duration", "2s", "--max-size", "64KiB", "-o",
+                               trace.string()}, dir.path());
+  EXPECT_EQ(a.status, 0) << a.err;
+  EXPECT_NE(a.err.find("reached its size limit"), std::string::npos) << a.err;
+  EXPECT_EQ(wait_exit(target), 3);
+  EXPECT_EQ(slurp(target.err), "");
+}
+
 TEST(Attach, RecordsASampleWhenAskedTo) {
   TempDir dir;
   const fs::path ready = dir.path() / "ready", trace = dir.path() / "sampled.mtide";
