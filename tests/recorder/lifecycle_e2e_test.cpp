@@ -542,10 +542,9 @@ TEST(Lifecycle, TracesStayWholeAcrossChunkBoundaries) {
 }
 
 // 64 threads handing blocks to each other while checkpoints are written every second (and,
-// under --keep, at each segment): the writer's per-stream counts grow once per new stream, the
-// program ends at once and the trace has its End record. (The counts' array used to double at
-// each new stream: at the 44th it asked for terabytes and the writer stalled until the exit
-// wait gave up, in about one run of three; 6 runs of each.)
+// under --keep, at each segment): the writer's per-stream counts grow with the streams, not
+// doubled at each new one, so the writer keeps up and the trace has its End record. 6 runs of
+// each: a stalled writer showed in about one run of three.
 TEST(Lifecycle, CheckpointsWithManyThreadsKeepTheEnd) {
   for (const bool keep : {false, true}) {
     for (int run = 0; run < 6; ++run) {

@@ -554,10 +554,8 @@ TEST(Wrapper, AProgramBuiltWithASanitizerIsSaidToBeOutOfReach) {
 
 // The default unwinder's first look at a module allocates many times through libdw, and each of
 // those allocations re-enters the shims, which ask whether a signal handler interrupted the
-// recorder: that question asked the kernel for every signal's action each time (clang -c of an
-// empty file: 2.4 s against 0.12 s untraced, its time in rt_sigaction). The answer's part that
-// needs the kernel is learnt once at start-up: clang makes a few dozen rt_sigaction calls, as it
-// does untraced.
+// recorder. The part of the answer that needs the kernel is learnt once at start-up, never per
+// allocation: clang makes about as many rt_sigaction calls traced as untraced.
 TEST(Wrapper, TheUnwindersAllocationsDoNotAskTheKernelForSignalActions) {
   if (access("/usr/bin/strace", X_OK) != 0 || access("/usr/bin/clang", X_OK) != 0) GTEST_SKIP() << "no strace or clang";
   TempDir dir;
