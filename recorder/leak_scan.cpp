@@ -27,10 +27,11 @@
 // the stack pointer it had when the program called exit (or main returned), each parked
 // thread's stack below its signal frame, the stacks glibc keeps for reuse after their threads
 // exited (their descriptors still hold the start argument and the result), and the stacks of
-// the recorder's own threads. A thread inside the recorder, or one that blocks the signal, is
-// not parked there: it is asked again until it is out, and one that never answers (it blocks
-// every signal) is read whole while it runs. The loader's lock is held from before the stop
-// (the scan's dl_iterate_phdr would otherwise wait for a parked dlopen).
+// the recorder's own threads. A thread inside the recorder is not parked there: it is asked
+// again until it is out. A thread that blocks the signal is waited for a quarter of a second (a
+// starting thread blocks every signal until it runs the program's function); one that never
+// answers is read whole while it runs. The loader's lock is held from before the stop (the
+// scan's dl_iterate_phdr would otherwise wait for a parked dlopen).
 //
 // Memory is read with pread on /proc/self/mem, so a mapping that another thread unmaps during
 // the scan gives an error, not a crash. Only resident pages are read (mincore): untouched
