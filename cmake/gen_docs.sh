@@ -52,6 +52,16 @@ option_values() {
     sed -nE 's/^ +(-[a-zA-Z], )?(--[a-z][a-z-]*) [A-Z]+:\{([^}]*)\}.*/\2 \3/p' | tr ',' ' ' | sort -u
 }
 
+# "COMMAND:OPTION VALUE..." for every command's options that take listed values.
+command_option_values() {
+  local c opt values
+  for c in "${commands[@]}"; do
+    while read -r opt values; do
+      [[ -z "$opt" ]] || echo "$c:$opt $values"
+    done < <(option_values "$c")
+  done
+}
+
 # roff: a backslash, a leading dot or quote, and hyphens (so that options copy as typed).
 roff() { sed -e 's/\\/\\e/g' -e "s/^\\([.']\\)/\\\\\\&\\1/" -e 's/-/\\-/g'; }
 
@@ -134,11 +144,9 @@ roff() { sed -e 's/\\/\\e/g' -e "s/^\\([.']\\)/\\\\\\&\\1/" -e 's/-/\\-/g'; }
   echo '    fi'
   echo '  done'
   echo '  case "$cmd:${COMP_WORDS[COMP_CWORD - 1]}" in'
-  for c in "${commands[@]}"; do
-    while read -r opt values; do
-      [[ -n "$opt" ]] && echo "    $c:$opt) COMPREPLY=(\$(compgen -W \"$values\" -- \"\$cur\")); return ;;"
-    done < <(option_values "$c")
-  done
+  while read -r pattern values; do
+    echo "    $pattern) COMPREPLY=(\$(compgen -W \"$values\" -- \"\$cur\")); return ;;"
+  done < <(command_option_values)
   echo '  esac'
   echo '  case $cmd in'
   echo "    help) COMPREPLY=(\$(compgen -W \"${commands[*]}\" -- \"\$cur\")); return ;;"
@@ -178,11 +186,9 @@ roff() { sed -e 's/\\/\\e/g' -e "s/^\\([.']\\)/\\\\\\&\\1/" -e 's/-/\\-/g'; }
   echo "  return"
   echo "fi"
   echo "case \"\$words[2]:\$words[CURRENT-1]\" in"
-  for c in "${commands[@]}"; do
-    while read -r opt values; do
-      [[ -n "$opt" ]] && echo "  $c:$opt) compadd -- $values; return ;;"
-    done < <(option_values "$c")
-  done
+  while read -r pattern values; do
+    echo "  $pattern) compadd -- $values; return ;;"
+  done < <(command_option_values)
   echo "esac"
   echo "local dashes=\${words[(I)--]}"
   echo "if [[ \$words[2] == run ]] && (( dashes > 2 && dashes < CURRENT )); then"
