@@ -9,6 +9,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -131,6 +132,9 @@ void note_busy_reentry(bool program_call);
 
 // Marks the calling thread busy for its lifetime (heaptrack's RecursionGuard): a way out of
 // the scope that forgets to lower the flag cannot be written. Costs what the two stores did.
+// A handler of the program's may run between the two stores, so their order is kept: the scope
+// is named before the thread counts as busy, and stays named until it no longer does (a busy
+// thread with no scope reads as the writer's, whose reentries are never a handler's).
 inline constexpr uintptr_t kReentrant = 1;  // BusyScope around calls that may enter the hooks
 // ... whose allocations are the recorder's own (libdw's, pthread_setspecific's): own_heap.h.
 inline constexpr uintptr_t kOwnAllocs = 3;
@@ -139,11 +143,13 @@ class BusyScope {
   explicit BusyScope(uintptr_t flags = 0) : outer_(tls_busy_scope) {
     MEMTIDE_CHECK(tls_busy >= 0);
     tls_busy_scope = reinterpret_cast<uintptr_t>(this) | flags;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
     ++tls_busy;
   }
   ~BusyScope() {
     MEMTIDE_CHECK(tls_busy > 0);
     --tls_busy;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
     tls_busy_scope = outer_;
   }
   BusyScope(const BusyScope&) = delete;
