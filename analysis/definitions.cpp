@@ -58,6 +58,7 @@ DefinitionReader::DefinitionReader() : p_(std::make_unique<Impl>()) {}
 DefinitionReader::~DefinitionReader() = default;
 
 std::string DefinitionReader::open(const std::string& path) {
+  p_ = std::make_unique<Impl>();  // (again: a reader of a set that fell behind starts over)
   if (OpenResult o = p_->reader.open(path); !o.ok()) return o.message;
   p_->hints = (p_->reader.info().flags & kFileFlagBlockHints) != 0;
   for (const std::string& w : p_->reader.warnings()) p_->model.warnings.push_back(w);
@@ -124,6 +125,7 @@ const Model& DefinitionReader::model() const { return p_->model; }
 std::vector<uint64_t> DefinitionReader::take_new_ips() { return std::exchange(p_->new_ips, {}); }
 uint64_t DefinitionReader::offset() const { return p_->reader.offset(); }
 bool DefinitionReader::writer_alive() const { return p_->reader.writer_alive(); }
+bool DefinitionReader::fell_behind() const { return p_->reader.fell_behind(); }
 bool DefinitionReader::has_hints() const { return p_->hints; }
 
 std::set<uint64_t> embedded_symbol_modules(const std::string& path) {

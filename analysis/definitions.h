@@ -51,6 +51,7 @@ class DefinitionReader {
   std::vector<uint64_t> take_new_ips();
   uint64_t offset() const;       // file offset of the next block to read
   bool writer_alive() const;     // a recorder still holds its lock on the file
+  bool fell_behind() const;      // FileReader::fell_behind: open it again to go on
   bool has_hints() const;        // the file flags its StackDef and Symbols blocks
 
  private:

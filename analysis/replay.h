@@ -96,6 +96,7 @@ class Session {
   // replayed from the start (formats/checkpoint.h; MEMTIDE_FULL_REPLAY=1 forces that).
   uint64_t checkpoint() const;
   uint64_t offset() const;      // file offset of the next block to read
+  bool fell_behind() const;     // FileReader::fell_behind: open a new session to go on
   uint64_t bytes_read() const;  // bytes fetched from the file since open (FileReader::bytes_read)
 
  private:

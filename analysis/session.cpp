@@ -340,6 +340,7 @@ bool Session::broken() const { return p_->broken; }
 std::unique_ptr<Model> Session::snapshot() const { return p_->snapshot(); }
 uint64_t Session::checkpoint() const { return p_->from_checkpoint; }
 uint64_t Session::offset() const { return p_->reader.offset(); }
+bool Session::fell_behind() const { return p_->reader.fell_behind(); }
 uint64_t Session::bytes_read() const { return p_->reader.bytes_read(); }
 
 namespace {

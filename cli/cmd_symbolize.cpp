@@ -245,11 +245,14 @@ class TraceJob {
     so.use_embedded = false;
     sym_.emplace(defs_.model(), so);
     resolver_.emplace(Resolver{defs_, *sym_, cache_, {}, {}, 0});
-    if (!o_.summary.empty()) {
-      totals_.emplace(summary_replay_options());
-      if (std::string e = totals_->open(o_.file); !e.empty()) totals_error_ = e;
-    }
+    if (!o_.summary.empty()) open_totals();
     return kExitOk;
+  }
+
+  void open_totals() {
+    totals_.emplace(summary_replay_options());
+    totals_error_.clear();
+    if (std::string e = totals_->open(o_.file); !e.empty()) totals_error_ = e;
   }
 
   // The totals-only replay of the trace, kept up with the recorder while following (for the
@@ -261,6 +264,7 @@ class TraceJob {
       return r;
     }
     try {
+      if (totals_->fell_behind()) open_totals();  // (the recording has ended: no new gap)
       totals_->advance();
       totals_->finish();
       r.model = totals_->snapshot();
@@ -277,6 +281,10 @@ class TraceJob {
   // `program_ended`: whether the program of the manifest has ended (program_ended()).
   Step follow_step(bool program_ended) {
     const bool alive = defs_.writer_alive();
+    // A set that rotates faster than it is followed: what was missed is gone, and the names
+    // and totals are of what the set keeps, so its reading starts over at its first segment.
+    if (defs_.fell_behind() && open() != kExitOk) return Step::GaveUp;
+    if (totals_ && totals_->fell_behind()) open_totals();
     defs_.advance();
     found_new_ = resolver_->catch_up() > 0;
     advance_totals();

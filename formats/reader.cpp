@@ -353,7 +353,7 @@ uint64_t FileReader::size() const {
 bool FileReader::writer_alive() const {
   if (set_) {
     set_->refresh();
-    return is_being_written_fd(set_->segments().back().fd);
+    return set_being_written(set_->stem());  // (read or not: one behind a gap holds none)
   }
   return !is_memory_ && fd_ >= 0 && is_being_written_fd(fd_);
 }
@@ -361,6 +361,26 @@ bool FileReader::writer_alive() const {
 // ---------------------------------------------------------------------------------------
 // Writer liveness
 // ---------------------------------------------------------------------------------------
+
+// A set is written while its latest segment is. The recorder locks a new segment just after
+// creating it, then lets go of the one before: of the last two, looked at in that order, one is
+// locked, unless the recorder went on to another segment meanwhile (looked at again then).
+bool set_being_written(const std::string& stem) {
+  uint32_t last = 0;
+  for (int round = 0; round < 100; ++round) {
+    const std::vector<SegmentPath> segs = list_segments(stem);
+    if (segs.empty() || segs.back().number == last) return false;
+    last = segs.back().number;
+    for (std::size_t i = segs.size() >= 2 ? segs.size() - 2 : 0; i < segs.size(); ++i) {
+      const int fd = ::open(segs[i].path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) continue;
+      const bool busy = is_being_written_fd(fd);
+      ::close(fd);
+      if (busy) return true;
+    }
+  }
+  return false;
+}
 
 bool is_being_written_fd(int fd) {
   // flock locks belong to the open file description; ours holds none, so a refusal means
@@ -371,10 +391,10 @@ bool is_being_written_fd(int fd) {
 }
 
 bool is_being_written(const std::string& path) {
-  // A set is written while its latest segment is (the recorder opens the next before it lets go).
   std::string stem;
   const std::vector<SegmentPath> segs = names_segment_set(path, stem) ? list_segments(stem) : std::vector<SegmentPath>{};
-  const int fd = ::open(segs.empty() ? path.c_str() : segs.back().path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (!segs.empty()) return set_being_written(stem);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   const bool busy = is_being_written_fd(fd);
   ::close(fd);

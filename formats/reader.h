@@ -165,8 +165,13 @@ class FileReader {
 
   // Current size of the file (it may grow while a recorder writes it).
   uint64_t size() const;
-  // Whether a recorder still holds its lock on the file (see is_being_written).
+  // Whether a recorder still holds its lock on the file (see is_being_written); for a set, on
+  // its latest segment, read or not.
   bool writer_alive() const;
+  // Whether this reader of a set fell more than the set's size behind: the segments after the
+  // one it reads were removed before it read them (it reads no further; a new reader of the
+  // set starts at what is kept now).
+  bool fell_behind() const { return set_ && set_->gap(); }
   // Bytes fetched from the file (or the memory image) so far, headers and re-reads included:
   // lets a follower check that it reads only what was appended.
   uint64_t bytes_read() const { return bytes_read_; }
@@ -205,5 +210,7 @@ class FileReader {
 bool is_being_written(const std::string& path);
 // Same test on an open descriptor of the file.
 bool is_being_written_fd(int fd);
+// Same test on the set of segments of `stem` (list_segments): on its latest ones.
+bool set_being_written(const std::string& stem);
 
 }  // namespace memtide::fmt

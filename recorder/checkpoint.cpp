@@ -411,9 +411,15 @@ struct Collect : fmt::NullVisitor {
 }  // namespace
 
 void checkpoint_due(uint64_t replay_from) {
+  // (Already due from an earlier segment: that one stays the goal. Moving it to each new
+  // segment would never be met when segments fill faster than a pass: the blocks a pass wrote
+  // before a rotation hold events timed after the pass's time.)
+  if (g.due) return;
   g.due = true;
   g.due_from = replay_from;
 }
+
+bool checkpoint_pending() { return g.due && checkpoints_on(); }
 
 bool checkpoints_on() {
   return !g.failed && recording.opts.checkpoint_interval_s != 0;

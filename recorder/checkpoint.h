@@ -27,7 +27,11 @@ void checkpoint_pass(uint64_t w);
 // `offset`, the file size so far).
 void checkpoint_maybe_write(uint64_t now, uint64_t offset);
 // The next checkpoint_maybe_write that can writes one whose replay starts at or after file
-// offset `replay_from` (a new segment of a kept trace starts from it), whatever the interval.
+// offset `replay_from` (a new segment of a kept trace starts from it), whatever the interval;
+// when one is already due, from the earlier offset.
 void checkpoint_due(uint64_t replay_from);
+// Whether a checkpoint is due (checkpoint_due) and not yet written: the writer makes its next
+// pass soon.
+bool checkpoint_pending();
 
 }  // namespace memtide::rec

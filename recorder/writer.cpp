@@ -192,11 +192,17 @@ Chunk* take_queue() {
   return c;
 }
 
-// Sealed chunks waiting for the writer, in bytes. Above kMaxQueued an allocating thread waits
+// Sealed chunks waiting for the writer, in bytes. Above max_queued() an allocating thread waits
 // (backpressure) rather than let the recorder's memory grow without bound. A flush pass drains
 // the queue before its watermark, so this also bounds how far apart watermarks are when the
-// writer cannot keep up (and the window a reader's merge holds).
+// writer cannot keep up (and the window a reader's merge holds). A kept trace's limit follows
+// its size: a backlog written at once spans segments with no checkpoint between them, and a
+// set whose segments all came from one backlog cannot tell what was live at its start.
 constexpr size_t kMaxQueued = 16u << 20;
+size_t max_queued() {
+  const uint64_t keep = recording.opts.keep;
+  return keep ? static_cast<size_t>(std::clamp<uint64_t>(keep / 2, 1u << 20, kMaxQueued)) : kMaxQueued;
+}
 constexpr size_t kWakeQueued = 1u << 20;
 std::atomic<size_t> g_queued{0};
 pthread_cond_t g_space_cond = PTHREAD_COND_INITIALIZER;
@@ -239,7 +245,7 @@ void wait_for_pass() {
 // it stops (exit).
 void wait_for_space_locked() {
   for (int i = 0; i < 200 && recording.writer_running && !recording.writer_stop &&
-                  g_queued.load(std::memory_order_relaxed) + checkpoint_backlog() > kMaxQueued / 2;
+                  g_queued.load(std::memory_order_relaxed) + checkpoint_backlog() > max_queued() / 2;
        ++i) {
     wait_space_cond_locked(20000000);
   }
@@ -248,7 +254,7 @@ void wait_for_space_locked() {
 }  // namespace
 
 void wait_for_writer() {
-  if (g_queued.load(std::memory_order_relaxed) <= kMaxQueued) return;
+  if (g_queued.load(std::memory_order_relaxed) <= max_queued()) return;
   timespec deadline;
   clock_gettime(CLOCK_REALTIME, &deadline);
   deadline.tv_sec += 2;
@@ -465,6 +471,7 @@ void* writer_main(void*) {
   bool calibrating = true;
   uint64_t next_counter = counter_ns ? now_ns() : ~0ull;
   uint64_t last_tick = now_ns();
+  uint64_t last_pass = last_tick;
   g_written_up_to.store(last_tick, std::memory_order_relaxed);
   bool counters_moved = false;  // since the last flush
   for (;;) {
@@ -493,6 +500,9 @@ void* writer_main(void*) {
     drain_queue();
     if (calibrating) calibrating = tsc_calibrate_step();
     const uint64_t now = now_ns();
+    // A kept trace's new segment wants its checkpoint: passes come sooner until it is written
+    // (segments may fill faster than the flush interval).
+    if (checkpoint_pending() && !g_idle_level) next_flush = std::min(next_flush, last_pass + flush_ns / 8);
     // The pass first: a counter sample in stream 0 timed after the pass's time would keep its
     // watermark, which must not go back in time there, from being written.
     if (!stop && now >= next_flush) {
@@ -505,6 +515,7 @@ void* writer_main(void*) {
       }
       set_idle_level(idle && !counters_moved ? std::min(g_idle_level + 1, kMaxIdleLevel) : 0);
       counters_moved = false;
+      last_pass = now;
       next_flush = now + (flush_ns << g_idle_level);
     } else if (g_idle_level && !stop && !nothing_to_flush()) {
       // The program is back: the usual intervals, and a flush at once.
@@ -558,7 +569,7 @@ void enqueue_chunk(Chunk* c, bool may_wait) {
   if (queued >= kWakeQueued) pthread_cond_signal(&recording.queue_cond);
   // Backpressure: the writer is this far behind. Wait in short steps while it catches up, and
   // never once it stops (exit) or when the caller holds a lock the writer needs.
-  if (may_wait && queued + checkpoint_backlog() > kMaxQueued) {
+  if (may_wait && queued + checkpoint_backlog() > max_queued()) {
     pthread_mutex_lock(&recording.queue_mutex);
     wait_for_space_locked();
     pthread_mutex_unlock(&recording.queue_mutex);
