@@ -307,6 +307,17 @@ struct Session::Impl {
       out->window_clipped_from = clipped;
       out->warnings.push_back("the kept segments begin at " + since(clipped) + ": the window is counted from then on");
     }
+    // Every record the End counts is in the file (docs/FORMAT.md): fewer read means some are not.
+    const bool capped = out->end && out->end->reason == EndReason::Detached && !out->process.attached;
+    if (out->complete && out->end && !at_stop && !capped) {
+      uint64_t allocs = 0, frees = 0;
+      for (const ThreadInfo& t : out->threads) allocs += t.allocations, frees += t.frees;
+      if (allocs < out->end->allocations || frees < out->end->frees)
+        out->warnings.push_back("the End record counts " + std::to_string(out->end->allocations) + " allocations and " +
+                                std::to_string(out->end->frees) + " frees, the trace holds " + std::to_string(allocs) +
+                                " and " + std::to_string(frees) +
+                                ": events are missing (a block removed from the file, or written after its end)");
+    }
     if (!out->complete && !out->truncated)
       out->warnings.insert(out->warnings.begin(), "no end record: the process was killed or is still running; "
                                                   "analysed what was written");

@@ -197,12 +197,13 @@ bool within_size_limit(size_t total) {
 // ---------------------------------------------------------------------------------------
 // [2] End records
 // ---------------------------------------------------------------------------------------
-// The recorder's counts of allocations and frees so far, for the End record.
 namespace {
 
 bool membarrier_register() {
   return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 }
+
+}  // namespace
 
 void recorded_counts(uint64_t& allocs, uint64_t& frees) {
   allocs = recording.exited_allocs;
@@ -215,11 +216,7 @@ void recorded_counts(uint64_t& allocs, uint64_t& frees) {
   pthread_mutex_unlock(&recording.registry_mutex);
 }
 
-}  // namespace
-
-void append_end(fmt::EndReason reason, uint64_t status) {
-  uint64_t allocs, frees;
-  recorded_counts(allocs, frees);
+void append_end(fmt::EndReason reason, uint64_t status, uint64_t allocs, uint64_t frees) {
   uint8_t rec[64];
   Stream* s = &recording.shared;
   pthread_mutex_lock(&recording.shared_mutex);

@@ -33,8 +33,12 @@ bool within_size_limit(size_t total);
 bool segment_due(size_t total);
 void rotate_segment();
 
-// The End record, appended to the process stream (the writer's last pass).
-void append_end(fmt::EndReason reason, uint64_t status);
+// The recorder's counts of allocations and frees so far (each counted once committed), for the
+// End record.
+void recorded_counts(uint64_t& allocs, uint64_t& frees);
+// The End record, appended to the process stream (the writer's last pass), with counts taken
+// before that pass: every event they count is in the file (readers compare).
+void append_end(fmt::EndReason reason, uint64_t status, uint64_t allocs, uint64_t frees);
 // Once the size limit stopped the recording: ends the trace with an End record (reason
 // Detached) in a block of its own, in the room kept for it, and releases the file's lock.
 void end_if_capped();

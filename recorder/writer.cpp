@@ -536,9 +536,11 @@ void* writer_main(void*) {
   // stream's next chunk (without it, a trace lost its last counters and its End whenever they
   // did not fit in the chunk: a python3 run in twenty).
   g_last_pass = true;
+  uint64_t allocs, frees;
+  recorded_counts(allocs, frees);  // (before the pass: what they count is committed, so written below)
   flush_pass();
   if (counter_ns) sample_counters(&recording.shared, /*write=*/true);
-  append_end(static_cast<fmt::EndReason>(recording.end_reason), recording.end_status);
+  append_end(static_cast<fmt::EndReason>(recording.end_reason), recording.end_status, allocs, frees);
   drain_queue();
   flush_current(&recording.shared);
   end_if_capped();

@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "formats/reader.h"
 #include "tests/cli/e2e_traces.h"
 
 namespace memtide::test {
@@ -27,6 +28,36 @@ TEST(Report, LeaksByFunctionWithExactBytesAndBlocks) {
   for (const char* k : {"total_allocations", "total_frees", "total_allocated_bytes", "peak_bytes", "peak_time_ns",
                         "leaked_bytes", "leaked_blocks", "duration_ns"})
     EXPECT_TRUE(j.contains(k)) << k;
+}
+
+// A block of a thread's events cut out of a recording (the blocks around it intact, every
+// checksum valid): the End record's counts are more than the trace holds, and every reader of
+// the replay says so. The recording as it was says nothing of the kind.
+TEST(Report, AnEventBlockCutOutOfTheFileIsSaid) {
+  std::ifstream in(leaky_trace(), std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  fmt::FileReader r;
+  ASSERT_TRUE(r.open(leaky_trace()).ok());
+  uint64_t from = 0, to = 0;
+  for (fmt::BlockRef ref; r.skip(ref).ok();)
+    if (ref.header.stream != 0 && !(ref.header.flags & (fmt::kBlockFlagStacks | fmt::kBlockFlagPrologue))) {
+      from = ref.offset;
+      to = ref.end_offset();
+      break;
+    }
+  ASSERT_GT(to, from) << "the recording has no block of a thread's events";
+  bytes.erase(bytes.begin() + static_cast<std::ptrdiff_t>(from), bytes.begin() + static_cast<std::ptrdiff_t>(to));
+  const std::string cut = temp_dir() + "/leaky-cut.mtide";
+  std::ofstream(cut, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+
+  const std::string said = "events are missing";
+  const json whole = report(leaky_trace()), partial = report(cut);
+  for (const json& w : whole["warnings"]) EXPECT_EQ(w.get<std::string>().find(said), std::string::npos) << w;
+  bool found = false;
+  for (const json& w : partial["warnings"]) found |= w.get<std::string>().find(said) != std::string::npos;
+  EXPECT_TRUE(found) << partial["warnings"].dump();
+  const Proc c = cli("check " + cut);
+  EXPECT_NE(c.err.find(said), std::string::npos) << c.err;
 }
 
 TEST(Report, FramesHaveFunctionFileLineModuleAndInlinedFrames) {
