@@ -137,7 +137,7 @@ struct Session::Impl {
   }
 
   const std::vector<CheckpointHead>& checkpoints() {
-    if (!heads) heads = find_checkpoints(reader);
+    if (!heads) heads = find_checkpoints(reader, &m.warnings);
     return *heads;
   }
 

@@ -125,6 +125,10 @@ std::string describe_set(const std::string& path, uint64_t start_ns, uint64_t la
     return std::string(b);
   };
   char nums[48];
+  if (r.segment_set()->alone()) {
+    std::snprintf(nums, sizeof nums, "segment %04u of a kept set, alone", segs.front().number);
+    return nums + (", " + secs(from) + " - " + secs(std::max(from, last_ns)));
+  }
   std::snprintf(nums, sizeof nums, "segments %04u-%04u of ", segs.front().number, segs.back().number);
   return nums + printable(r.segment_set()->stem() + ".mtide") + ", " + secs(from) + " - " + secs(std::max(from, last_ns));
 }

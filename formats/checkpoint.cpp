@@ -82,7 +82,30 @@ bool follow_pointers(FileReader& reader, std::vector<CheckpointHead>& heads) {
 
 }  // namespace
 
-std::vector<CheckpointHead> find_checkpoints(FileReader& reader) {
+void drop_unusable_checkpoints(std::vector<CheckpointHead>& heads, std::vector<std::string>* warnings) {
+  // A data block holds at most kMaxBlockPayload bytes of entries of at least kMinEntryBytes each.
+  constexpr uint64_t kMinEntryBytes = 5;
+  constexpr uint64_t kMostPerBlock = kMaxBlockPayload / kMinEntryBytes;
+  uint64_t last_time = 0;
+  std::erase_if(heads, [&](const CheckpointHead& h) {
+    uint64_t live = 0;
+    bool overflow = false;
+    for (unsigned d = 0; d < kCheckpointDomains; ++d) overflow |= __builtin_add_overflow(live, h.blocks[d], &live);
+    std::string why;
+    if (h.time < last_time)
+      why = "its time is before the previous checkpoint's";
+    else if (overflow || h.data_blocks > kMaxBlockPayload || live > h.data_blocks * kMostPerBlock)
+      why = "it counts more live blocks than its data blocks can hold";
+    if (why.empty()) {
+      last_time = h.time;
+      return false;
+    }
+    if (warnings) warnings->push_back("checkpoint " + std::to_string(h.seq) + " (offset " + std::to_string(h.offset) + "): " + why + "; not used");
+    return true;
+  });
+}
+
+std::vector<CheckpointHead> find_checkpoints(FileReader& reader, std::vector<std::string>* warnings) {
   std::vector<CheckpointHead> heads;
   if (!(reader.info().flags & kFileFlagCheckpoints)) return heads;
   KeepOffset keep{reader};
@@ -101,6 +124,7 @@ std::vector<CheckpointHead> find_checkpoints(FileReader& reader) {
   }
   // A set's first checkpoints may start their replay in a removed segment: not usable.
   std::erase_if(heads, [&](const CheckpointHead& h) { return h.replay_from < reader.first_block() || h.data_offset < reader.first_block(); });
+  drop_unusable_checkpoints(heads, warnings);
   return heads;
 }
 

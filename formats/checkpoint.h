@@ -123,8 +123,13 @@ template <class F>
 bool parse_checkpoint(std::span<const uint8_t> payload, uint64_t time, CheckpointHead& head, F&& entry);
 
 // The heads of every complete checkpoint of the file, in file order, found by a scan of the
-// block headers (only the head blocks are decompressed). The reader's offset is kept.
-std::vector<CheckpointHead> find_checkpoints(FileReader& reader);
+// block headers (only the head blocks are decompressed). The reader's offset is kept. Heads that
+// cannot be right are left out, each said in `warnings` (drop_unusable_checkpoints).
+std::vector<CheckpointHead> find_checkpoints(FileReader& reader, std::vector<std::string>* warnings = nullptr);
+// Leaves out of `heads` (in file order) each one whose time goes back from the one before it
+// kept (a window from it would be silently empty), or whose live-block counts its data blocks
+// cannot hold (a reader would reserve for them); says why in `warnings`, when given.
+void drop_unusable_checkpoints(std::vector<CheckpointHead>& heads, std::vector<std::string>* warnings);
 // The checkpoint's live blocks: `entry(domain, entry)` for each. An error message, or empty.
 std::string read_checkpoint(FileReader& reader, const CheckpointHead& head,
                             const std::function<void(CheckpointDomain, const CheckpointEntry&)>& entry);

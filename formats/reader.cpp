@@ -130,7 +130,22 @@ OpenResult FileReader::open(const std::string& path) {
   if (!S_ISREG(st.st_mode)) return {OpenError::NotRegularFile, "not a regular file"};
   fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd_ < 0) return {OpenError::Io, std::string("cannot open: ") + std::strerror(errno)};
-  return read_file_header();
+  OpenResult r = read_file_header();
+  if (!r.ok() || !(info_.flags & kFileFlagSegment)) return r;
+  // A segment of a kept set under a name that is not its set's (a copy): its offsets are the
+  // set's, so it is read as that set's one segment, from its first checkpoint when it is not the first.
+  close();
+  set_ = std::make_unique<SegmentFiles>();
+  if (std::string e = set_->open_alone(path); !e.empty()) return {OpenError::BadHeader, e};
+  r = read_file_header();
+  if (!r.ok()) return r;
+  first_block_ = offset_ = set_->segments()[0].base + info_.header_size;
+  info_.flags &= ~kFileFlagSegment;
+  const uint32_t n = set_->segments()[0].number;
+  warnings_.push_back("segment " + std::to_string(n) + " of a kept set, read alone under another name: it holds that "
+                      "segment's part of the recording only" +
+                      (n > 1 ? std::string(", from its first checkpoint") : std::string()));
+  return r;
 }
 
 OpenResult FileReader::open_set(const std::string& stem) {
@@ -351,6 +366,7 @@ uint64_t FileReader::size() const {
 }
 
 bool FileReader::writer_alive() const {
+  if (set_ && set_->alone()) return is_being_written_fd(set_->segments().back().fd);
   if (set_) {
     set_->refresh();
     return set_being_written(set_->stem());  // (read or not: one behind a gap holds none)

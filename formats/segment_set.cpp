@@ -121,6 +121,19 @@ bool SegmentFiles::add(const std::string& path, uint32_t number) {
   return true;
 }
 
+std::string SegmentFiles::open_alone(const std::string& path) {
+  stem_.clear();
+  uint8_t h[kSegmentHeaderSize];
+  uint64_t base = 0;
+  uint32_t number = 0;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::string("cannot open: ") + std::strerror(errno);
+  const bool ok = ::pread(fd, h, sizeof h, 0) == static_cast<ssize_t>(sizeof h) && decode_segment_fields(h, base, number);
+  ::close(fd);
+  if (!ok || !add(path, number)) return "a segment's header that does not read";
+  return {};
+}
+
 std::string SegmentFiles::open(const std::string& stem) {
   stem_ = stem;
   const std::vector<SegmentPath> all = list_segments(stem);
@@ -169,7 +182,7 @@ void SegmentFiles::release_before(uint64_t off) {
 }
 
 bool SegmentFiles::refresh() {
-  if (segs_.empty()) return false;
+  if (segs_.empty() || stem_.empty()) return false;
   bool added = false;
   for (const SegmentPath& p : list_segments(stem_)) {
     if (p.number > segs_.back().number + 1 && !added && !gap_) {  // (the list is by number: the first after the gap)

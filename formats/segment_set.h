@@ -75,6 +75,10 @@ class SegmentFiles {
 
   // Opens the segments of `stem`; an empty message on success, else what is wrong.
   std::string open(const std::string& stem);
+  // Opens one segment by a name that is not its set's (a copy): the set of that segment alone,
+  // which never grows. An empty message on success.
+  std::string open_alone(const std::string& path);
+  bool alone() const { return stem_.empty(); }
   const std::string& stem() const { return stem_; }
   const std::vector<Segment>& segments() const { return segs_; }
   // The segment holding set offset `off`, or nullptr.

@@ -266,8 +266,9 @@ void wait_for_writer() {
 
 namespace {
 
-void drain_queue() {
-  for (Chunk* c = take_queue(); c;) {
+// Writes the chunks of a list taken from the queue, in its order, and frees them.
+void write_chunks(Chunk* c) {
+  while (c) {
     Chunk* next = c->next;
     Stream* s = c->stream;
     const uint32_t end = c->committed.load(std::memory_order_acquire);
@@ -280,6 +281,25 @@ void drain_queue() {
     mem_free(c);
     c = next;
   }
+}
+
+// `process_first`: the process stream's records, queued and current, before the others' chunks
+// (each stream's in its order).
+void drain_queue(bool process_first = false) {
+  Chunk* list = take_queue();
+  if (process_first) {
+    Chunk *mine = nullptr, **mine_end = &mine, *rest = nullptr, **rest_end = &rest;
+    for (Chunk* c = list; c; c = c->next) {
+      Chunk**& end = c->stream == &recording.shared ? mine_end : rest_end;
+      *end = c;
+      end = &c->next;
+    }
+    *mine_end = *rest_end = nullptr;
+    write_chunks(mine);
+    flush_current(&recording.shared);
+    list = rest;
+  }
+  write_chunks(list);
   pthread_mutex_lock(&recording.queue_mutex);
   pthread_cond_broadcast(&g_space_cond);
   pthread_mutex_unlock(&recording.queue_mutex);
@@ -467,6 +487,10 @@ void* writer_main(void*) {
   const uint64_t flush_ns = static_cast<uint64_t>(recording.opts.flush_interval_ms) * 1000000ull;
   const uint64_t counter_ns = static_cast<uint64_t>(recording.opts.counter_interval_ms) * 1000000ull;
   uint64_t next_flush = now_ns() + flush_ns;
+  // The process stream's first records (ProcessInfo, the modules) are the file's first block: a
+  // trace cut early (a full disk, a kill) still says what ran, and a kept set's segments
+  // written before the first pass still repeat them in their prologues.
+  drain_queue(/*process_first=*/true);
   tsc_calibrate_begin();
   bool calibrating = true;
   uint64_t next_counter = counter_ns ? now_ns() : ~0ull;

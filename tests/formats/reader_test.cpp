@@ -5,6 +5,7 @@
 
 #include <random>
 
+#include "formats/checkpoint.h"
 #include "formats/decoder.h"
 #include "formats/encoder.h"
 #include "formats/reader.h"
@@ -558,6 +559,38 @@ TEST(Open, PreviousMajorVersionIsRead) {
   EXPECT_EQ(got, want);
 }
 
+
+// Checkpoint heads that cannot be right (each record's checksum valid: crafted, or written by a
+// broken recorder) are left out with a warning each, the others kept: a head whose time goes back
+// (a window from it would start after the events it has to replay, and read as empty), and one
+// whose live-block counts its data blocks could not hold (a reader would reserve for them).
+TEST(Checkpoints, HeadsThatCannotBeRightAreLeftOutAndSaid) {
+  auto head = [](uint64_t seq, uint64_t time, uint64_t data_blocks, uint64_t heap_blocks) {
+    fmt::CheckpointHead h;
+    h.seq = seq;
+    h.time = time;
+    h.offset = 1000 * seq;
+    h.data_blocks = data_blocks;
+    h.blocks[0] = heap_blocks;
+    return h;
+  };
+  std::vector<fmt::CheckpointHead> heads{head(1, 100, 1, 10), head(2, 50, 1, 10), head(3, 200, 1, uint64_t{1} << 60),
+                                         head(4, 300, 0, 0), head(5, 400, 2, 5'000'000), head(6, 299, 1, 1)};
+  std::vector<std::string> warnings;
+  fmt::drop_unusable_checkpoints(heads, &warnings);
+  std::vector<uint64_t> kept;
+  for (const auto& h : heads) kept.push_back(h.seq);
+  EXPECT_EQ(kept, (std::vector<uint64_t>{1, 4, 5}));
+  ASSERT_EQ(warnings.size(), 3u);
+  EXPECT_EQ(warnings[0], "checkpoint 2 (offset 2000): its time is before the previous checkpoint's; not used");
+  EXPECT_EQ(warnings[1], "checkpoint 3 (offset 3000): it counts more live blocks than its data blocks can hold; not used");
+  EXPECT_EQ(warnings[2], "checkpoint 6 (offset 6000): its time is before the previous checkpoint's; not used");
+  // Counts that overflow when added up are no way around it.
+  std::vector<fmt::CheckpointHead> wrap{head(1, 1, 1, 0)};
+  wrap[0].blocks[0] = wrap[0].blocks[1] = uint64_t{1} << 63;
+  fmt::drop_unusable_checkpoints(wrap, nullptr);
+  EXPECT_TRUE(wrap.empty());
+}
 
 }  // namespace
 }  // namespace memtide

@@ -164,6 +164,11 @@ std::string cli(const std::string& args, int* status = nullptr) {
   return run_out(std::string(MT_CLI) + " " + args + " 2>&1", status);
 }
 
+nlohmann::json cli_json(const std::string& args) {
+  const std::string t = run_out(std::string(MT_CLI) + " " + args + " 2>/dev/null");
+  return nlohmann::json::parse(t, nullptr, false);
+}
+
 // A report's leaks by stack id: bytes, blocks and the first and last allocation times.
 std::map<uint64_t, std::array<uint64_t, 4>> leaks_by_stack(const nlohmann::json& leaks) {
   std::map<uint64_t, std::array<uint64_t, 4>> out;
@@ -199,6 +204,34 @@ TEST(KeptTrace, EveryReaderOpensTheSetByItsBaseNameOrASegment) {
     const std::string diff = cli("diff " + name + " " + r.stem + ".mtide", &st);
     EXPECT_EQ(st, 0) << diff;
   }
+}
+
+// A segment copied under a name of no set (a user's `cp`): read as its set's one segment, at
+// its set's offsets, from its first checkpoint, said as such; not as a whole recording. Its
+// prologue names the process (the process stream's first block is the trace's first).
+TEST(KeptTrace, ASegmentCopiedUnderAnotherNameIsReadAsThatSegmentAlone) {
+  const Recorded& r = recorded();
+  const auto kept = fmt::list_segments(r.stem);
+  ASSERT_GE(kept.size(), 3u);
+  const fmt::SegmentPath& middle = kept[kept.size() / 2];
+  const std::string copy = temp_dir() + "/copied.mtide";
+  ASSERT_EQ(run_out("cp " + middle.path + " " + copy + " && echo ok"), "ok\n");
+  int st = -1;
+  const std::string info = cli("info " + copy, &st);
+  EXPECT_EQ(st, 0) << info;
+  char want[64];
+  std::snprintf(want, sizeof want, "segment %04u of a kept set, alone", middle.number);
+  EXPECT_NE(info.find(want), std::string::npos) << info;
+  EXPECT_NE(info.find("read alone under another name"), std::string::npos) << info;
+  EXPECT_NE(info.find("process      pid "), std::string::npos) << info;
+  const nlohmann::json one = cli_json("report --json " + copy), set = cli_json("report --json " + r.stem + ".mtide");
+  ASSERT_TRUE(one.is_object() && set.is_object());
+  EXPECT_GT(one["total_allocations"].get<uint64_t>(), 0u);
+  EXPECT_LT(one["total_allocations"].get<uint64_t>(), set["total_allocations"].get<uint64_t>());
+  EXPECT_EQ(one["process"]["pid"], set["process"]["pid"]);
+  bool said = false;
+  for (const nlohmann::json& w : one["warnings"]) said |= w.get<std::string>().find("read alone") != std::string::npos;
+  EXPECT_TRUE(said) << one["warnings"].dump();
 }
 
 // A window that ends before the kept range begins holds nothing the set kept: an error that
@@ -459,11 +492,6 @@ int run_kept(const std::string& stem, const std::vector<std::string>& argv, uint
   if (out) *out = slurp(o);
   if (err) *err = slurp(e);
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-nlohmann::json cli_json(const std::string& args) {
-  const std::string t = run_out(std::string(MT_CLI) + " " + args + " 2>/dev/null");
-  return nlohmann::json::parse(t, nullptr, false);
 }
 
 // The report item of the leak whose stack has a frame in `function`, or null.

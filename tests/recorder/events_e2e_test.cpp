@@ -27,12 +27,15 @@
 
 #include <gtest/gtest.h>
 
+#include "formats/decoder.h"
+#include "formats/reader.h"
 #include "recorder/options.h"
 #include "tests/recorder/e2e_run.h"
 #include "tests/recorder/test_support.h"
 #include "tests/recorder/trace_replay.h"
 
 namespace fs = std::filesystem;
+namespace fmt = memtide::fmt;
 using memtide::fmt::Api;
 using memtide::test::manifest_traces;
 using memtide::test::slurp;
@@ -348,6 +351,37 @@ TEST(Lifecycle, AHandlersEventsDuringTheRecordersWorkAreCountedAsLost) {
   if (rep.lost_events == 0) return;
   RunResult info = run({MT_WRAPPER, "info", traces[0]}, {}, dir.path());
   EXPECT_NE(info.out.find("lost events"), std::string::npos) << info.out;
+}
+
+// The process stream's first records (ProcessInfo and the modules) are the trace's first block,
+// before any thread's events, however fast the threads fill their chunks: a trace stopped by
+// its size limit (as by a full disk) at 64 KiB, six times, still says what ran.
+TEST(Lifecycle, TheProcessAndItsModulesAreTheTracesFirstBlock) {
+  for (int run = 0; run < 6; ++run) {
+    SCOPED_TRACE("run " + std::to_string(run));
+    TempDir dir;
+    RunResult r;
+    auto traces = traced({MT_HIGH_RATE, "8", "100000"}, dir.path(), &r, {{"MEMTIDE_MAX_SIZE", "64KiB"}});
+    ASSERT_EQ(r.status, 0) << r.err;
+    ASSERT_EQ(traces.size(), 1u);
+    fmt::FileReader reader;
+    ASSERT_TRUE(reader.open(traces[0]).ok());
+    fmt::Block b;
+    ASSERT_TRUE(reader.next(b).ok());
+    EXPECT_EQ(b.header.stream, 0u);
+    struct First : fmt::NullVisitor {
+      int process = 0, modules = 0;
+      void on_process_info(uint32_t, const fmt::ProcessInfo&) { ++process; }
+      void on_module_load(uint32_t, const fmt::ModuleLoad&) { ++modules; }
+    } first;
+    fmt::RecordDecoder decoder;
+    ASSERT_TRUE(decoder.decode(b, first).ok());
+    EXPECT_EQ(first.process, 1);
+    EXPECT_GT(first.modules, 0);
+    const Replay rep = replay_trace(traces[0]);
+    EXPECT_TRUE(rep.ended);
+    EXPECT_EQ(rep.argv.size(), 3u);
+  }
 }
 
 // One meaning for every option that takes a size (formats/size.h): KB, MB, GB are powers of
