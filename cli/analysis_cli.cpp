@@ -9,7 +9,9 @@
 #include <cstdio>
 #include <iostream>
 
+#include "analysis/alloc_site.h"
 #include "analysis/definitions.h"
+#include "analysis/suppressions.h"
 #include "analysis/format.h"
 #include "cli/common.h"
 #include "formats/size.h"
@@ -146,9 +148,12 @@ nlohmann::json mismatch_json(Symbolizer& s, const Mismatch& x, std::size_t max_f
 
 nlohmann::json stack_json(Symbolizer& s, StackId id, std::size_t max_frames) {
   nlohmann::json arr = nlohmann::json::array();
-  for (const Frame& f : leaf_first(s, id)) {
+  const std::vector<Frame> frames = leaf_first(s, id);
+  const std::size_t site = allocation_site(frames);
+  for (const Frame& f : frames) {
     if (arr.size() >= max_frames) break;
     nlohmann::json j;
+    if (arr.size() == site) j["allocation_site"] = true;
     j["function"] = f.function.empty() ? frame_label(f) : std::string(f.function);
     j["file"] = f.file.empty() ? nlohmann::json(nullptr) : nlohmann::json(std::string(f.file));
     j["line"] = f.line ? nlohmann::json(f.line) : nlohmann::json(nullptr);
@@ -169,8 +174,30 @@ std::string frame_line(const Frame& f, const char* indent, std::size_t i) {
   return fitted_frame(number, printable(head), printable(whole.substr(std::min(label.size(), whole.size()))));
 }
 
+void add_alloc_fn_option(CLI::App& sub) {
+  sub.add_option_function<std::vector<std::string>>(
+         "--alloc-fn",
+         [](const std::vector<std::string>& v) {
+           for (const std::string& p : v) AllocFunctions::process().add(p);
+         },
+         "A function the program allocates through (a glob as in suppressions: ^my_alloc$), besides the built-in list (zmalloc, xmalloc, g_malloc, PyMem_Malloc, ...): stacks name the caller past it as their allocation site; repeatable")
+      ->type_name("GLOB")
+      ->allow_extra_args(false);
+}
+
+std::string site_line(const std::vector<Frame>& frames, const char* indent, bool tty) {
+  const std::size_t site = allocation_site(frames);
+  for (std::size_t k = 0; k < site; ++k)
+    if (!is_library_frame(frames[k].function, frames[k].module))
+      return std::string(indent) + "allocation site: " +
+             (tty ? frame_line(frames[site], "", site) : "#" + std::to_string(site) + " " + printable(format_frame(frames[site]))) +
+             "\n";
+  return {};
+}
+
 void print_stack(Symbolizer& s, StackId id, std::size_t max_frames, const char* indent) {
   const std::vector<Frame> frames = leaf_first(s, id);
+  std::fputs(site_line(frames, indent, true).c_str(), stdout);
   std::size_t i = 0;
   for (const Frame& f : frames) {
     if (i == max_frames) {

@@ -69,5 +69,11 @@ int print_histogram(const std::string& file, bool as_json, std::optional<uint64_
 // styled as style() says (names shortened, cut to the width, colour).
 std::string frame_line(const analysis::Frame& f, const char* indent, std::size_t i);
 void print_stack(analysis::Symbolizer& s, analysis::StackId id, std::size_t max_frames, const char* indent = "      ");
+// "allocation site: #N ..." (with a newline) when the stack's allocation site lies past an
+// allocation function of the program's (analysis/alloc_site.h: zmalloc, xmalloc), else empty.
+// `tty`: styled and fitted as frame_line; else the whole frame.
+std::string site_line(const std::vector<analysis::Frame>& leaf_first, const char* indent, bool tty);
+// --alloc-fn PATTERN (repeatable): added to analysis::AllocFunctions::process().
+void add_alloc_fn_option(CLI::App& sub);
 
 }  // namespace memtide::cli

@@ -158,9 +158,9 @@ Evaluation evaluate(const Model& m, Symbolizer& sym, SuppressionList& supp, cons
 
 // For the terminal (`tty`: styled, frame_line) or a file (JUnit, suppressions: whole names).
 std::string stack_text(Symbolizer& sym, StackId id, std::size_t max_frames, const char* indent, bool tty = false) {
-  std::string out;
-  std::size_t i = 0;
   const auto frames = leaf_first(sym, id);
+  std::string out = site_line(frames, indent, tty);
+  std::size_t i = 0;
   for (const Frame& f : frames) {
     if (i == max_frames) {
       out += std::string(indent) + "... " + count_of(frames.size() - i, "more frame", "more frames") + "\n";
@@ -731,6 +731,7 @@ Command check_command() {
                 ->check(CLI::ExistingFile);
             sub.add_flag("--no-builtin-suppressions", o->no_builtin,
                          "Do not hide the known one-time allocations of glibc and libstdc++");
+            add_alloc_fn_option(sub);
             sub.add_flag("--include-reachable", o->include_reachable,
                          "With a leak scan in the trace, count still-reachable blocks as leaks too");
             sub.add_flag("--allow-incomplete", o->allow_incomplete,

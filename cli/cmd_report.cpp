@@ -592,6 +592,7 @@ Command report_command() {
                 ->check(CLI::ExistingFile);
             sub.add_flag("--no-builtin-suppressions", o->no_builtin,
                          "With --suppressions: do not hide the known one-time allocations of glibc and libstdc++");
+            add_alloc_fn_option(sub);
             return [o] {
               if (!o->histogram) return run_report(*o);
               if (!o->window.at.empty()) {

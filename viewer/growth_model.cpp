@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "analysis/alloc_site.h"
+
 namespace memtide::viewer {
 
 GrowthData make_growth(const analysis::Model& m, analysis::Symbolizer& sym, std::size_t max_stacks,
@@ -70,7 +72,8 @@ GrowthData make_growth(const analysis::Model& m, analysis::Symbolizer& sym, std:
     for (auto it = frames.rbegin(); it != frames.rend() && l.frames.size() < 64; ++it)
       l.frames.push_back(analysis::format_frame(*it));
     if (!frames.empty()) {
-      const analysis::Frame& site = frames.back();
+      std::reverse(frames.begin(), frames.end());  // (allocation first)
+      const analysis::Frame& site = frames[analysis::allocation_site(frames)];
       l.site = site.function.empty() ? analysis::frame_label(site) : std::string(site.function);
       l.module = std::string(analysis::basename_of(site.module));
     } else {

@@ -5,6 +5,7 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "analysis/alloc_site.h"
 #include "analysis/leaks.h"
 
 namespace memtide::viewer {
@@ -90,8 +91,11 @@ LeaksData make_leaks(const analysis::Model& m, analysis::Symbolizer& sym, analys
         r.frames.push_back(std::move(f));
       }
       if (!r.frames.empty()) {
-        r.site = r.frames.front().function;
-        r.module = std::string(analysis::basename_of(r.frames.front().module));
+        // Past the allocation functions (zmalloc, xmalloc): where the program allocated.
+        std::reverse(frames.begin(), frames.end());
+        const LeakFrame& site = r.frames[std::min(analysis::allocation_site(frames), r.frames.size() - 1)];
+        r.site = site.function;
+        r.module = std::string(analysis::basename_of(site.module));
       }
       r.suggested = suggested_frame(r.frames);
     } else {

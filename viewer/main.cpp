@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "analysis/alloc_site.h"
 #include "analysis/suppressions.h"
 #include "formats/segment_set.h"
 #include "viewer/app.h"
@@ -67,6 +68,16 @@ int main(int argc, char** argv) {
                  "Leaks view: hide the heap leaks a LeakSanitizer-format suppressions file matches (leak:<glob>), and "
                  "the built-in ones, counted apart (as memtide check does); repeatable")
       ->allow_extra_args(false);  // (one file each time: the trace file follows)
+  cli.add_option_function<std::vector<std::string>>(
+         "--alloc-fn",
+         [](const std::vector<std::string>& v) {
+           for (const std::string& p : v) memtide::analysis::AllocFunctions::process().add(p);
+         },
+         "Leaks and Growth views: a function the program allocates through (a glob as in suppressions: ^my_alloc$), "
+         "besides the built-in list (zmalloc, xmalloc, g_malloc, PyMem_Malloc, ...): rows are named after the caller past "
+         "it; repeatable")
+      ->type_name("GLOB")
+      ->allow_extra_args(false);
   cli.add_flag("--no-builtin-suppressions", no_builtin,
                "Do not hide the known one-time allocations of glibc and libstdc++ (hidden by default, as memtide check does)");
   cli.add_flag("--stats", run.stats, "Print frame-time percentiles (while loading and afterwards) at exit");

@@ -60,6 +60,43 @@ TEST(Report, AnEventBlockCutOutOfTheFileIsSaid) {
   EXPECT_NE(c.err.find(said), std::string::npos) << c.err;
 }
 
+// A program that allocates through wrappers (tests/cli/programs/wrapped.c): zmalloc is on the
+// built-in list, so its callers are the allocation sites; pool_take is the program's own name,
+// a site until --alloc-fn names it. In the text (a line before the stack) and the JSON (the
+// frame marked allocation_site), for report and check alike.
+TEST(Report, TheAllocationSiteIsPastTheAllocationWrappers) {
+  static const std::string trace = [] {
+    const std::string p = temp_dir() + "/wrapped.mtide";
+    const Proc r = record(p, MT_WRAPPED);
+    EXPECT_EQ(r.status, 0) << r.err;
+    return p;
+  }();
+  auto site_of = [](const json& stack) -> std::string {
+    for (const json& f : stack)
+      if (f.value("allocation_site", false)) return f["function"];
+    return "";
+  };
+  auto leak_sites = [&](const json& j) {
+    std::set<std::string> out;
+    for (const json& l : j["leaks"]) out.insert(site_of(l["stack"]));
+    return out;
+  };
+  EXPECT_EQ(leak_sites(report(trace)), (std::set<std::string>{"create_object", "pool_take"}));
+  EXPECT_EQ(leak_sites(report(trace, "--alloc-fn '^pool_take$'")), (std::set<std::string>{"create_object", "load_config"}));
+  for (const json& l : report(trace)["leaks"]) EXPECT_EQ(l["stack"][0]["function"], "zmalloc");
+
+  const Proc text = cli("report --alloc-fn '^pool_take$' " + trace);
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("allocation site: #1  create_object ("), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("allocation site: #2  load_config ("), std::string::npos) << text.out;
+  const Proc plain = cli("report " + trace);
+  EXPECT_EQ(plain.out.find("allocation site: #2  load_config"), std::string::npos) << plain.out;
+  EXPECT_NE(plain.out.find("allocation site: #1  pool_take ("), std::string::npos) << plain.out;
+  const Proc gate = cli("check --alloc-fn '^pool_take$' " + trace);
+  EXPECT_EQ(gate.status, 1) << gate.err;
+  EXPECT_NE(gate.out.find("allocation site: #2  load_config ("), std::string::npos) << gate.out;
+}
+
 TEST(Report, FramesHaveFunctionFileLineModuleAndInlinedFrames) {
   const json j = report(leaky_trace());
   bool found = false;

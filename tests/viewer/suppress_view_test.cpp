@@ -10,7 +10,9 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <set>
 
+#include "analysis/alloc_site.h"
 #include "analysis/leaks.h"
 #include "analysis/replay.h"
 #include "analysis/suppressions.h"
@@ -137,6 +139,38 @@ TEST_F(HeadlessLeaks, SuppressedRowsAreHiddenOrShownOnRequest) {
   frame();
   EXPECT_TRUE(listed("leak_a"));
   EXPECT_EQ(view.order().size(), leaky().leaks->rows.size());
+}
+
+// The Leaks view's rows are named after their allocation site past the allocation functions
+// (tests/cli/programs/wrapped.c allocates through zmalloc, on the built-in list, and through
+// pool_take, its own name), as `memtide report` marks it; with pool_take named (`--alloc-fn`),
+// past that too. The rows' frames stay whole, from the allocation.
+TEST(Leaks, RowsAreNamedAfterTheSitePastTheAllocationFunctions) {
+  const fs::path dir = fs::temp_directory_path() / ("memtide-view-site-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string trace = (dir / "wrapped.mtide").string();
+  const std::string cmd = std::string(MT_WRAPPER) + " run -q -o " + trace + " -- " + MT_WRAPPED + " > " + (dir / "run.log").string() + " 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  auto r = analysis::analyze_file(trace);
+  ASSERT_TRUE(r.ok()) << r.error;
+  analysis::Symbolizer sym(*r.model);
+  auto sites = [&] {
+    std::multiset<std::string> out;
+    for (const LeakRow& row : make_leaks(*r.model, sym).rows)
+      if (!row.frames.empty() && row.frames[0].function == "zmalloc") out.insert(row.site);  // (not stdout's buffer)
+    return out;
+  };
+  const std::multiset<std::string> builtin = sites();
+  EXPECT_EQ(builtin.size(), 5u);
+  EXPECT_EQ(builtin.count("create_object"), 3u);
+  EXPECT_EQ(builtin.count("pool_take"), 2u);
+  analysis::AllocFunctions::process().add("^pool_take$");
+  const std::multiset<std::string> named = sites();
+  analysis::AllocFunctions::process() = analysis::AllocFunctions();
+  EXPECT_EQ(named.count("create_object"), 3u);
+  EXPECT_EQ(named.count("load_config"), 2u);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
 }
 
 }  // namespace
