@@ -404,14 +404,41 @@ TEST(AttachRefuses, AProcessInAnotherMountNamespaceWithOtherLibraries) {
   wait_exit(target);
 }
 
+// Whether the process has libmemtide.so mapped.
+bool has_recorder(pid_t pid) { return slurp("/proc/" + std::to_string(pid) + "/maps").find("libmemtide.so") != std::string::npos; }
+
+// A malloc of the executable's own: told from outside, by the ELF files of the process's lookup
+// scope (the refusal names the file; the recorder's own check, inside, could not), so the
+// process is never stopped and nothing is loaded into it.
 TEST(AttachRefuses, AProgramWithAnAllocatorOfItsOwn) {
   TempDir dir;
   const Spawned target = spawn({MT_OWN_MALLOC_SLEEPER, "30"}, dir.path(), "own");
   std::this_thread::sleep_for(300ms);
-  expect_refused({"attach", std::to_string(target.pid)}, dir.path(), "not the C library's");
+  expect_refused({"attach", std::to_string(target.pid)}, dir.path(), "not the C library's but own_malloc_sleeper's");
   EXPECT_EQ(kill(target.pid, 0), 0);
+  EXPECT_FALSE(has_recorder(target.pid));
   kill(target.pid, SIGTERM);
   wait_exit(target);
+}
+
+// Debian's redis-server, whose malloc comes from libjemalloc.so.2 (a library it needs): refused
+// from outside, the server never stopped (it answers at once after) and nothing loaded into it.
+TEST(AttachRefuses, ARedisServerWhoseMallocIsJemallocs) {
+  if (access("/usr/bin/redis-server", X_OK) != 0) GTEST_SKIP() << "redis-server is not installed";
+  TempDir dir;
+  const std::string port = std::to_string(20000 + getpid() % 20000);
+  const Spawned redis = spawn({"/usr/bin/redis-server", "--port", port, "--save", "", "--appendonly", "no"}, dir.path(), "redis");
+  bool up = false;
+  for (int i = 0; i < 100 && !up; ++i) {
+    std::this_thread::sleep_for(50ms);
+    up = run({"redis-cli", "-p", port, "ping"}, {}, dir.path()).out.find("PONG") != std::string::npos;
+  }
+  ASSERT_TRUE(up) << slurp(redis.err);
+  expect_refused({"attach", std::to_string(redis.pid)}, dir.path(), "not the C library's but libjemalloc.so.2's");
+  EXPECT_FALSE(has_recorder(redis.pid));
+  EXPECT_NE(run({"redis-cli", "-p", port, "ping"}, {}, dir.path()).out.find("PONG"), std::string::npos);
+  kill(redis.pid, SIGTERM);
+  wait_exit(redis);
 }
 
 }  // namespace
