@@ -49,10 +49,17 @@ struct Session::Impl {
 
   explicit Impl(ReplayOptions o) : opt(std::move(o)) {}
 
+  // The bytes on disk: a set's offsets go on from its removed segments.
+  uint64_t kept_size() const {
+    const fmt::SegmentFiles* set = reader.segment_set();
+    const uint64_t size = reader.size();
+    return set && !set->segments().empty() ? size - std::min(size, set->segments().front().base) : size;
+  }
+
   void opened() {
     open = true;
     merger.set_exact_watermarks((reader.info().flags & kFileFlagExactWatermarks) != 0);
-    m.file_size = reader.size();
+    m.file_size = kept_size();
     for (const std::string& w : reader.warnings()) m.warnings.push_back(w);
     start_from_checkpoint();
     began = reader.offset();
@@ -214,7 +221,7 @@ struct Session::Impl {
     Session::Progress pr;
     if (!open || stopped || broken) return pr;
     const uint64_t size = reader.size();
-    m.file_size = std::max(m.file_size, size);
+    m.file_size = std::max(m.file_size, kept_size());
     const uint64_t start = reader.offset();
     tail = {};
     // The reader thread stops after the last complete block; every item it read is taken

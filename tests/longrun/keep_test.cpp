@@ -33,8 +33,10 @@
 #include "formats/reader.h"
 #include "formats/segment_set.h"
 #include "analysis/symbols.h"
+#include "viewer/format.h"
 #include "viewer/leaks_model.h"
 #include "viewer/loader.h"
+#include "viewer/summary_model.h"
 #include "viewer/timeline_model.h"
 
 namespace memtide::test {
@@ -204,6 +206,22 @@ TEST(KeptTrace, EveryReaderOpensTheSetByItsBaseNameOrASegment) {
     const std::string diff = cli("diff " + name + " " + r.stem + ".mtide", &st);
     EXPECT_EQ(st, 0) << diff;
   }
+  // The size the viewer's summary shows: the kept segments' bytes on disk, not the offset the
+  // set's writing reached (which counts the removed segments too).
+  uint64_t disk = 0;
+  for (const fmt::SegmentPath& s : kept) {
+    struct stat st;
+    ASSERT_EQ(::stat(s.path.c_str(), &st), 0);
+    disk += static_cast<uint64_t>(st.st_size);
+  }
+  const analysis::AnalyzeResult a = analysis::analyze_file(r.stem + ".mtide");
+  ASSERT_TRUE(a.ok()) << a.error;
+  EXPECT_EQ(a.model->file_size, disk);
+  const viewer::SummaryData sum = viewer::make_summary(*a.model, r.stem + ".mtide", /*recording=*/false);
+  bool shown = false;
+  for (const auto& sec : sum.sections)
+    for (const auto& row : sec.rows) shown |= row.label == "trace" && row.value.find("(" + viewer::format_bytes(disk) + ",") != std::string::npos;
+  EXPECT_TRUE(shown);
 }
 
 // A segment copied under a name of no set (a user's `cp`): read as its set's one segment, at
