@@ -98,11 +98,14 @@ Growth analyze_growth(const Model& m, const GrowthOptions& o) {
                                             : "no history of live bytes by stack (replayed without stack_history)";
     return out;
   }
-  const uint64_t warmup = o.warmup ? *o.warmup : m.duration() / 10;
-  const uint64_t from = warmup > UINT64_MAX - m.time_base ? UINT64_MAX : m.time_base + warmup;
+  // (A kept set's warm-up is measured from the start of what it holds.)
+  const uint64_t base = std::max(m.time_base, m.kept_from);
+  const uint64_t span = m.last_time > base ? m.last_time - base : 0;
+  const uint64_t warmup = o.warmup ? *o.warmup : span / 10;
+  const uint64_t from = warmup > UINT64_MAX - base ? UINT64_MAX : base + warmup;
   if (from >= h.end) {
-    out.problem = "the warm-up (" + format_duration(warmup) + ") is not shorter than the run (" +
-                  format_duration(m.duration()) + ")";
+    out.problem = "the warm-up (" + format_duration(warmup) + ") is not shorter than the " +
+                  (m.kept_from ? "kept range (" : "run (") + format_duration(span) + ")";
     return out;
   }
   // The window's points: the ends of the interval that holds `from` and of every later one.

@@ -13,8 +13,9 @@ GrowthData make_growth(const analysis::Model& m, analysis::Symbolizer& sym, std:
   d.sampled = m.sampling.sampled();
   d.growth = analysis::analyze_growth(m, o);
   d.problem = d.growth.problem;
-  d.warmup = o.warmup ? *o.warmup : m.duration() / 10;
   auto rel = [&](uint64_t t) { return t > m.time_base ? t - m.time_base : 0; };
+  d.start = rel(m.kept_from);
+  d.warmup = o.warmup ? *o.warmup : (m.duration() - std::min(m.duration(), d.start)) / 10;
   d.window_from = rel(d.growth.from);
   d.window_to = rel(d.growth.to);
   const analysis::StackHistory& h = m.stack_history;

@@ -30,7 +30,8 @@ struct GrowthData {
   std::string problem;  // why growth was not judged; the chart is drawn all the same
   analysis::Growth growth;
   std::vector<uint64_t> times;  // the end of each interval, relative to the trace's start
-  uint64_t warmup = 0;          // relative
+  uint64_t start = 0;           // relative: where the trace's range starts (a kept set's first checkpoint)
+  uint64_t warmup = 0;          // its length, from `start`
   uint64_t window_from = 0, window_to = 0;  // growth's window, relative
   std::vector<GrowthLayer> layers;  // bottom to top; the last is the rest of the heap
   uint64_t max_total = 0;           // the highest stacked total

@@ -39,6 +39,7 @@ TimelineData make_timeline(const analysis::Model& m) {
   TimelineData d;
   const uint64_t base = m.time_base;
   d.duration = m.duration();
+  d.start = m.kept_from > base ? m.kept_from - base : 0;
   d.heap = relative(m.heap_series, base);
   d.rss = relative(m.rss_series, base);
   d.mapped = relative(m.mmap_series, base);
@@ -151,6 +152,8 @@ TimelineData scan_timeline(const std::string& path, std::size_t points, Timeline
   }
   d.coarse = true;
   d.duration = v.last > v.start ? v.last - v.start : 0;
+  // (A set whose first segments are gone holds its range from its first checkpoint, as a replay's.)
+  if (r.starts_mid_run() && !heads.empty() && heads.front().time > v.start) d.start = heads.front().time - v.start;
   d.heap = relative(heap, v.start);
   d.rss = relative(v.rss, v.start);
   d.mapped = relative(mapped, v.start);
@@ -290,27 +293,28 @@ std::vector<std::vector<EdgePoint>> fill_edges(const std::vector<PixelSpan>& spa
   return out;
 }
 
-TimeRange zoom(TimeRange view, uint64_t pivot, double factor, uint64_t duration, uint64_t min_len) {
-  if (duration == 0) return {0, 0};
+TimeRange zoom(TimeRange view, uint64_t pivot, double factor, TimeRange span, uint64_t min_len) {
+  const uint64_t total = span.length();
+  if (total == 0) return {span.from, span.from};
   pivot = std::clamp(pivot, view.from, std::max(view.from, view.to));
   const double len = static_cast<double>(view.length());
-  double new_len = std::clamp(len * factor, static_cast<double>(std::min(min_len, duration)), static_cast<double>(duration));
+  double new_len = std::clamp(len * factor, static_cast<double>(std::min(min_len, total)), static_cast<double>(total));
   const double left_share = len > 0 ? (static_cast<double>(pivot) - static_cast<double>(view.from)) / len : 0.5;
   double from = static_cast<double>(pivot) - left_share * new_len;
-  from = std::clamp(from, 0.0, static_cast<double>(duration) - new_len);
+  from = std::clamp(from, static_cast<double>(span.from), static_cast<double>(span.to) - new_len);
   const auto f = static_cast<uint64_t>(std::llround(from));
-  return {f, std::min(duration, f + static_cast<uint64_t>(std::llround(new_len)))};
+  return {f, std::min(span.to, f + static_cast<uint64_t>(std::llround(new_len)))};
 }
 
-TimeRange pan(TimeRange view, int64_t delta, uint64_t duration) {
-  const uint64_t len = std::min(view.length(), duration);
+TimeRange pan(TimeRange view, int64_t delta, TimeRange span) {
+  const uint64_t len = std::min(view.length(), span.length());
   int64_t from = static_cast<int64_t>(view.from) + delta;
-  from = std::clamp<int64_t>(from, 0, static_cast<int64_t>(duration - len));
+  from = std::clamp<int64_t>(from, static_cast<int64_t>(span.from), static_cast<int64_t>(span.to - len));
   return {static_cast<uint64_t>(from), static_cast<uint64_t>(from) + len};
 }
 
-TimeRange selection(uint64_t a, uint64_t b, uint64_t duration, uint64_t min_len) {
-  TimeRange r{std::min({a, b, duration}), std::min(std::max(a, b), duration)};
+TimeRange selection(uint64_t a, uint64_t b, TimeRange span, uint64_t min_len) {
+  TimeRange r{std::clamp(std::min(a, b), span.from, span.to), std::clamp(std::max(a, b), span.from, span.to)};
   if (r.length() < std::max<uint64_t>(min_len, 1)) return {};
   return r;
 }

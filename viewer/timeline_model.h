@@ -35,6 +35,11 @@ inline constexpr uint64_t kMappedOffScale = 4;
 // Everything the timeline draws, copied out of a Model once (immutable afterwards).
 struct TimelineData {
   uint64_t duration = 0;  // relative time of the last event
+  // Relative time of the first the trace holds: a kept set's range starts at its first
+  // checkpoint (Model::kept_from), the recording's start is not in it.
+  uint64_t start = 0;
+  // The times the axis spans: [start, duration] (at least 1 ns).
+  TimeRange span() const { return {std::min(start, duration), std::max<uint64_t>(duration, std::min(start, duration) + 1)}; }
   std::vector<SeriesSample> heap, rss;
   // Live bytes of anonymous mappings and of custom pool blocks: empty when the trace has none.
   std::vector<SeriesSample> mapped, custom;
@@ -108,15 +113,15 @@ std::vector<std::vector<EdgePoint>> fill_edges(const std::vector<PixelSpan>& spa
 uint64_t time_at(TimeRange view, int width, float x);
 float x_of(TimeRange view, int width, uint64_t t);
 
-// Zooms `view` by `factor` (< 1 zooms in) around time `pivot`, kept inside [0, duration] and
-// no narrower than `min_len` ns.
-TimeRange zoom(TimeRange view, uint64_t pivot, double factor, uint64_t duration, uint64_t min_len = 1000);
-// Moves `view` by `delta` ns (negative: to the left), kept inside [0, duration].
-TimeRange pan(TimeRange view, int64_t delta, uint64_t duration);
+// Zooms `view` by `factor` (< 1 zooms in) around time `pivot`, kept inside `span` (the times
+// the trace holds: TimelineData::span) and no narrower than `min_len` ns.
+TimeRange zoom(TimeRange view, uint64_t pivot, double factor, TimeRange span, uint64_t min_len = 1000);
+// Moves `view` by `delta` ns (negative: to the left), kept inside `span`.
+TimeRange pan(TimeRange view, int64_t delta, TimeRange span);
 
-// A selection from a drag between two times (in either order), clamped to [0, duration].
-// Empty when narrower than `min_len`.
-TimeRange selection(uint64_t a, uint64_t b, uint64_t duration, uint64_t min_len);
+// A selection from a drag between two times (in either order), clamped to `span`. Empty when
+// narrower than `min_len`.
+TimeRange selection(uint64_t a, uint64_t b, TimeRange span, uint64_t min_len);
 
 // Markers shown for a view: those inside it, at most one per `min_px` pixels (the first one
 // wins); indices into `markers`.

@@ -70,9 +70,11 @@ void GrowthView::draw(Frame& f) {
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const float x0 = p0.x + axis_w, x1 = p0.x + std::max(avail.x, 100.0f) - 8 * sc;
   const float y0 = p0.y + 6 * sc, y1 = p0.y + chart_h - ImGui::GetTextLineHeight() - 6 * sc;
-  const double tmax = static_cast<double>(std::max<uint64_t>(d->times.back(), 1));
+  // The axis spans what the trace holds: from a kept set's start, not the recording's.
+  const uint64_t tmin = std::min(d->start, d->times.front());
+  const double tmax = static_cast<double>(std::max<uint64_t>(d->times.back() - tmin, 1));
   const double vmax = static_cast<double>(std::max<uint64_t>(d->max_total, 1)) * 1.08;
-  auto X = [&](uint64_t t) { return x0 + static_cast<float>(static_cast<double>(t) / tmax) * (x1 - x0); };
+  auto X = [&](uint64_t t) { return x0 + static_cast<float>(static_cast<double>(t > tmin ? t - tmin : 0) / tmax) * (x1 - x0); };
   auto Y = [&](uint64_t v) { return y1 - static_cast<float>(static_cast<double>(v) / vmax) * (y1 - y0); };
   // Grid and axes.
   const uint64_t step = nice_step_bytes(static_cast<uint64_t>(vmax / 4));
@@ -83,7 +85,7 @@ void GrowthView::draw(Frame& f) {
                 pal.text_dim, label.c_str());
   }
   const uint64_t tstep = nice_step(static_cast<uint64_t>(tmax / 8));
-  for (uint64_t t = 0; tstep && static_cast<double>(t) <= tmax; t += tstep) {
+  for (uint64_t t = (tmin + tstep - 1) / std::max<uint64_t>(tstep, 1) * tstep; tstep && static_cast<double>(t - tmin) <= tmax; t += tstep) {
     const std::string label = format_time_tick(t, tstep);
     dl->AddText(ImVec2(X(t) - ImGui::CalcTextSize(label.c_str()).x / 2, y1 + 3 * sc), pal.text_dim, label.c_str());
   }
@@ -102,7 +104,7 @@ void GrowthView::draw(Frame& f) {
     }
   }
   // The warm-up, not judged: shaded.
-  dl->AddRectFilled(ImVec2(x0, y0), ImVec2(X(std::min<uint64_t>(d->warmup, d->times.back())), y1), pal.dim_overlay);
+  dl->AddRectFilled(ImVec2(x0, y0), ImVec2(X(std::min<uint64_t>(d->start + d->warmup, d->times.back())), y1), pal.dim_overlay);
   dl->AddText(ImVec2(x0 + 4 * sc, y0 + 2 * sc), pal.text_dim, "warm-up");
   dl->AddRect(ImVec2(x0, y0), ImVec2(x1, y1), pal.grid);
   // Hover: the layer under the pointer at that interval; a click selects it.

@@ -12,7 +12,7 @@
 namespace memtide::viewer {
 
 void TimelineView::update_columns(const TimelineData& d, int width, int height, float marker_px) {
-  const TimeRange v = view_.empty() ? TimeRange{0, std::max<uint64_t>(d.duration, 1)} : view_;
+  const TimeRange v = view_.empty() ? d.span() : view_;
   Key k{d.serial, v, width, height, marker_px};
   if (k == cache_key_) return;
   cache_key_ = k;
@@ -64,7 +64,7 @@ void TimelineView::draw(Frame& f, float height, bool compact) {
   const TimelineData& d = *s.timeline;
   const Palette& pal = palette(f.dark);
   const float sc = f.scale;
-  const uint64_t duration = std::max<uint64_t>(d.duration, 1);
+
 
   if (!compact) {
     // Legend.
@@ -236,7 +236,7 @@ void TimelineView::draw(Frame& f, float height, bool compact) {
   const float mx = io.MousePos.x - p0.x;
   const uint64_t tm = time_at(view, width, mx);
   if (ImGui::IsItemHovered()) {
-    if (io.MouseWheel != 0) view_ = zoom(view, tm, std::pow(0.8, io.MouseWheel), duration);
+    if (io.MouseWheel != 0) view_ = zoom(view, tm, std::pow(0.8, io.MouseWheel), d.span());
     if (ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left)) view_ = {};
     if (ImGui::IsMouseClicked(ImGuiMouseButton_Left)) drag_from_ = tm;
     if (ImGui::IsMouseClicked(ImGuiMouseButton_Right) || ImGui::IsMouseClicked(ImGuiMouseButton_Middle)) {
@@ -262,14 +262,14 @@ void TimelineView::draw(Frame& f, float height, bool compact) {
     if (ImGui::IsMouseDown(ImGuiMouseButton_Right) || ImGui::IsMouseDown(ImGuiMouseButton_Middle)) {
       const double ns_per_px = static_cast<double>(view.length()) / width;
       const auto delta = static_cast<int64_t>((pan_last_x_ - io.MousePos.x) * ns_per_px);
-      if (delta) view_ = pan(view, delta, duration);
+      if (delta) view_ = pan(view, delta, d.span());
       pan_last_x_ = io.MousePos.x;
     } else {
       panning_ = false;
     }
   }
   if (drag_from_) {
-    const TimeRange r = selection(*drag_from_, tm, duration, static_cast<uint64_t>(3.0 * view.length() / width));
+    const TimeRange r = selection(*drag_from_, tm, d.span(), static_cast<uint64_t>(3.0 * view.length() / width));
     if (!r.empty()) {
       const float a = p0.x + x_of(view, width, r.from), b = p0.x + x_of(view, width, r.to);
       dl->AddRect(ImVec2(a, p0.y), ImVec2(b, p1.y), pal.heap);

@@ -34,6 +34,7 @@
 #include "formats/segment_set.h"
 #include "analysis/symbols.h"
 #include "viewer/format.h"
+#include "viewer/growth_model.h"
 #include "viewer/leaks_model.h"
 #include "viewer/loader.h"
 #include "viewer/summary_model.h"
@@ -773,6 +774,38 @@ TEST(KeptTrace, SegmentsFasterThanTheFlushIntervalKeepACheckpoint) {
     EXPECT_EQ(rc, 0) << gate;
     EXPECT_EQ(gate.find("allocated twice"), std::string::npos) << gate;
   }
+}
+
+// A kept set holds its range from its first checkpoint: the timeline's axis (replayed or read
+// from the heads) and the Growth view start there, not at the recording's start, and the
+// warm-up (a tenth by default) is a tenth of what the set holds, measured from its start, for
+// the views and the growth gate alike.
+TEST(KeptTrace, TheTimelineAndGrowthSpanWhatTheSetHolds) {
+  const Recorded& r = recorded();
+  analysis::ReplayOptions o;
+  o.stack_history = true;  // (as the viewer and the growth gate replay)
+  const analysis::AnalyzeResult a = analysis::analyze_file(r.stem + ".mtide", o);
+  ASSERT_TRUE(a.ok()) << a.error;
+  const analysis::Model& m = *a.model;
+  ASSERT_GT(m.kept_from, m.time_base);
+  const uint64_t start = m.kept_from - m.time_base;
+  const viewer::TimelineData t = viewer::make_timeline(m);
+  EXPECT_EQ(t.start, start);
+  EXPECT_EQ(t.span(), (viewer::TimeRange{start, m.duration()}));
+  EXPECT_EQ(viewer::scan_timeline(r.stem + ".mtide", 4096).start, start);
+  for (const viewer::SeriesSample& p : t.heap) EXPECT_GE(p.time + t.heap_bucket_ns, start);
+
+  const uint64_t held = m.duration() - start;
+  const analysis::Growth g = analysis::analyze_growth(m, {});
+  ASSERT_TRUE(g.ok()) << g.problem;
+  EXPECT_GE(g.from, m.kept_from + held / 10 - m.stack_history.width);
+  EXPECT_LE(g.from, m.kept_from + held / 10 + m.stack_history.width);
+  analysis::Symbolizer sym(m);
+  const viewer::GrowthData d = viewer::make_growth(m, sym);
+  EXPECT_EQ(d.start, start);
+  EXPECT_EQ(d.warmup, held / 10);
+  ASSERT_FALSE(d.times.empty());
+  EXPECT_GE(d.times.front() + m.stack_history.width, start);
 }
 
 }  // namespace

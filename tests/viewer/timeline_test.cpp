@@ -66,27 +66,43 @@ TEST(TimelineMapping, PixelsAndTimesRoundTrip) {
 }
 
 TEST(TimelineZoom, ZoomsAroundThePivotAndStaysInside) {
-  const TimeRange z = zoom({0, 1000}, 500, 0.5, 1000, 1);
+  const TimeRange z = zoom({0, 1000}, 500, 0.5, {0, 1000}, 1);
   EXPECT_EQ(z.from, 250u);
   EXPECT_EQ(z.to, 750u);
-  const TimeRange edge = zoom({0, 1000}, 0, 0.5, 1000, 1);
+  const TimeRange edge = zoom({0, 1000}, 0, 0.5, {0, 1000}, 1);
   EXPECT_EQ(edge.from, 0u);
   EXPECT_EQ(edge.to, 500u);
-  const TimeRange out = zoom({250, 750}, 500, 10, 1000, 1);
+  const TimeRange out = zoom({250, 750}, 500, 10, {0, 1000}, 1);
   EXPECT_EQ(out, (TimeRange{0, 1000}));
-  EXPECT_EQ(zoom({0, 1000}, 500, 1e-9, 1000, 100).length(), 100u);
+  EXPECT_EQ(zoom({0, 1000}, 500, 1e-9, {0, 1000}, 100).length(), 100u);
 }
 
 TEST(TimelinePan, ClampsAtBothEnds) {
-  EXPECT_EQ(pan({100, 200}, 50, 1000), (TimeRange{150, 250}));
-  EXPECT_EQ(pan({100, 200}, -500, 1000), (TimeRange{0, 100}));
-  EXPECT_EQ(pan({100, 200}, 5000, 1000), (TimeRange{900, 1000}));
+  EXPECT_EQ(pan({100, 200}, 50, {0, 1000}), (TimeRange{150, 250}));
+  EXPECT_EQ(pan({100, 200}, -500, {0, 1000}), (TimeRange{0, 100}));
+  EXPECT_EQ(pan({100, 200}, 5000, {0, 1000}), (TimeRange{900, 1000}));
 }
 
 TEST(TimelineSelection, EitherDirectionClampedAndNotTooNarrow) {
-  EXPECT_EQ(selection(700, 200, 1000, 10), (TimeRange{200, 700}));
-  EXPECT_EQ(selection(900, 5000, 1000, 10), (TimeRange{900, 1000}));
-  EXPECT_TRUE(selection(500, 505, 1000, 10).empty());
+  EXPECT_EQ(selection(700, 200, {0, 1000}, 10), (TimeRange{200, 700}));
+  EXPECT_EQ(selection(900, 5000, {0, 1000}, 10), (TimeRange{900, 1000}));
+  EXPECT_TRUE(selection(500, 505, {0, 1000}, 10).empty());
+}
+
+// A kept set's axis spans what it holds (TimelineData::span, from its first checkpoint): zoom,
+// pan and a drag stay inside it, never before its start.
+TEST(TimelineSpan, AKeptSetsAxisStartsWhereItsRangeDoes) {
+  TimelineData d;
+  d.duration = 1000;
+  d.start = 600;
+  EXPECT_EQ(d.span(), (TimeRange{600, 1000}));
+  EXPECT_EQ(zoom({600, 1000}, 600, 10, d.span(), 1), (TimeRange{600, 1000}));
+  EXPECT_EQ(zoom({600, 1000}, 700, 0.5, d.span(), 1), (TimeRange{650, 850}));
+  EXPECT_EQ(pan({700, 800}, -500, d.span()), (TimeRange{600, 700}));
+  EXPECT_EQ(selection(100, 700, d.span(), 10), (TimeRange{600, 700}));
+  TimelineData whole;
+  whole.duration = 1000;
+  EXPECT_EQ(whole.span(), (TimeRange{0, 1000}));
 }
 
 TEST(TimelineMarkers, OnePerMinimumSpacing) {
