@@ -241,6 +241,7 @@ bool handler_since(uintptr_t scope) {
   const ThreadState* ts = tls_thread;
   if (!top || !ts || ts->memo.stack_pending || top < ts->memo.stack_lo || top >= ts->memo.stack_hi) return false;
   const auto here = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+  if (on_resolver_stack(here)) return false;  // (asynchronous signals are blocked there)
   if (here < ts->memo.stack_lo || here >= ts->memo.stack_hi) return true;  // on another stack: sigaltstack's
   if (here >= top) return false;
   // A signal frame between here and the innermost busy scope (one the handler's own call

@@ -30,6 +30,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -281,16 +282,8 @@ uint64_t compute_rule(Module* m, uint64_t pc) {
   return rule;
 }
 
-// First sight of `pc` (or of its generation): find its module and rule, store it.
-MT_NOINLINE uint64_t rule_resolve(uint64_t pc, uint64_t gen) {
-  BusyScope busy(kOwnAllocs);  // (libelf and libdw allocate through the hooks)
-  // No handler of the program's runs meanwhile (the signals that a fault raises stay open): one
-  // that allocated would find the recorder inside libdw, its events lost.
-  sigset_t async, old;
-  sigfillset(&async);
-  for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS}) sigdelset(&async, sig);
-  pthread_sigmask(SIG_BLOCK, &async, &old);
-  pthread_mutex_lock(&unwind_mutex);
+// With unwind_mutex held: the rule of `pc` (generation `gen`), found and stored if new.
+uint64_t resolve_locked(uint64_t pc, uint64_t gen) {
   uint64_t rule = rule_find(pc, gen);
   if (!rule) {
     if (g_open_gen != gen) {
@@ -309,12 +302,73 @@ MT_NOINLINE uint64_t rule_resolve(uint64_t pc, uint64_t gen) {
     rule = (m ? compute_rule(m, pc) : kNone) | kValid | (gen << kGenShift);
     if (!rule_store(pc, rule)) g_rules_full.store(true, std::memory_order_relaxed);
   }
+  return rule;
+}
+
+// The stack the resolution runs on (under unwind_mutex): libelf and libdw take several KiB of
+// stack on a module's first sight, which a thread with a small stack, deep in its work, does
+// not have (16 KiB: 24 of 43 frames of 256 bytes were lost to it). Mapped at the first
+// resolution, with a guard page below; null when it could not be.
+constexpr size_t kResolverStack = 256 * 1024;
+struct Resolver {
+  ucontext_t caller, callee;
+  uint64_t pc = 0, gen = 0, rule = 0;
+  uint8_t* stack = nullptr;
+  bool tried = false;
+};
+Resolver g_resolver;
+std::atomic<uintptr_t> g_resolver_lo{0};
+
+void resolver_entry() { g_resolver.rule = resolve_locked(g_resolver.pc, g_resolver.gen); }
+
+// With unwind_mutex held: resolve_locked on the resolver's stack, or here without one.
+uint64_t resolve_on_own_stack(uint64_t pc, uint64_t gen) {
+  Resolver& r = g_resolver;
+  if (!r.tried) {
+    r.tried = true;
+    // (The raw system call: not the program's mmap, which the recorder would record.)
+    void* p = reinterpret_cast<void*>(syscall(SYS_mmap, nullptr, kResolverStack + 4096, PROT_READ | PROT_WRITE,
+                                              MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
+    if (p != MAP_FAILED) {
+      syscall(SYS_mprotect, p, 4096, PROT_NONE);
+      r.stack = static_cast<uint8_t*>(p) + 4096;
+      g_resolver_lo.store(reinterpret_cast<uintptr_t>(r.stack), std::memory_order_release);
+    }
+  }
+  if (!r.stack || getcontext(&r.callee) != 0) return resolve_locked(pc, gen);
+  r.callee.uc_stack.ss_sp = r.stack;
+  r.callee.uc_stack.ss_size = kResolverStack;
+  r.callee.uc_link = &r.caller;
+  makecontext(&r.callee, resolver_entry, 0);
+  r.pc = pc;
+  r.gen = gen;
+  r.rule = 0;
+  if (swapcontext(&r.caller, &r.callee) != 0) return resolve_locked(pc, gen);
+  return r.rule;
+}
+
+// First sight of `pc` (or of its generation): find its module and rule, store it.
+MT_NOINLINE uint64_t rule_resolve(uint64_t pc, uint64_t gen) {
+  BusyScope busy(kOwnAllocs);  // (libelf and libdw allocate through the hooks)
+  // No handler of the program's runs meanwhile (the signals that a fault raises stay open): one
+  // that allocated would find the recorder inside libdw, its events lost.
+  sigset_t async, old;
+  sigfillset(&async);
+  for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS}) sigdelset(&async, sig);
+  pthread_sigmask(SIG_BLOCK, &async, &old);
+  pthread_mutex_lock(&unwind_mutex);
+  const uint64_t rule = resolve_on_own_stack(pc, gen);
   pthread_mutex_unlock(&unwind_mutex);
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   return rule;
 }
 
 }  // namespace
+
+bool on_resolver_stack(uintptr_t p) {
+  const uintptr_t lo = g_resolver_lo.load(std::memory_order_acquire);
+  return lo && p >= lo && p < lo + kResolverStack;
+}
 
 void unwind_modules_unloaded() {
   uint32_t next = (g_rule_gen.load(std::memory_order_relaxed) + 1) & kGenMask;

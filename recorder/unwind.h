@@ -132,6 +132,9 @@ bool kept_table_map(UnwindMemo* m);
 
 int fast_backtrace(void** out, int cap, UnwindMemo* memo, const UnwindStart* from = nullptr, bool id_ok = false,
                    const KeptLookup* lookup = nullptr);
+// Whether `p` lies on the stack the unwind rules are resolved on (a frame there is the
+// recorder's, inside libdw: no signal handler of the program's runs on it).
+bool on_resolver_stack(uintptr_t p);
 void unwind_modules_unloaded();
 extern pthread_mutex_t unwind_mutex;
 

@@ -803,6 +803,33 @@ TEST(Lifecycle, SmallThreadStacksKeepTheirDepth) {
   }
 }
 
+// The same thread, but its first allocation is made at the bottom of the recursion, through a
+// library loaded before and never called: the first walk of the thread is also the first sight
+// of that module's code, whose unwind rules libelf and libdw compute from its CFI. They run on a
+// stack of the recorder's own, not the program's (on it, 24 of 43 frames were lost).
+TEST(Lifecycle, AModulesFirstSightDeepInASmallStack) {
+  TempDir dir;
+  auto deepest = [&](const std::vector<std::pair<std::string, std::string>>& env) {
+    int n = 4;
+    for (; n <= 80; ++n) {
+      auto e = env;
+      if (!e.empty()) e.emplace_back("MEMTIDE_OUTPUT", (dir.path() / "t.mtide").string());
+      const RunResult r = run({MT_LIFECYCLE, "small-stack-deep", std::to_string(n), MT_DLTARGET}, e, dir.path(), 60);
+      std::error_code ec;
+      fs::remove(dir.path() / "t.mtide", ec);
+      if (r.status != 0) break;
+      EXPECT_EQ(r.out, "small stack: " + std::to_string(n) + " frames\n");
+    }
+    return n - 1;
+  };
+  const int untraced = deepest({});
+  ASSERT_GE(untraced, 20) << "frames of 256 bytes in 16 KiB";
+  const int traced = deepest({{"LD_PRELOAD", MT_PRELOAD}});
+  // What the walk itself takes of the thread's stack, the hooks' frames and the thread's first
+  // records: at most 3 KiB, 12 of these frames.
+  EXPECT_GE(traced, untraced - 12) << traced << " frames of the " << untraced << " untraced";
+}
+
 // Under an address-space limit that leaves the program room for its own heap but not for the
 // recorder's usual arena (mimalloc reserves 32 MiB at a time), the recording keeps every event
 // and its End: the recorder's memory is then mapped block by block.

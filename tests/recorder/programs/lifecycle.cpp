@@ -10,6 +10,11 @@
 //                           program within a tick); prints "survived abort" if it does not
 //   lifecycle small-stack N a thread with a 16 KiB stack recurses N frames of 256 bytes, each
 //                           allocating and freeing a block; prints "small stack: N frames"
+//   lifecycle small-stack-deep N [LIB]  the same, but only the deepest frame allocates: the
+//                           first stack walk of the thread, and the first sight of its frames'
+//                           code, is where the stack is nearly used up; with LIB (dlopened
+//                           first, never called before), through LIB's dl_leak: the first
+//                           sight of a whole module
 //   lifecycle exit-thread   a second thread leaks 4444 x1 and calls exit(5) while main waits
 //   lifecycle threads N     N short-lived threads, each leaking one 4321-byte block
 //   lifecycle resident N    N threads at once, each making 2000 allocations (freed at once)
@@ -286,9 +291,51 @@ __attribute__((noinline)) int recurse_allocating(int left) {
   return below + 1;
 }
 
+// small-stack-deep: as above, but only the deepest frame allocates (through `g_deep_alloc` when set).
+void (*g_deep_alloc)() = nullptr;
+__attribute__((noinline)) int recurse_then_allocate(int left) {
+  volatile char pad[256];
+  pad[0] = static_cast<char>(left);
+  if (left > 1) {
+    const int below = recurse_then_allocate(left - 1);
+    pad[1] = static_cast<char>(below);  // (the frame stays live across the call: no loop made of it)
+    return below + 1;
+  }
+  if (g_deep_alloc) {
+    g_deep_alloc();
+    return 1;
+  }
+  void* p = malloc(24);
+  static_cast<volatile char*>(p)[0] = pad[0];
+  free(p);
+  return 1;
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) return 2;
   const char* mode = argv[1];
+  if (!std::strcmp(mode, "small-stack-deep") && argc > 2) {
+    if (argc > 3) {
+      void* lib = dlopen(argv[3], RTLD_NOW);
+      if (!lib) return 4;
+      g_deep_alloc = reinterpret_cast<void (*)()>(dlsym(lib, "dl_leak"));
+      if (!g_deep_alloc) return 4;
+    }
+    static int depth = std::atoi(argv[2]);
+    static int reached = 0;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 16384);
+    pthread_t t;
+    if (pthread_create(&t, &attr, [](void*) -> void* {
+          reached = recurse_then_allocate(depth);
+          return nullptr;
+        }, nullptr) != 0)
+      return 3;
+    pthread_join(t, nullptr);
+    std::printf("small stack: %d frames\n", reached);
+    return 0;
+  }
   if (!std::strcmp(mode, "small-stack") && argc > 2) {
     static int depth = std::atoi(argv[2]);
     static int reached = 0;
