@@ -237,6 +237,9 @@ class TraceJob {
 
   // kExitOk, or kExitError when the trace cannot be read (said on stderr).
   int open() {
+    // (Again when the reading starts over: what refers to the old reading's model goes first.)
+    resolver_.reset();
+    sym_.reset();
     if (std::string e = defs_.open(o_.file); !e.empty()) {
       print_error(o_.file, e);
       return kExitError;
@@ -247,6 +250,11 @@ class TraceJob {
     resolver_.emplace(Resolver{defs_, *sym_, cache_, {}, {}, 0});
     if (!o_.summary.empty()) open_totals();
     return kExitOk;
+  }
+
+  bool is_kept_set() const {
+    std::string stem;
+    return fmt::names_segment_set(o_.file, stem);
   }
 
   void open_totals() {
@@ -264,8 +272,21 @@ class TraceJob {
       return r;
     }
     try {
-      if (totals_->fell_behind()) open_totals();  // (the recording has ended: no new gap)
-      totals_->advance();
+      // A reading behind a gap (found before or while it reads what is left) starts over; the
+      // recording has ended, so the set does not move on meanwhile. So does the reading of a
+      // kept set that did not reach its End while the recording ran (it began in segments
+      // removed since): what the set keeps now is read whole, a bounded read.
+      for (int again = 0; again < 3; ++again) {
+        if (totals_->fell_behind()) open_totals();
+        if (!totals_error_.empty()) break;
+        totals_->advance();
+        if (!totals_->fell_behind() && (again > 0 || !is_kept_set() || totals_->snapshot()->complete)) break;
+        if (!totals_->fell_behind()) open_totals();
+      }
+      if (!totals_error_.empty()) {
+        r.error = totals_error_;
+        return r;
+      }
       totals_->finish();
       r.model = totals_->snapshot();
     } catch (const std::exception& e) {
