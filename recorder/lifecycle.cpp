@@ -289,6 +289,7 @@ bool start_attached(const Options& opts, bool set_flush, bool set_counters) {
     sampling::fork_child();  // the new trace knows none of the earlier blocks, as a forked child's
     writer_reset_after_fork();
     recording.exited_allocs = recording.exited_frees = 0;
+    g_lost_events.store(0);  // (the End counts the new trace's losses only)
     recording.start_time = now_ns();
     stream_init(&recording.shared, 0, recording.start_time);
     stacks_reset();

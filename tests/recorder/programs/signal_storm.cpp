@@ -12,14 +12,21 @@
 //                            (and allocates nothing, so that the handler's malloc is safe):
 //                            many signals land inside the recorder's work on the mappings.
 //                            Prints "handler allocations N".
+//
+//   signal_storm phases STORM_MS QUIET_MS READY   writes its pid to READY, storms as `alloc`
+//                            for STORM_MS or until READY.stop exists, then writes READY.quiet
+//                            and sleeps QUIET_MS with no signal (for `memtide attach` in each
+//                            phase).
 #include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <string_view>
 #include <thread>
 
@@ -62,7 +69,9 @@ void on_alarm(int) {
   g_handler_allocs.fetch_add(1, std::memory_order_relaxed);
 }
 
-int handler_allocs(long ms) {
+// The storm of `alloc` for `ms` milliseconds, or until the file `stop` exists (looked for every
+// 50 ms when given); returns the handler's allocations.
+long storm(long ms, const char* stop = nullptr) {
   struct sigaction sa = {};
   sa.sa_handler = on_alarm;
   sa.sa_flags = SA_RESTART;
@@ -82,14 +91,40 @@ int handler_allocs(long ms) {
       }
     }
   });
-  while (now_us() < until) {
+  for (long next_look = now_us() + 50000; now_us() < until;) {
+    if (stop && now_us() > next_look) {
+      if (access(stop, F_OK) == 0) break;
+      next_look = now_us() + 50000;
+    }
     void* m = mmap(nullptr, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m != MAP_FAILED) munmap(m, 1 << 20);
   }
   done.store(true);
   signaller.join();
   signal(SIGPROF, SIG_IGN);  // (a signal still pending is dropped, not handled after the count)
-  std::printf("handler allocations %ld\n", g_handler_allocs.load());
+  return g_handler_allocs.load();
+}
+
+int handler_allocs(long ms) {
+  std::printf("handler allocations %ld\n", storm(ms));
+  return 0;
+}
+
+bool write_file(const std::string& path, const std::string& text) {
+  FILE* f = std::fopen((path + ".tmp").c_str(), "w");
+  if (!f) return false;
+  std::fputs(text.c_str(), f);
+  return std::fclose(f) == 0 && std::rename((path + ".tmp").c_str(), path.c_str()) == 0;
+}
+
+int phases(long storm_ms, long quiet_ms, const std::string& ready) {
+  if (!write_file(ready, std::to_string(getpid()) + "\n")) return 2;
+  const long n = storm(storm_ms, (ready + ".stop").c_str());
+  if (!write_file(ready + ".quiet", "quiet\n")) return 2;
+  timespec ts{quiet_ms / 1000, (quiet_ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+  std::printf("handler allocations %ld\n", n);
   return 0;
 }
 
@@ -97,6 +132,7 @@ int handler_allocs(long ms) {
 
 int main(int argc, char** argv) {
   if (argc > 2 && std::string_view(argv[1]) == "alloc") return handler_allocs(std::atol(argv[2]));
+  if (argc > 4 && std::string_view(argv[1]) == "phases") return phases(std::atol(argv[2]), std::atol(argv[3]), argv[4]);
   const long signals = argc > 1 ? std::atol(argv[1]) : 400;
   struct sigaction sa = {};
   sa.sa_handler = on_signal;
