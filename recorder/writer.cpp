@@ -196,12 +196,13 @@ Chunk* take_queue() {
 // (backpressure) rather than let the recorder's memory grow without bound. A flush pass drains
 // the queue before its watermark, so this also bounds how far apart watermarks are when the
 // writer cannot keep up (and the window a reader's merge holds). A kept trace's limit follows
-// its size: a backlog written at once spans segments with no checkpoint between them, and a
-// set whose segments all came from one backlog cannot tell what was live at its start.
+// its size (an eighth, a segment's worth, at least 1 MiB): a backlog written at once spans
+// segments with no checkpoint between them, and a set whose segments all came from one backlog
+// cannot tell what was live at its start, nor hold events after its first checkpoint.
 constexpr size_t kMaxQueued = 16u << 20;
 size_t max_queued() {
   const uint64_t keep = recording.opts.keep;
-  return keep ? static_cast<size_t>(std::clamp<uint64_t>(keep / 2, 1u << 20, kMaxQueued)) : kMaxQueued;
+  return keep ? static_cast<size_t>(std::clamp<uint64_t>(keep / 8, 1u << 20, kMaxQueued)) : kMaxQueued;
 }
 constexpr size_t kWakeQueued = 1u << 20;
 std::atomic<size_t> g_queued{0};
@@ -559,6 +560,13 @@ void* writer_main(void*) {
   // thread sealed since the pass): the queue is written first, as flush_current writes only a
   // stream's next chunk (without it, a trace lost its last counters and its End whenever they
   // did not fit in the chunk: a python3 run in twenty).
+  // A kept trace's checkpoint still due is written first: the final pass's blocks then follow a
+  // checkpoint of their own set, rather than fill its last segments with none (a burst that ends
+  // with the program).
+  if (checkpoint_pending()) {
+    flush_pass();
+    checkpoint_maybe_write(now_ns(), trace_file_bytes());
+  }
   g_last_pass = true;
   uint64_t allocs, frees;
   recorded_counts(allocs, frees);  // (before the pass: what they count is committed, so written below)
