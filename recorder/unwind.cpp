@@ -307,8 +307,8 @@ uint64_t resolve_locked(uint64_t pc, uint64_t gen) {
 
 // The stack the resolution runs on (under unwind_mutex): libelf and libdw take several KiB of
 // stack on a module's first sight, which a thread with a small stack, deep in its work, does
-// not have (16 KiB: 24 of 43 frames of 256 bytes were lost to it). Mapped at the first
-// resolution, with a guard page below; null when it could not be.
+// not have (Lifecycle.AModulesFirstSightDeepInASmallStack). Mapped at the first resolution,
+// with a guard page below; null when it could not be.
 constexpr size_t kResolverStack = 256 * 1024;
 struct Resolver {
   ucontext_t caller, callee;

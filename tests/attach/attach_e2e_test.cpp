@@ -222,8 +222,8 @@ TEST(Attach, AttachesAgainAfterADetach) {
 // A second attach begins a trace of its own: its End counts the events lost in it only. The
 // target's signal handler allocates while its thread maps and unmaps (tests/recorder/programs/
 // signal_storm.cpp, `phases`): attached during that storm, the recorder may lose some of the
-// handler's events (counted in the End record; attached for 2 s, in about one recording of
-// two); attached again once the storm is over, none. The storm is recorded up to 6 times for a
+// handler's events (counted in the End record; not in every recording); attached again once
+// the storm is over, none. The storm is recorded up to 6 times for a
 // recording with a loss; without one, nothing can be told and the test is skipped.
 TEST(Attach, ASecondAttachCountsOnlyItsOwnLostEvents) {
   TempDir dir;

@@ -806,7 +806,7 @@ TEST(Lifecycle, SmallThreadStacksKeepTheirDepth) {
 // The same thread, but its first allocation is made at the bottom of the recursion, through a
 // library loaded before and never called: the first walk of the thread is also the first sight
 // of that module's code, whose unwind rules libelf and libdw compute from its CFI. They run on a
-// stack of the recorder's own, not the program's (on it, 24 of 43 frames were lost).
+// stack of the recorder's own, not the program's.
 TEST(Lifecycle, AModulesFirstSightDeepInASmallStack) {
   TempDir dir;
   auto deepest = [&](const std::vector<std::pair<std::string, std::string>>& env) {
