@@ -316,7 +316,9 @@ struct Session::Impl {
     }
     // Every record the End counts is in the file (docs/FORMAT.md): fewer read means some are not.
     const bool capped = out->end && out->end->reason == EndReason::Detached && !out->process.attached;
-    if (out->complete && out->end && !at_stop && !capped) {
+    // (A set cut with no checkpoint to start from has lost the counts before it: said above.)
+    const bool unseeded = reader.starts_mid_run() && !from_checkpoint;
+    if (out->complete && out->end && !at_stop && !capped && !unseeded) {
       uint64_t allocs = 0, frees = 0;
       for (const ThreadInfo& t : out->threads) allocs += t.allocations, frees += t.frees;
       if (allocs < out->end->allocations || frees < out->end->frees)

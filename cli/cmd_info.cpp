@@ -232,7 +232,9 @@ void print_text(const Summary& s) {
     const uint64_t base = c.process ? c.process->info.monotonic_start_ns : 0;
     const CheckpointHead &a = c.checkpoints.front(), &b = c.checkpoints.back();
     auto at = [base](uint64_t t) { return format_duration(t >= base ? t - base : 0); };
-    row("checkpoints", std::to_string(c.checkpoints.size()) + ", at " + at(a.time) + " to " + at(b.time) + "; the last: " +
+    // (A kept set's first ones may be gone: the last one's number says how many were written.)
+    const std::string written = b.seq > c.checkpoints.size() ? " (of " + std::to_string(b.seq) + " written)" : "";
+    row("checkpoints", std::to_string(c.checkpoints.size()) + written + ", at " + at(a.time) + " to " + at(b.time) + "; the last: " +
                            std::to_string(b.blocks[0]) + " live heap blocks (" + memtide::analysis::format_bytes(b.bytes[0], memtide::analysis::BytesStyle::Text) + ")");
   }
   if (c.end && c.end->lost_events) row("lost events", std::to_string(c.end->lost_events));

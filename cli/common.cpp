@@ -115,22 +115,25 @@ std::string describe_set(const std::string& path, uint64_t start_ns, uint64_t la
   if (bytes) *bytes = r.size() - segs.front().base;
   // The set begins at its first usable checkpoint when its first segments are gone.
   uint64_t from = start_ns;
+  bool unknown = false;  // cut, with no checkpoint to start from
   if (r.starts_mid_run()) {
     const std::vector<fmt::CheckpointHead> heads = fmt::find_checkpoints(r);
     if (!heads.empty()) from = heads.front().time;
+    unknown = heads.empty();
   }
   auto secs = [&](uint64_t t) {
     char b[32];
     std::snprintf(b, sizeof b, "%.1f s", t > start_ns ? static_cast<double>(t - start_ns) / 1e9 : 0.0);
     return std::string(b);
   };
+  const std::string range = unknown ? "no checkpoint, up to " + secs(last_ns) : secs(from) + " - " + secs(std::max(from, last_ns));
   char nums[48];
   if (r.segment_set()->alone()) {
     std::snprintf(nums, sizeof nums, "segment %04u of a kept set, alone", segs.front().number);
-    return nums + (", " + secs(from) + " - " + secs(std::max(from, last_ns)));
+    return nums + (", " + range);
   }
   std::snprintf(nums, sizeof nums, "segments %04u-%04u of ", segs.front().number, segs.back().number);
-  return nums + printable(r.segment_set()->stem() + ".mtide") + ", " + secs(from) + " - " + secs(std::max(from, last_ns));
+  return nums + printable(r.segment_set()->stem() + ".mtide") + ", " + range;
 }
 
 namespace {

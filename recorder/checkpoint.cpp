@@ -729,6 +729,7 @@ void checkpoint_maybe_write(uint64_t now, uint64_t offset) {
   mem_free(o.buf);
   if (g_write_failed) return;
   set_checkpoint_pointer(head);
+  segment_checkpoint_written(from, trace_file_bytes() - data_offset);
   g.last_head = head;
 
   ++g.written_seq;

@@ -19,6 +19,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -449,10 +450,14 @@ void trace_file_reset_after_fork() {
 // ---------------------------------------------------------------------------------------
 // [5] Segments
 // ---------------------------------------------------------------------------------------
-// A kept trace is written as segments of at most keep/8 bytes; when one is full the writer
-// opens the next, writes its header and prologue (segments.h), lets the full one go and
-// removes the oldest while the closed ones and a full current one would pass keep. Readers
-// open the set (formats/segment_set.h); the first checkpoint of a segment is due at once.
+// A kept trace is written as segments of at most keep/8 bytes of events; when one is full the
+// writer opens the next, writes its header and prologue (segments.h), lets the full one go and
+// removes the oldest while the closed ones and a full current one would pass keep. Readers open
+// the set (formats/segment_set.h) and replay it from its first checkpoint. A small checkpoint is
+// written with each segment; one of a large live set (a quarter of a segment or more) only as
+// often as the set needs to hold one with events after it (segment_checkpoint_check), and the
+// segments the newest one's replay needs stay until a newer one is written, as long as the set
+// stays within keep and a segment.
 namespace {
 
 uint32_t g_oldest = 1;  // the oldest segment not removed
@@ -461,6 +466,13 @@ constexpr uint32_t kClosedSlots = 256;
 uint64_t g_closed_bytes[kClosedSlots];
 uint64_t g_closed_total = 0;
 uint64_t g_events_from = 0;  // the current segment's first byte after its prologue
+// Each segment's first byte (in the set's offsets), by number modulo kClosedSlots.
+uint64_t g_segment_start[kClosedSlots];
+uint64_t g_base_from = 0;    // the first byte the newest checkpoint's replay needs
+uint64_t g_base_bytes = 0;   // that checkpoint's size
+uint64_t g_base_end = 0;     // the first byte after it
+bool g_keep_too_small = false;  // the set cannot hold two of the latest checkpoint's size
+bool g_small_keep_said = false;
 bool g_rotating = false;
 
 void segment_path(char* out, size_t cap, uint32_t n) { std::snprintf(out, cap, "%s.%04u.mtide", g_stem, n); }
@@ -515,12 +527,26 @@ void segments_opened() {
   g_oldest = 1;
   g_closed_total = 0;
   g_events_from = 0;
+  g_segment_start[1] = 0;
+  g_base_from = g_base_bytes = g_base_end = 0;
+  g_keep_too_small = g_small_keep_said = false;
   segment_tables_reset();
 }
 
+// Whether the segment numbered `n` (not the current one) is wholly before what the newest
+// checkpoint's replay needs.
+bool before_base(uint32_t n) { return g_segment_start[(n + 1) % kClosedSlots] <= g_base_from; }
+
 void remove_oldest() {
   const uint64_t keep = recording.opts.keep, room = keep / 8;
+  const bool guard = checkpoints_on();
+  // A checkpoint of under a quarter of a segment (or the first) is due with each segment; a
+  // larger one as segment_checkpoint_check says.
+  if (guard && g_base_bytes < room / 4) checkpoint_due(g_events_from);
   while (g_oldest < g_segment && (g_closed_total + room > keep || g_segment - g_oldest >= kClosedSlots)) {
+    // (The set's start stays until a newer checkpoint is written, as long as the set stays
+    // within keep and a segment.)
+    if (guard && !before_base(g_oldest) && g_closed_total <= keep && g_segment - g_oldest < kClosedSlots) return;
     char path[sizeof recording.path];
     segment_path(path, sizeof path, g_oldest);
     unlink(path);  // (a reader that has it open still reads it)
@@ -530,6 +556,35 @@ void remove_oldest() {
 }
 
 }  // namespace
+
+void segment_checkpoint_check() {
+  // Checkpoints C bytes each, S bytes of the trace apart, in a set of K bytes whose segments go
+  // a segment (R bytes) at a time: when one is written the one before stays while what followed
+  // it is under K - 2C - S - R, so S = (K - 2C - R) / 2 keeps the older of two in the set, with S
+  // bytes of events after it at the least. (Checkpoints the set cannot hold two of, said in
+  // segment_checkpoint_written, are written every checkpoint interval only.)
+  const uint64_t keep = recording.opts.keep, room = keep / 8;
+  if (!g_segment || g_base_bytes < room / 4 || g_keep_too_small || !checkpoints_on() || checkpoint_pending()) return;
+  const uint64_t two = 2 * g_base_bytes + room;
+  const uint64_t spacing = std::max(room / 2, two < keep ? (keep - two) / 2 : 0);
+  if (g_file_bytes - g_base_end >= spacing) checkpoint_due(g_file_bytes);
+}
+
+void segment_checkpoint_written(uint64_t replay_from, uint64_t bytes) {
+  if (!g_segment) return;
+  g_base_from = replay_from;
+  g_base_bytes = bytes;
+  g_base_end = g_file_bytes;
+  const uint64_t keep = recording.opts.keep;
+  g_keep_too_small = 2 * bytes + keep / 8 > keep;
+  if (g_keep_too_small && !g_small_keep_said) {
+    g_small_keep_said = true;
+    message("--keep %llu bytes cannot hold two checkpoints of the live blocks (%llu bytes each) and a segment: "
+            "checkpoints are written every checkpoint interval only while it is so, and the kept set may start "
+            "with none; a --keep of 4 times the checkpoint keeps a range",
+            static_cast<unsigned long long>(keep), static_cast<unsigned long long>(bytes));
+  }
+}
 
 bool segment_due(size_t total) {
   return g_segment && !g_rotating && !g_write_failed && g_file_bytes > g_events_from &&
@@ -580,10 +635,10 @@ void rotate_segment() {
   if (old >= 0) syscall(SYS_close, old);
   g_closed_bytes[old_segment % kClosedSlots] = closed;
   g_closed_total += closed;
-  remove_oldest();
+  g_segment_start[g_segment % kClosedSlots] = base;
   segment_write_prologue();
   g_events_from = g_file_bytes;
-  checkpoint_due(g_events_from);
+  remove_oldest();
   g_rotating = false;
 }
 

@@ -32,6 +32,11 @@ bool within_size_limit(size_t total);
 // the writer's opening of it (trace_file.cpp, section [5]).
 bool segment_due(size_t total);
 void rotate_segment();
+// Before a block of records: makes a checkpoint due when the set's spacing of them says so.
+void segment_checkpoint_check();
+// A checkpoint of `bytes` was written whose replay starts at file offset `replay_from`: the
+// segments before the one holding it may go.
+void segment_checkpoint_written(uint64_t replay_from, uint64_t bytes);
 
 // The recorder's counts of allocations and frees so far (each counted once committed), for the
 // End record.

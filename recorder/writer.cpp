@@ -67,7 +67,10 @@ void write_block(uint32_t stream, uint64_t base_time, uint64_t base_addr, const 
   const bool records = !(flags & (fmt::kBlockFlagCheckpoint | fmt::kBlockFlagCheckpointData | fmt::kBlockFlagPrologue));
   // A kept trace goes on in a new segment before a block that would fill this one (never
   // between a checkpoint's blocks).
-  if (records && recording.opts.keep && segment_due(fmt::block_bound(n))) rotate_segment();
+  if (records && recording.opts.keep) {
+    if (segment_due(fmt::block_bound(n))) rotate_segment();
+    segment_checkpoint_check();
+  }
   if (records) checkpoint_note_block(stream, base_time, base_addr, p, n, trace_file_bytes());
   if (records && recording.opts.keep) segment_tables_note(stream, base_time, base_addr, p, n, flags);
   fmt::BlockHeader h;

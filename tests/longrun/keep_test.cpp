@@ -29,6 +29,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/replay.h"
+#include "tests/longrun/keep_support.h"
 #include "formats/checkpoint.h"
 #include "formats/reader.h"
 #include "formats/segment_set.h"
@@ -45,26 +46,6 @@ namespace {
 
 constexpr uint64_t kKeep = 2u << 20;  // 2 MiB: segments of 256 KiB
 
-std::string temp_dir() {
-  static const std::string dir = [] {
-    char t[] = "/tmp/memtide-keep.XXXXXX";
-    const char* d = mkdtemp(t);
-    return std::string(d ? d : "/tmp");
-  }();
-  return dir;
-}
-
-std::string run_out(const std::string& cmd, int* status = nullptr) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return out;
-  char buf[65536];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
-  const int st = pclose(p);
-  if (status) *status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  return out;
-}
-
 // The worker recorded with --keep into `stem`.mtide, started in the background.
 pid_t start_worker(const std::string& stem, const char* seconds, const char* rate) {
   const pid_t pid = fork();
@@ -76,52 +57,6 @@ pid_t start_worker(const std::string& stem, const char* seconds, const char* rat
     _exit(127);
   }
   return pid;
-}
-
-// Watches a set while its recorder runs: the largest sum of its segments' sizes seen, the
-// largest segment, and (with `links`) a hard link to every segment in `links`/ as it appears,
-// so that the whole recording outlives the removal of its oldest segments.
-struct Watch {
-  std::string stem, links;
-  std::atomic<bool> stop{false};
-  uint64_t most = 0, largest = 0;
-  std::set<uint32_t> seen;
-  std::thread t;
-
-  void look() {
-    uint64_t sum = 0;
-    for (const fmt::SegmentPath& p : fmt::list_segments(stem)) {
-      struct stat st;
-      if (::stat(p.path.c_str(), &st) != 0) continue;
-      sum += static_cast<uint64_t>(st.st_size);
-      largest = std::max<uint64_t>(largest, static_cast<uint64_t>(st.st_size));
-      if (!links.empty() && seen.insert(p.number).second) {
-        const std::string to = links + "/" + p.path.substr(p.path.rfind('/') + 1);
-        EXPECT_EQ(::link(p.path.c_str(), to.c_str()), 0) << to;
-      }
-    }
-    most = std::max(most, sum);
-  }
-  void start() {
-    if (!links.empty()) ::mkdir(links.c_str(), 0700);
-    t = std::thread([this] {
-      while (!stop.load()) {
-        look();
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
-      }
-      look();
-    });
-  }
-  void finish() {
-    stop = true;
-    t.join();
-  }
-};
-
-int wait_for(pid_t pid) {
-  int st = 0;
-  waitpid(pid, &st, 0);
-  return st;
 }
 
 // One recording shared by the tests below: the worker for 12 s with --keep 2MiB, every segment
@@ -161,15 +96,6 @@ TEST(KeptTrace, DiskUseNeverPassesSizePlusOneSegment) {
   EXPECT_GE(r.segments, 10u);
   EXPECT_LE(r.most, kKeep + kKeep / 8) << "largest segment " << r.largest;
   EXPECT_LE(r.largest, kKeep / 8 + (128u << 10));  // (a checkpoint's blocks may pass it a little)
-}
-
-std::string cli(const std::string& args, int* status = nullptr) {
-  return run_out(std::string(MT_CLI) + " " + args + " 2>&1", status);
-}
-
-nlohmann::json cli_json(const std::string& args) {
-  const std::string t = run_out(std::string(MT_CLI) + " " + args + " 2>/dev/null");
-  return nlohmann::json::parse(t, nullptr, false);
 }
 
 // A report's leaks by stack id: bytes, blocks and the first and last allocation times.
@@ -732,47 +658,6 @@ TEST(KeptTrace, TheTimelineWithoutAReplayCoversTheKeptRange) {
     EXPECT_EQ(u.rss.size(), t.rss.size());
     EXPECT_EQ(u.markers.size(), t.markers.size());
     EXPECT_EQ(u.peak_bytes, t.peak_bytes);
-  }
-}
-
-// Segments that fill faster than the writer's flush interval (8 threads making 800,000
-// allocations, all freed, as fast as they can, kept to 1 MiB: about a hundred segments in a
-// fifth of a second), six times, as `memtide run` records it: each kept set holds a checkpoint
-// and the events after it, so that every reader knows what was live at its start. The gate
-// finds no false leak, the range does not start at the recording's start, and the run's own
-// follower, left more than the set's size behind, starts over rather than take the set for ended.
-TEST(KeptTrace, SegmentsFasterThanTheFlushIntervalKeepACheckpoint) {
-  constexpr uint64_t kSmall = 1u << 20;
-  for (int run = 0; run < 6; ++run) {
-    SCOPED_TRACE("run " + std::to_string(run));
-    const std::string stem = temp_dir() + "/rate" + std::to_string(run);
-    Watch w;
-    w.stem = stem;
-    w.start();
-    int st = -1;
-    const std::string text = run_out(std::string(MT_WRAPPER) + " run --keep 1MiB -o " + stem + ".mtide -- " MT_HIGH_RATE
-                                     " 8 100000 2>&1", &st);
-    w.finish();
-    ASSERT_EQ(st, 0) << text;
-    EXPECT_NE(text.find("done 800000"), std::string::npos) << text;
-    EXPECT_EQ(text.find("still writing"), std::string::npos) << text;
-    EXPECT_EQ(text.find("no end record"), std::string::npos) << text;
-    const auto segs = fmt::list_segments(stem);
-    ASSERT_FALSE(segs.empty());
-    EXPECT_GT(segs.front().number, 8u) << "the set did not rotate enough to prove anything";
-    EXPECT_LE(w.most, kSmall + kSmall / 8);  // (the disk use bound: the size and one segment)
-
-    const nlohmann::json r = cli_json("report --json " + stem + ".mtide");
-    ASSERT_TRUE(r.is_object());
-    for (const nlohmann::json& w : r["warnings"]) EXPECT_EQ(w.get<std::string>().find("no checkpoint"), std::string::npos) << w;
-    ASSERT_TRUE(r["kept_range"].is_object()) << r.dump().substr(0, 2000);
-    EXPECT_GT(r["kept_range"]["from_ns"].get<uint64_t>(), 0u);
-    EXPECT_GT(r["total_allocations"].get<uint64_t>(), 1000u);
-    EXPECT_TRUE(r["complete"].get<bool>());
-    int rc = -1;
-    const std::string gate = cli("check " + stem + ".mtide", &rc);
-    EXPECT_EQ(rc, 0) << gate;
-    EXPECT_EQ(gate.find("allocated twice"), std::string::npos) << gate;
   }
 }
 
