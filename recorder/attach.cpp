@@ -146,7 +146,7 @@ bool read_config(const char* path, Config& c) {
 //     loader bound the program to, which the entries must hold to be redirected
 // ---------------------------------------------------------------------------------------
 constexpr const char* kHookNames[] = {
-    // The C allocation API (malloc family: the C library's own, or no attach).
+    // The C allocation API (malloc family: the C library's own or a shared allocator library's).
     "malloc", "free", "calloc", "realloc", "reallocarray", "posix_memalign", "aligned_alloc", "memalign", "valloc",
     "pvalloc", "malloc_usable_size",
     // operator new and delete (plain, nothrow, aligned, sized).
@@ -183,6 +183,22 @@ bool system_definition(void* p) {
          std::strncmp(base, "ld-linux", 8) == 0;
 }
 
+// Whether `p` is defined by a shared library other than a sanitizer's runtime: an allocator
+// library (jemalloc, tcmalloc, mimalloc) that the program's entries already point at, to which
+// the shims forward as they would to glibc. (One built into the executable keeps its own calls,
+// which no entry redirects.)
+bool shared_allocator(void* p) {
+  Dl_info info{};
+  struct link_map* map = nullptr;
+  if (!dladdr1(p, &info, reinterpret_cast<void**>(&map), RTLD_DL_LINKMAP) || !map || !map->l_prev) return false;
+  const char* base = info.dli_fname ? std::strrchr(info.dli_fname, '/') : nullptr;
+  base = base ? base + 1 : info.dli_fname;
+  if (!base || !*base) return false;
+  for (const char* san : {"libasan.so", "libhwasan.so", "liblsan.so", "libmsan.so", "libtsan.so", "libubsan.so"})
+    if (std::strncmp(base, san, std::strlen(san)) == 0) return false;
+  return true;
+}
+
 // A canonical PLT stub in the executable: dlsym finds it, but it is no definition.
 bool is_stub(void* p) {
   Dl_info info{};
@@ -207,10 +223,10 @@ int resolve_hooks() {
     if (is_stub(bound)) {
       h.bound = bound;
       h.def = dlsym(libc, kHookNames[i]);
-    } else if (system_definition(bound)) {
+    } else if (system_definition(bound) || (i < kMallocFamily && shared_allocator(bound))) {
       h.bound = h.def = bound;
     } else if (i < kMallocFamily) {
-      message("%s is defined outside the C library: memtide attach records glibc's allocator only", kHookNames[i]);
+      message("%s is defined in the program itself: memtide attach cannot redirect the calls to it", kHookNames[i]);
       return kAttachForeignMalloc;
     }
   }
