@@ -315,7 +315,9 @@ struct Session::Impl {
       out->warnings.push_back("the kept segments begin at " + since(clipped) + ": the window is counted from then on");
     }
     // Every record the End counts is in the file (docs/FORMAT.md): fewer read means some are not.
-    const bool capped = out->end && out->end->reason == EndReason::Detached && !out->process.attached;
+    // (A recording stopped by its size limit or an error counts what it recorded, not all of it written.)
+    const bool capped = out->end && ((out->end->reason == EndReason::Detached && !out->process.attached) ||
+                                     out->end->reason == EndReason::Error);
     // (A set cut with no checkpoint to start from has lost the counts before it: said above.)
     const bool unseeded = reader.starts_mid_run() && !from_checkpoint;
     if (out->complete && out->end && !at_stop && !capped && !unseeded) {

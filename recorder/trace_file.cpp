@@ -74,6 +74,7 @@ uint64_t g_file_bytes = 0;
 // as after reopen_trace_file).
 bool g_pointer_ok = false;
 bool g_capped = false, g_capped_ended = false;
+fmt::EndReason g_capped_reason = fmt::EndReason::Detached;
 constexpr uint64_t kEndRoom = 256;
 
 // A kept trace (MEMTIDE_KEEP, section [5]): the set's stem and name, the current segment's
@@ -162,6 +163,7 @@ namespace {
 // on; the writer ends the trace with an End record (write_capped_end).
 void reach_size_limit() {
   g_capped = true;
+  g_capped_reason = fmt::EndReason::Detached;
   g_write_failed = true;
   recording.state.store(kStopped, std::memory_order_release);
   message("%s reached its size limit (%llu bytes, MEMTIDE_MAX_SIZE): recording stopped, the program goes on", recording.path,
@@ -169,6 +171,15 @@ void reach_size_limit() {
 }
 
 }  // namespace
+
+void stop_out_of_memory() {
+  if (g_write_failed) return;
+  g_capped = true;
+  g_capped_reason = fmt::EndReason::Error;
+  g_write_failed = true;
+  recording.state.store(kStopped, std::memory_order_release);
+  message("out of memory for the trace's buffers: recording stopped, the program goes on");
+}
 
 uint64_t trace_file_bytes() { return g_file_bytes; }
 
@@ -227,10 +238,11 @@ void append_end(fmt::EndReason reason, uint64_t status, uint64_t allocs, uint64_
   pthread_mutex_unlock(&recording.shared_mutex);
 }
 
-// Ends a trace the size limit stopped: an End record (reason Detached: stopped on request) in a
-// block of its own, timed after every record of stream 0, in the room kept for it; then lets go
-// of the file's lock, so that readers (memtide run's follower) know it is final while the
-// program goes on. No lock is held by the caller.
+// Ends a trace the size limit stopped (an End record of reason Detached: stopped on request, in
+// the room kept for it) or a lack of memory stopped (reason Error): the End in a block of its
+// own, built on the stack, timed after every record of stream 0; then lets go of the file's
+// lock, so that readers (memtide run's follower) know it is final while the program goes on. No
+// lock is held by the caller.
 void end_if_capped() {
   if (!g_capped || g_capped_ended) return;
   g_capped_ended = true;
@@ -241,14 +253,14 @@ void end_if_capped() {
   const uint64_t t = now > s->w_run.time ? now : s->w_run.time;  // w_run.time: past every stream-0 record
   uint8_t rec[64];
   const size_t n =
-      fmt::encode_end(rec, sizeof rec, s->w_run.time, fmt::End{t, fmt::EndReason::Detached, 0, allocs, frees, 0});
+      fmt::encode_end(rec, sizeof rec, s->w_run.time, fmt::End{t, g_capped_reason, 0, allocs, frees, 0});
   fmt::BlockHeader h;
   h.stream = 0;
   h.base_time = s->w_run.time;
   h.base_addr = s->w_run.addr;
   uint8_t block[fmt::kBlockHeaderSize + 2 * sizeof rec + 64];  // >= block_bound(sizeof rec)
   const size_t total = n ? fmt::encode_block(h, rec, n, block, sizeof block, 0) : 0;
-  if (total && g_file_bytes + total <= recording.opts.max_size) {
+  if (total && (!recording.opts.max_size || g_file_bytes + total <= recording.opts.max_size)) {
     g_write_failed = false;
     write_all(block, total);
     g_write_failed = true;

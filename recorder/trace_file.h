@@ -18,6 +18,9 @@ bool reopen_trace_file();
 extern bool g_write_failed;
 // Stops writing with one message (`why`); the program goes on.
 void stop_writing(const char* why);
+// The writer has no memory for a block: recording stops (said once) and the trace is ended by
+// end_if_capped with an End record of reason Error.
+void stop_out_of_memory();
 // Appends bytes to the file, unless its descriptor is no longer the trace's.
 void write_all(const uint8_t* p, size_t n);
 // Bytes written to the trace file so far: the offset of the next block.

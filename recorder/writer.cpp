@@ -83,7 +83,7 @@ void write_block(uint32_t stream, uint64_t base_time, uint64_t base_addr, const 
     const size_t cap = need < 256 * 1024 ? 256 * 1024 : need;
     auto* bigger = static_cast<uint8_t*>(mem_alloc(cap));
     if (!bigger) {
-      stop_writing("out of memory");
+      stop_out_of_memory();
       return;
     }
     mem_free(g_out);
@@ -153,7 +153,7 @@ void emit(Stream* s, const uint8_t* p, size_t n, uint16_t flags, bool at_start, 
   uint8_t* const out = scratch(g_cut, g_cut_cap, fmt::cut_bound(n));
   uint8_t* const stacks = (flags & fmt::kBlockFlagStacks) ? scratch(g_stacks, g_stacks_cap, n) : nullptr;
   if (!out || ((flags & fmt::kBlockFlagStacks) && !stacks)) {
-    stop_writing("out of memory");
+    stop_out_of_memory();
     return;
   }
   fmt::CutResult r;
@@ -481,13 +481,6 @@ void* writer_main(void*) {
   tls_busy = 1;  // nothing this thread does is the program's
   tls_recorder_thread = true;
   note_recorder_thread();
-  // The buffers that a chunk of the largest size needs, taken now: a writer that could not get
-  // memory later (a low RLIMIT_AS, a program that takes all there is) still writes what was
-  // recorded, and the End record.
-  const size_t most = recording.chunk_max;
-  if (!scratch(g_out, g_out_cap, fmt::block_bound(most)) || !scratch(g_cut, g_cut_cap, fmt::cut_bound(most)) ||
-      !scratch(g_stacks, g_stacks_cap, most))
-    stop_writing("out of memory");
   const uint64_t flush_ns = static_cast<uint64_t>(recording.opts.flush_interval_ms) * 1000000ull;
   const uint64_t counter_ns = static_cast<uint64_t>(recording.opts.counter_interval_ms) * 1000000ull;
   uint64_t next_flush = now_ns() + flush_ns;
@@ -629,6 +622,16 @@ void writer_trace_opened() {
 
 void writer_start() {
   tsc_probe();
+  // The buffers that a chunk of the largest size needs, taken before the program goes on (it may
+  // lower RLIMIT_AS first thing): a writer that could not get memory later (a program that takes
+  // all there is) still writes what was recorded, and the End record.
+  const size_t most = recording.chunk_max;
+  if (!scratch(g_out, g_out_cap, fmt::block_bound(most)) || !scratch(g_cut, g_cut_cap, fmt::cut_bound(most)) ||
+      !scratch(g_stacks, g_stacks_cap, most)) {
+    message("out of memory for the trace's buffers; not recording");
+    recording.state.store(kStopped, std::memory_order_release);
+    return;
+  }
   // The writer's timed waits are on CLOCK_MONOTONIC deadlines.
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
