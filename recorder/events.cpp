@@ -130,7 +130,7 @@ MT_NOINLINE uint32_t walk_stack(ThreadState* ts, Stream* stream, const void* fra
   }
   if (n < 0) {
     BusyScope busy(kOwnAllocs);  // (libunwind maps its caches)
-    n = unw_backtrace(ips, cap);
+    n = libunwind_backtrace(ips, cap, ts ? &ts->memo : nullptr);
   }
   if (recording.opts.unwind != UnwindKind::Verify) skip = skip_own_frames(ips, n);
   return stack_id(ts, stream, ips + skip, frames_within_depth(n, skip));

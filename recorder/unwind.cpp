@@ -26,6 +26,8 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
 #include <link.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -313,6 +315,10 @@ constexpr size_t kResolverStack = 256 * 1024;
 struct Resolver {
   ucontext_t caller, callee;
   uint64_t pc = 0, gen = 0, rule = 0;
+  // A libunwind walk (libunwind_backtrace): the context it starts from, where it writes.
+  unw_context_t walk_from;
+  void** walk_ips = nullptr;
+  int walk_cap = 0, walk_n = -1;
   uint8_t* stack = nullptr;
   bool tried = false;
 };
@@ -321,8 +327,8 @@ std::atomic<uintptr_t> g_resolver_lo{0};
 
 void resolver_entry() { g_resolver.rule = resolve_locked(g_resolver.pc, g_resolver.gen); }
 
-// With unwind_mutex held: resolve_locked on the resolver's stack, or here without one.
-uint64_t resolve_on_own_stack(uint64_t pc, uint64_t gen) {
+// With unwind_mutex held: runs `entry` on the resolver's stack; false when there is none.
+bool run_on_resolver_stack(void (*entry)()) {
   Resolver& r = g_resolver;
   if (!r.tried) {
     r.tried = true;
@@ -335,16 +341,46 @@ uint64_t resolve_on_own_stack(uint64_t pc, uint64_t gen) {
       g_resolver_lo.store(reinterpret_cast<uintptr_t>(r.stack), std::memory_order_release);
     }
   }
-  if (!r.stack || getcontext(&r.callee) != 0) return resolve_locked(pc, gen);
+  if (!r.stack || getcontext(&r.callee) != 0) return false;
   r.callee.uc_stack.ss_sp = r.stack;
   r.callee.uc_stack.ss_size = kResolverStack;
   r.callee.uc_link = &r.caller;
-  makecontext(&r.callee, resolver_entry, 0);
+  makecontext(&r.callee, entry, 0);
+  return swapcontext(&r.caller, &r.callee) == 0;
+}
+
+// With unwind_mutex held: resolve_locked on the resolver's stack, or here without one.
+uint64_t resolve_on_own_stack(uint64_t pc, uint64_t gen) {
+  Resolver& r = g_resolver;
   r.pc = pc;
   r.gen = gen;
   r.rule = 0;
-  if (swapcontext(&r.caller, &r.callee) != 0) return resolve_locked(pc, gen);
+  if (!run_on_resolver_stack(resolver_entry)) return resolve_locked(pc, gen);
   return r.rule;
+}
+
+// Blocks the signals a program's handler could come in by (not those a fault raises) into
+// `old`: a handler that allocated would find the recorder inside libdw or libunwind, on its
+// stack, its events lost.
+void block_async_signals(sigset_t* old) {
+  sigset_t async;
+  sigfillset(&async);
+  for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS}) sigdelset(&async, sig);
+  pthread_sigmask(SIG_BLOCK, &async, old);
+}
+
+void walker_entry() {
+  Resolver& r = g_resolver;
+  unw_cursor_t c;
+  int n = 0;
+  if (unw_init_local(&c, &r.walk_from) >= 0) {
+    do {
+      unw_word_t ip = 0;
+      if (unw_get_reg(&c, UNW_REG_IP, &ip) < 0 || ip == 0) break;
+      r.walk_ips[n++] = reinterpret_cast<void*>(ip);
+    } while (n < r.walk_cap && unw_step(&c) > 0);
+  }
+  r.walk_n = n;
 }
 
 // First sight of `pc` (or of its generation): find its module and rule, store it.
@@ -352,10 +388,8 @@ MT_NOINLINE uint64_t rule_resolve(uint64_t pc, uint64_t gen) {
   BusyScope busy(kOwnAllocs);  // (libelf and libdw allocate through the hooks)
   // No handler of the program's runs meanwhile (the signals that a fault raises stay open): one
   // that allocated would find the recorder inside libdw, its events lost.
-  sigset_t async, old;
-  sigfillset(&async);
-  for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS}) sigdelset(&async, sig);
-  pthread_sigmask(SIG_BLOCK, &async, &old);
+  sigset_t old;
+  block_async_signals(&old);
   pthread_mutex_lock(&unwind_mutex);
   const uint64_t rule = resolve_on_own_stack(pc, gen);
   pthread_mutex_unlock(&unwind_mutex);
@@ -364,6 +398,26 @@ MT_NOINLINE uint64_t rule_resolve(uint64_t pc, uint64_t gen) {
 }
 
 }  // namespace
+
+MT_NOINLINE int libunwind_backtrace(void** ips, int cap, const UnwindMemo* m) {
+  // libunwind's walk takes several KiB of the stack it runs on (its cursor, the DWARF it
+  // parses): with less than kWalkRoom of the thread's own stack left, it runs on the resolver's.
+  constexpr uintptr_t kWalkRoom = 16 * 1024;
+  const auto sp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+  if (!m || sp < m->stack_lo || sp >= m->stack_hi || sp - m->stack_lo >= kWalkRoom) return unw_backtrace(ips, cap);
+  sigset_t old;
+  block_async_signals(&old);
+  pthread_mutex_lock(&unwind_mutex);
+  Resolver& r = g_resolver;
+  r.walk_ips = ips;
+  r.walk_cap = cap;
+  r.walk_n = -1;
+  int n = -1;
+  if (unw_getcontext(&r.walk_from) == 0 && run_on_resolver_stack(walker_entry)) n = r.walk_n;
+  pthread_mutex_unlock(&unwind_mutex);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return n >= 0 ? n : unw_backtrace(ips, cap);
+}
 
 bool on_resolver_stack(uintptr_t p) {
   const uintptr_t lo = g_resolver_lo.load(std::memory_order_acquire);

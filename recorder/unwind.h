@@ -137,5 +137,8 @@ int fast_backtrace(void** out, int cap, UnwindMemo* memo, const UnwindStart* fro
 bool on_resolver_stack(uintptr_t p);
 void unwind_modules_unloaded();
 extern pthread_mutex_t unwind_mutex;
+// libunwind's backtrace of the calling thread (unw_backtrace's result), walked on a stack of
+// the recorder's when the thread's own (known from `memo`) has little room left.
+int libunwind_backtrace(void** ips, int cap, const UnwindMemo* memo);
 
 }  // namespace memtide::rec

@@ -252,8 +252,9 @@ TEST(Lifecycle, SmallThreadStacksKeepTheirDepth) {
 
 // The same thread, but its first allocation is made at the bottom of the recursion, through a
 // library loaded before and never called: the first walk of the thread is also the first sight
-// of that module's code, whose unwind rules libelf and libdw compute from its CFI. They run on a
-// stack of the recorder's own, not the program's.
+// of that module's code, whose unwind rules libelf and libdw compute from its CFI (or which
+// libunwind walks, with --unwind libunwind). They run on a stack of the recorder's own, not the
+// program's.
 TEST(Lifecycle, AModulesFirstSightDeepInASmallStack) {
   TempDir dir;
   auto deepest = [&](const std::vector<std::pair<std::string, std::string>>& env) {
@@ -275,6 +276,10 @@ TEST(Lifecycle, AModulesFirstSightDeepInASmallStack) {
   // What the walk itself takes of the thread's stack, the hooks' frames and the thread's first
   // records: at most 3 KiB, 12 of these frames.
   EXPECT_GE(traced, untraced - 12) << traced << " frames of the " << untraced << " untraced";
+  // libunwind's walk runs on the recorder's stack too when the thread's has little room left:
+  // at most 4 KiB in all (it took 5 KiB on the thread's own).
+  const int by_libunwind = deepest({{"LD_PRELOAD", MT_PRELOAD}, {"MEMTIDE_UNWIND", "libunwind"}});
+  EXPECT_GE(by_libunwind, untraced - 16) << by_libunwind << " frames of the " << untraced << " untraced";
 }
 
 // Under an address-space limit that leaves the program room for its own heap but not for the
