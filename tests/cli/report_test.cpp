@@ -95,6 +95,11 @@ TEST(Report, TheAllocationSiteIsPastTheAllocationWrappers) {
   const Proc gate = cli("check --alloc-fn '^pool_take$' " + trace);
   EXPECT_EQ(gate.status, 1) << gate.err;
   EXPECT_NE(gate.out.find("allocation site: #2  load_config ("), std::string::npos) << gate.out;
+  // memtide run --check takes it too (its verdict on stderr; the blocks are held by a global).
+  const Proc run = sh(std::string(MT_WRAPPER) + " run -q --check --include-reachable --alloc-fn '^pool_take$' -o " + temp_dir() +
+                      "/wrapped-run.mtide -- " MT_WRAPPED);
+  EXPECT_EQ(run.status, 1) << run.err;
+  EXPECT_NE(run.err.find("allocation site: #2  load_config ("), std::string::npos) << run.err;
 }
 
 TEST(Report, FramesHaveFunctionFileLineModuleAndInlinedFrames) {
