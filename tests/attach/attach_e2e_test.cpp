@@ -219,6 +219,49 @@ TEST(Attach, AttachesAgainAfterADetach) {
   EXPECT_EQ(slurp(target.out), baseline.out);
 }
 
+// Each attach begins a trace of its own, the second as the first: its End counts its own events,
+// and its checkpoints (one a second) number from 1, point to no earlier one, and hold what the
+// replay of its own trace holds at their time, stream by stream.
+TEST(Attach, EachAttachsEndAndCheckpointsAreItsOwn) {
+  TempDir dir;
+  const fs::path ready = dir.path() / "ready";
+  const Spawned target = spawn(target_args(240, ready), dir.path(), "target");
+  ASSERT_TRUE(wait_file(ready));
+  for (const char* name : {"first.mtide", "second.mtide"}) {
+    SCOPED_TRACE(name);
+    const fs::path trace = dir.path() / name;
+    const RunResult a = memtide({"attach", std::to_string(target.pid), "--duration", "3s", "--checkpoint-interval", "1",
+                                 "-o", trace.string()},
+                                dir.path());
+    ASSERT_EQ(a.status, 0) << a.err;
+    const Replay t = replay_trace(trace.string());
+    ASSERT_TRUE(t.read_ok) << t.error;
+    ASSERT_TRUE(t.ended);
+    EXPECT_EQ(t.end_reason, fmt::EndReason::Detach);
+    EXPECT_EQ(t.end_status, 0u);
+    EXPECT_EQ(t.lost_events, 0u);
+    EXPECT_GE(t.end_time, t.last_time);
+    uint64_t allocs = 0, frees = 0;
+    for (unsigned k = 0; k < fmt::kApiCount; ++k) allocs += t.allocs[k], frees += t.frees[k];
+    EXPECT_GT(allocs, 0u);
+    EXPECT_EQ(t.end_allocs, allocs);
+    EXPECT_EQ(t.end_frees, frees);
+    const auto seen = checkpoints_of(trace.string());
+    ASSERT_FALSE(seen.empty()) << "3 s attached, checkpoints every second";
+    EXPECT_EQ(seen.front().seq, 1u);
+    EXPECT_EQ(seen.front().prev, 0u);
+    for (const CheckpointSeen& c : seen) {
+      SCOPED_TRACE("checkpoint " + std::to_string(c.seq));
+      EXPECT_EQ(c.interval, 0u);
+      EXPECT_EQ(c.bytes, c.replay_bytes);
+      EXPECT_EQ(c.blocks, c.replay_blocks);
+      EXPECT_EQ(c.streams_differ, "");
+    }
+  }
+  kill(target.pid, SIGTERM);
+  wait_exit(target);
+}
+
 // A second attach begins a trace of its own: its End counts the events lost in it only. The
 // target's signal handler allocates while its thread maps and unmaps (tests/recorder/programs/
 // signal_storm.cpp, `phases`): attached during that storm, the recorder may lose some of the

@@ -106,6 +106,44 @@ TEST(Lifecycle, ForkChildGetsItsOwnTraceAndExecIsFollowed) {
   EXPECT_EQ(exec_seen, 1);
 }
 
+// A forked child begins a trace of its own, as the program's start does: its End counts its own
+// events (not the parent's before the fork), and its checkpoints (one a second) number from 1,
+// point to no earlier one, and hold what the replay of the child's own trace holds at their
+// time, stream by stream (none of the parent's blocks, which the child inherits and frees).
+TEST(Lifecycle, AForkedChildsEndAndCheckpointsAreItsOwn) {
+  TempDir dir;
+  RunResult r;
+  const auto traces = traced({MT_LIFECYCLE, "fork-churn", "3000"}, dir.path(), &r, {{"MEMTIDE_CHECKPOINT_INTERVAL", "1"}});
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_EQ(traces.size(), 2u) << "the parent's and the child's";
+  for (const std::string& path : traces) {
+    SCOPED_TRACE(path);
+    const Replay t = replay_trace(path);
+    ASSERT_TRUE(t.read_ok) << t.error;
+    ASSERT_TRUE(t.ended);
+    EXPECT_EQ(t.end_reason, memtide::fmt::EndReason::Exit);
+    EXPECT_EQ(t.end_status, 0u);
+    EXPECT_EQ(t.lost_events, 0u);
+    EXPECT_GE(t.end_time, t.last_time);
+    uint64_t allocs = 0, frees = 0;
+    for (unsigned a = 0; a < memtide::fmt::kApiCount; ++a) allocs += t.allocs[a], frees += t.frees[a];
+    EXPECT_EQ(t.end_allocs, allocs);
+    EXPECT_EQ(t.end_frees, frees);
+    const bool child = live(t, 3333) == 0 && t.allocs[static_cast<unsigned>(Api::Malloc)] > 0 && t.unknown_frees > 0;
+    const auto seen = memtide::test::checkpoints_of(path);
+    ASSERT_FALSE(seen.empty()) << "a run of 1.5 s or more, checkpoints every second";
+    EXPECT_EQ(seen.front().seq, 1u);
+    EXPECT_EQ(seen.front().prev, 0u);
+    for (const auto& c : seen) {
+      SCOPED_TRACE("checkpoint " + std::to_string(c.seq) + (child ? " of the child" : ""));
+      EXPECT_EQ(c.interval, 0u);
+      EXPECT_EQ(c.bytes, c.replay_bytes);
+      EXPECT_EQ(c.blocks, c.replay_blocks);
+      EXPECT_EQ(c.streams_differ, "");
+    }
+  }
+}
+
 TEST(Lifecycle, NoFollowLeavesExecdProgramsUntraced) {
   TempDir dir;
   RunResult r;

@@ -1,7 +1,9 @@
 #include "tests/recorder/trace_replay.h"
 
+#include <algorithm>
 #include <set>
 
+#include "formats/checkpoint.h"
 #include "formats/merge.h"
 
 namespace memtide::test {
@@ -94,6 +96,9 @@ struct Visitor : fmt::NullVisitor {
     r.end_reason = e.reason;
     r.end_status = e.status;
     r.lost_events = e.lost_events;
+    r.end_time = e.time;
+    r.end_allocs = e.allocations;
+    r.end_frees = e.frees;
   }
   void on_alloc(uint32_t stream, const fmt::Alloc& a) {
     timed(a.time);
@@ -138,6 +143,60 @@ struct Visitor : fmt::NullVisitor {
 };
 
 }  // namespace
+
+std::vector<CheckpointSeen> checkpoints_of(const std::string& path) {
+  std::vector<CheckpointSeen> out;
+  fmt::FileReader heads_reader, reader;
+  if (!heads_reader.open(path).ok() || !reader.open(path).ok()) return out;
+  std::vector<fmt::CheckpointHead> heads = fmt::find_checkpoints(heads_reader);
+  std::stable_sort(heads.begin(), heads.end(), [](const auto& a, const auto& b) { return a.time < b.time; });
+  // The merged records in the readers' order; each head is compared before the first record
+  // timed at or after it.
+  struct Counter : fmt::NullVisitor {
+    std::vector<fmt::CheckpointHead>& heads;
+    std::vector<CheckpointSeen>& out;
+    size_t next = 0;
+    std::unordered_map<uint64_t, uint64_t> live;  // heap blocks: addr -> size
+    uint64_t bytes = 0;
+    std::map<uint64_t, std::pair<uint64_t, uint64_t>> counts;  // stream -> (Allocs, Frees)
+    Counter(std::vector<fmt::CheckpointHead>& h, std::vector<CheckpointSeen>& o) : heads(h), out(o) {}
+    void pass(uint64_t t) {
+      for (; next < heads.size() && heads[next].time <= t; ++next) {
+        const fmt::CheckpointHead& h = heads[next];
+        CheckpointSeen c{h.seq, h.time, h.prev, h.interval, h.bytes[0], h.blocks[0], bytes, live.size(), {}};
+        std::map<uint64_t, std::pair<uint64_t, uint64_t>> said;
+        for (const fmt::CheckpointThread& th : h.threads) said[th.stream] = {th.allocs, th.frees};
+        for (const auto& [stream, n] : counts)
+          if ((n.first || n.second) && said[stream] != n)
+            c.streams_differ += "stream " + std::to_string(stream) + ": " + std::to_string(said[stream].first) + "/" +
+                                std::to_string(said[stream].second) + " said, " + std::to_string(n.first) + "/" +
+                                std::to_string(n.second) + " read; ";
+        for (const auto& [stream, n] : said)
+          if ((n.first || n.second) && !counts.count(stream)) c.streams_differ += "stream " + std::to_string(stream) + " not read; ";
+        out.push_back(std::move(c));
+      }
+    }
+    void on_alloc(uint32_t stream, const fmt::Alloc& a) {
+      pass(a.time);
+      ++counts[stream].first;
+      if (!fmt::is_heap(a.api) || a.api == fmt::Api::Custom) return;
+      auto [it, fresh] = live.try_emplace(a.addr, a.size);
+      if (!fresh) bytes -= it->second, it->second = a.size;
+      bytes += a.size;
+    }
+    void on_free(uint32_t stream, const fmt::Free& f) {
+      pass(f.time);
+      ++counts[stream].second;
+      if (!fmt::is_heap(f.api) || f.api == fmt::Api::Custom) return;
+      if (auto it = live.find(f.addr); it != live.end()) bytes -= it->second, live.erase(it);
+    }
+  } v(heads, out);
+  fmt::EventMerger merger;
+  merger.set_exact_watermarks((reader.info().flags & fmt::kFileFlagExactWatermarks) != 0);
+  (void)fmt::read_merged(reader, merger, v);
+  v.pass(UINT64_MAX);
+  return out;
+}
 
 Replay replay_trace(const std::string& path) {
   Replay r;

@@ -22,6 +22,7 @@ struct Replay {
   fmt::EndReason end_reason = fmt::EndReason::Exit;
   uint64_t end_status = 0;
   uint64_t lost_events = 0;     // the End record's
+  uint64_t end_time = 0, end_allocs = 0, end_frees = 0;  // the End record's
   uint64_t pid = 0, ppid = 0;
   std::vector<std::string> argv;
 
@@ -73,6 +74,16 @@ struct Replay {
   // StackDefs in a block of their own, so that a reader of the stacks decodes no events.
   uint64_t events_in_stack_blocks = 0;
 };
+
+// Each complete checkpoint of a trace against the replay at its time: its head's heap totals
+// and per-stream counts, and what the replay of the records timed before it holds.
+struct CheckpointSeen {
+  uint64_t seq = 0, time = 0, prev = 0, interval = 0;
+  uint64_t bytes = 0, blocks = 0;                // the head's (heap domain)
+  uint64_t replay_bytes = 0, replay_blocks = 0;  // the replay's live heap blocks
+  std::string streams_differ;                    // how the per-stream counts differ ("": they agree)
+};
+std::vector<CheckpointSeen> checkpoints_of(const std::string& path);
 
 Replay replay_trace(const std::string& path);
 

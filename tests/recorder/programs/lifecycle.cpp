@@ -2,6 +2,9 @@
 //   lifecycle fork          parent allocates 5555 x2, forks; the child leaks 7777 x3 and exits;
 //                           the parent then execs itself as `lifecycle exec-image`
 //   lifecycle exec-image    leaks 8888 x2 and exits 0
+//   lifecycle fork-churn MS allocates and frees for MS ms, holding 64 blocks of 3333 bytes, and
+//                           forks half-way: the child churns blocks of 4444 bytes for MS ms;
+//                           both free everything and exit 0
 //   lifecycle quick-exit    leaks 9999 x3, then _exit(3)
 //   lifecycle abort         leaks 6666 x1, then abort()
 //   lifecycle abort-timer   a 100 us interval timer whose SIGALRM handler siglongjmps out of
@@ -367,6 +370,33 @@ int main(int argc, char** argv) {
     free(b);
     execl(argv[0], argv[0], "exec-image", static_cast<char*>(nullptr));
     return 1;
+  }
+  if (!std::strcmp(mode, "fork-churn") && argc > 2) {
+    // Allocates and frees for MS ms, holding 64 blocks of 3333 bytes; forks half-way, and the
+    // child does the same with blocks of 4444 bytes (freeing the parent's as it goes) for MS ms.
+    const long ms = std::atol(argv[2]);
+    auto churn = [](size_t size, long for_ms, void** held) {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(for_ms);
+      for (unsigned i = 0; std::chrono::steady_clock::now() < until; ++i) {
+        void*& p = held[i % 64];
+        free(p);
+        p = malloc(size);
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
+    };
+    static void* held[64] = {};
+    churn(3333, ms / 2, held);
+    const pid_t pid = fork();
+    if (pid == 0) {
+      churn(4444, ms, held);
+      for (void*& p : held) free(p), p = nullptr;
+      exit(0);
+    }
+    churn(3333, ms / 2, held);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    for (void*& p : held) free(p), p = nullptr;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
   }
   if (!std::strcmp(mode, "exec-image")) {
     leak(8888, 2);
