@@ -49,6 +49,7 @@ int print_table() {
   std::printf("  %-28s %s\n", "  --max-mismatched-frees N", "most frees by another family's call allowed (default 0)");
   std::printf("  %-28s %s\n", "  --max-peak-bytes SIZE", "highest heap peak allowed");
   std::printf("  %-28s %s\n", "  --suppressions FILE", "LeakSanitizer-format suppressions (repeatable)");
+  std::printf("  %-28s %s\n", "  --alloc-fn GLOB", "a function the program allocates through: sites name its caller (repeatable)");
   std::printf("  %-28s %s\n", "  --include-reachable", "count still-reachable blocks as leaks too");
   std::printf("  %-28s %s\n", "  --max-growth RATE", "most heap growth after the warm-up, e.g. 64KiB/min");
   std::printf("  %-28s %s\n", "  --warmup DURATION", "the start of the run that growth does not count");
