@@ -67,7 +67,7 @@ int print_table() {
 }
 
 // The MEMTIDE_* variables that are not recording options but mean something all the same.
-constexpr const char* kOtherVariables[] = {"MEMTIDE_MANIFEST", "MEMTIDE_CHECK_OPTIONS", "MEMTIDE_SYMBOLIZE", "MEMTIDE_CACHE_DIR",
+constexpr const char* kOtherVariables[] = {"MEMTIDE_MANIFEST", "MEMTIDE_SEGMENT_HELPER", "MEMTIDE_CHECK_OPTIONS", "MEMTIDE_SYMBOLIZE", "MEMTIDE_CACHE_DIR",
                                            "MEMTIDE_FULL_REPLAY",
                                            "MEMTIDE_TEST_CHUNK_BYTES", "MEMTIDE_KEEP_TEST_FILES",
                                            "MEMTIDE_UPDATE_GOLDEN", "MEMTIDE_CORPUS_DIR"};

@@ -33,10 +33,11 @@ Command flamegraph_command();
 Command diff_command();
 Command symbolize_command();
 Command export_command();
+Command segment_helper_command();
 
 inline std::vector<Command> all_commands() {
   return {info_command(), options_command(), report_command(), check_command(), summary_command(),
-          flamegraph_command(), diff_command(), symbolize_command(), export_command()};
+          flamegraph_command(), diff_command(), symbolize_command(), export_command(), segment_helper_command()};
 }
 
 }  // namespace memtide::cli

@@ -31,6 +31,7 @@
 #include "recorder/process.h"
 #include "recorder/recorder.h"
 #include "recorder/sampling.h"
+#include "recorder/segment_helper.h"
 #include "recorder/stacks.h"
 #include "recorder/state.h"
 #include "recorder/threads.h"
@@ -194,6 +195,7 @@ void early_init(const Options* given = nullptr, bool set_flush = false, bool set
   pthread_mutex_unlock(&recording.shared_mutex);
   if (!given) {
     recording.manifest = std::getenv("MEMTIDE_MANIFEST");
+    segment_helper_configure();
     if (!recording.manifest) {
       // The gate counts what is unreachable at exit, as LeakSanitizer does: scan unless told.
       g_check_options = std::getenv("MEMTIDE_CHECK_OPTIONS");

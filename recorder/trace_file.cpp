@@ -31,6 +31,7 @@
 #include "recorder/checkpoint.h"
 #include "recorder/recorder.h"
 #include "recorder/sampling.h"
+#include "recorder/segment_helper.h"
 #include "recorder/segments.h"
 #include "recorder/state.h"
 #include "recorder/stream.h"
@@ -561,7 +562,8 @@ void remove_oldest() {
     if (guard && !before_base(g_oldest) && g_closed_total <= keep && g_segment - g_oldest < kClosedSlots) return;
     char path[sizeof recording.path];
     segment_path(path, sizeof path, g_oldest);
-    unlink(path);  // (a reader that has it open still reads it)
+    // (A reader that has it open still reads it.)
+    if (unlink(path) != 0 && (errno == EACCES || errno == EPERM)) segment_helper_remove(path);
     g_closed_total -= g_closed_bytes[g_oldest % kClosedSlots];
     ++g_oldest;
   }
@@ -609,6 +611,12 @@ void rotate_segment() {
   char path[sizeof recording.path];
   segment_path(path, sizeof path, g_segment + 1);
   int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  // A program that dropped the privileges the directory needs: memtide run's helper creates it.
+  if (fd < 0 && (errno == EACCES || errno == EPERM)) {
+    const int denied = errno;
+    fd = segment_helper_create(path);
+    if (fd < 0) errno = denied;
+  }
   if (fd < 0) {
     g_rotating = false;
     g_write_failed = true;

@@ -339,3 +339,32 @@ TEST(Lifecycle, ALimitSetFirstThingInMainKeepsEveryEvent) {
     EXPECT_EQ(r.err.find("out of memory"), std::string::npos) << r.err;
   }
 }
+
+// A program started as root that drops to nobody, kept to 1 MiB in a directory only root may
+// write: memtide run's helper creates and removes its segments, so the set goes on past its
+// first segments and ends whole. (The recorder stopped at the first new segment: "Permission
+// denied".)
+TEST(Lifecycle, AKeptProgramThatDropsItsPrivilegesGoesOnInNewSegments) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root, to drop privileges";
+  TempDir dir;
+  const fs::path d = dir.path() / "root-only";
+  fs::create_directories(d);
+  ASSERT_EQ(chmod(d.c_str(), 0755), 0);
+  const RunResult r = run({MT_WRAPPER, "run", "-q", "--keep", "1MiB", "-o", (d / "t.mtide").string(), "--", MT_LIFECYCLE,
+                           "setuid-churn", "400000"},
+                          {}, dir.path(), 300);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "done 400000\n");
+  EXPECT_EQ(r.err.find("cannot create"), std::string::npos) << r.err;
+  unsigned first = ~0u, last = 0;
+  for (const auto& e : fs::directory_iterator(d)) {
+    unsigned n = 0;
+    if (std::sscanf(e.path().filename().c_str(), "t.%u.mtide", &n) == 1) first = std::min(first, n), last = std::max(last, n);
+  }
+  EXPECT_GE(last, 10u) << "the set did not rotate enough to tell";
+  EXPECT_GT(first, 1u) << "the oldest segments were not removed";
+  const Replay t = replay_trace((d / "t.mtide").string());
+  ASSERT_TRUE(t.read_ok) << t.error;
+  EXPECT_TRUE(t.ended);
+  EXPECT_EQ(t.end_reason, memtide::fmt::EndReason::Exit);
+}

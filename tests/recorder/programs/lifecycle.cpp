@@ -2,6 +2,7 @@
 //   lifecycle fork          parent allocates 5555 x2, forks; the child leaks 7777 x3 and exits;
 //                           the parent then execs itself as `lifecycle exec-image`
 //   lifecycle exec-image    leaks 8888 x2 and exits 0
+//   lifecycle setuid-churn N (as root) drops to nobody, then allocates and frees N blocks
 //   lifecycle fork-churn MS allocates and frees for MS ms, holding 64 blocks of 3333 bytes, and
 //                           forks half-way: the child churns blocks of 4444 bytes for MS ms;
 //                           both free everything and exit 0
@@ -80,6 +81,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <malloc.h>
 #include <signal.h>
 #include <pthread.h>
@@ -426,6 +428,22 @@ int main(int argc, char** argv) {
       keep[i & 511] = malloc(16 + (i * 7919) % 4000);
     }
     std::puts("survived");
+    return 0;
+  }
+  if (!std::strcmp(mode, "setuid-churn") && argc > 2) {
+    // Started as root: drops to nobody (65534), then allocates and frees N blocks of varying
+    // sizes, 256 held at a time; prints "done N".
+    if (setgroups(0, nullptr) != 0 || setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0)
+      return 3;
+    const long n = std::atol(argv[2]);
+    void* held[256] = {};
+    for (long i = 0; i < n; ++i) {
+      void*& p = held[i & 255];
+      free(p);
+      p = malloc(16 + static_cast<size_t>((i * 7919) % 2000));
+    }
+    for (void*& p : held) free(p);
+    std::printf("done %ld\n", n);
     return 0;
   }
   if (!std::strcmp(mode, "setuid")) {
