@@ -38,6 +38,7 @@
 #include "recorder/base.h"
 #include "recorder/lifecycle.h"
 #include "recorder/options.h"
+#include "recorder/proc_maps.h"
 #include "recorder/own_heap.h"
 #include "recorder/process.h"
 #include "recorder/recorder.h"
@@ -406,6 +407,62 @@ int patch_module(dl_phdr_info* info, size_t, void*) {
   return 0;
 }
 
+// The definitions' symbols, redirected: a module loaded while attached has its entries bound by
+// the loader (and its constructors run) before dlopen returns and its entries can be rewritten,
+// so every lookup of a redirected name made meanwhile must find the shim. The loader computes a
+// definition's address from its module's load address and the symbol's st_value in the dynamic
+// symbol table: each defining module's entry gets the shim's offset from its module, and its
+// own value back at the detach. (Entries bound this way hold the shim after the detach, which
+// forwards as the entries it restores did.)
+struct SymbolPatch {
+  ElfW(Sym)* sym;
+  ElfW(Addr) old;
+};
+SymbolPatch g_symbols[kHooks];
+int g_nsymbols = 0;
+
+// Writes st_value of `sym`, whose page is read-only (and executable where it is so).
+bool store_symbol(ElfW(Sym)* sym, ElfW(Addr) value) {
+  const auto a = reinterpret_cast<uintptr_t>(&sym->st_value);
+  const uintptr_t page = a & ~static_cast<uintptr_t>(4095);
+  if ((a + sizeof(ElfW(Addr)) - 1) / 4096 != a / 4096) return false;  // (never across pages)
+  int prot = -1;
+  read_mappings([&](const Mapping& m) {
+    if (a < m.lo || a >= m.hi) return true;
+    prot = (m.readable ? PROT_READ : 0) | (m.writable ? PROT_WRITE : 0) | (m.executable ? PROT_EXEC : 0);
+    return false;
+  });
+  if (prot < 0) return false;
+  if (!(prot & PROT_WRITE) && mprotect(reinterpret_cast<void*>(page), 4096, prot | PROT_WRITE) != 0) return false;
+  __atomic_store_n(&sym->st_value, value, __ATOMIC_RELEASE);
+  if (!(prot & PROT_WRITE)) mprotect(reinterpret_cast<void*>(page), 4096, prot);
+  return true;
+}
+
+void redirect_symbols() {
+  g_nsymbols = 0;
+  for (int i = 0; i < kHooks; ++i) {
+    const Hook& h = g_hooks[i];
+    if (!h.shim || !h.def) continue;
+    Dl_info info{};
+    ElfW(Sym)* sym = nullptr;
+    struct link_map* map = nullptr;
+    if (!dladdr1(h.def, &info, reinterpret_cast<void**>(&sym), RTLD_DL_SYMENT) || !sym ||
+        !dladdr1(h.def, &info, reinterpret_cast<void**>(&map), RTLD_DL_LINKMAP) || !map)
+      continue;
+    // (Only the definition itself: not an alias dladdr found at its address under another name.)
+    if (!info.dli_sname || std::strcmp(info.dli_sname, kHookNames[i]) != 0) continue;
+    if (map->l_addr + sym->st_value != reinterpret_cast<ElfW(Addr)>(h.def)) continue;
+    const ElfW(Addr) old = sym->st_value;
+    if (store_symbol(sym, reinterpret_cast<ElfW(Addr)>(h.shim) - map->l_addr)) g_symbols[g_nsymbols++] = {sym, old};
+  }
+}
+
+void restore_symbols() {
+  for (int i = 0; i < g_nsymbols; ++i) store_symbol(g_symbols[i].sym, g_symbols[i].old);
+  g_nsymbols = 0;
+}
+
 // The loaded modules' address ranges and RELRO parts, to restore only entries still mapped.
 struct Loaded {
   Module m[1024];
@@ -456,6 +513,7 @@ void write_status(const char* name, const char* text) {
 
 void detach() {
   pthread_mutex_lock(&g_patch_mutex);
+  restore_symbols();
   restore_all();
   g_attached.store(false);
   pthread_mutex_unlock(&g_patch_mutex);
@@ -506,6 +564,7 @@ int attach_start(const char* config) {
   pthread_mutex_lock(&g_patch_mutex);
   g_attached.store(true);
   dl_iterate_phdr(patch_module, nullptr);
+  redirect_symbols();
   pthread_mutex_unlock(&g_patch_mutex);
   pthread_attr_t attr;
   pthread_attr_init(&attr);

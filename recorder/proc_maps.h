@@ -16,7 +16,7 @@ namespace memtide::rec {
 // One line: "lo-hi perms offset dev inode   path".
 struct Mapping {
   uintptr_t lo = 0, hi = 0;
-  bool readable = false, writable = false;
+  bool readable = false, writable = false, executable = false;
   std::string_view path;  // "" for an anonymous mapping
   bool anonymous() const { return path.empty() || path.substr(0, 6) == "[anon:"; }
   bool special() const {
@@ -47,6 +47,7 @@ inline bool parse_mapping(const char* p, const char* end, Mapping& m) {
   if (p == end || *p++ != ' ' || end - p < 4) return false;
   m.readable = p[0] == 'r';
   m.writable = p[1] == 'w';
+  m.executable = p[2] == 'x';
   for (int field = 0; field < 4 && p < end; ++field) {  // perms, offset, dev, inode
     while (p < end && *p != ' ') ++p;
     while (p < end && *p == ' ') ++p;

@@ -219,6 +219,30 @@ TEST(Attach, AttachesAgainAfterADetach) {
   EXPECT_EQ(slurp(target.out), baseline.out);
 }
 
+// A library dlopened while attached: its constructor's allocation (made inside dlopen, before
+// its entries could be rewritten) is recorded, with the constructor's stack.
+TEST(Attach, RecordsTheConstructorsOfALibraryLoadedWhileAttached) {
+  TempDir dir;
+  const fs::path ready = dir.path() / "ready", trigger = dir.path() / "go";
+  const Spawned target = spawn({MT_DLOPEN_LATER, ready.string(), trigger.string(), MT_CTOR_LIB}, dir.path(), "target");
+  ASSERT_TRUE(wait_file(ready));
+  const fs::path trace = dir.path() / "t.mtide", at = dir.path() / "attach";
+  fs::create_directories(at);
+  RunResult a;
+  std::thread attach([&] { a = memtide({"attach", std::to_string(target.pid), "--duration", "3s", "-o", trace.string()}, at); });
+  for (int i = 0; i < 600 && !fs::exists(trace); ++i) std::this_thread::sleep_for(50ms);
+  std::this_thread::sleep_for(300ms);
+  { std::ofstream(trigger.string()) << "go\n"; }
+  attach.join();
+  EXPECT_EQ(a.status, 0) << a.err;
+  EXPECT_EQ(wait_exit(target), 0) << slurp(target.err);
+  const json j = report(trace, dir.path());
+  ASSERT_FALSE(j.is_discarded());
+  const auto [bytes, blocks] = leaked_in(j, "ctor_leak");
+  EXPECT_EQ(blocks, 1u) << j["leaks"].dump().substr(0, 3000);
+  EXPECT_EQ(bytes, 3131u);
+}
+
 // Each attach begins a trace of its own, the second as the first: its End counts its own events,
 // and its checkpoints (one a second) number from 1, point to no earlier one, and hold what the
 // replay of its own trace holds at their time, stream by stream.
