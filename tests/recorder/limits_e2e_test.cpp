@@ -223,20 +223,29 @@ TEST(Lifecycle, TraceDescriptorIsNotSeenByTheProgram) {
 // A thread with a 16 KiB stack recurses as deep under memtide as untraced, less what a stack
 // walk takes on it, whatever --max-depth: the walk's buffer is on the heap. With libunwind and
 // --max-depth 1024 the recursion once reached 9 frames of its 30 (the buffers were on the stack).
+// The most frames of `lifecycle MODE N [LIB]` (a thread of 16 KiB recursing N frames) that run
+// to the end, N from 4 to `most`, with the environment `env` (none: untraced).
+int deepest_small_stack(const fs::path& dir, const char* mode, const char* lib, int most,
+                        const std::vector<std::pair<std::string, std::string>>& env) {
+  int n = 4;
+  for (; n <= most; ++n) {
+    auto e = env;
+    if (!e.empty()) e.emplace_back("MEMTIDE_OUTPUT", (dir / "t.mtide").string());
+    std::vector<std::string> argv{MT_LIFECYCLE, mode, std::to_string(n)};
+    if (lib) argv.emplace_back(lib);
+    const RunResult r = run(argv, e, dir, 60);
+    std::error_code ec;
+    fs::remove(dir / "t.mtide", ec);
+    if (r.status != 0) break;
+    EXPECT_EQ(r.out, "small stack: " + std::to_string(n) + " frames\n");
+  }
+  return n - 1;
+}
+
 TEST(Lifecycle, SmallThreadStacksKeepTheirDepth) {
   TempDir dir;
   auto deepest = [&](const std::vector<std::pair<std::string, std::string>>& env) {
-    int n = 4;
-    for (; n <= 64; ++n) {
-      auto e = env;
-      if (!e.empty()) e.emplace_back("MEMTIDE_OUTPUT", (dir.path() / "t.mtide").string());
-      const RunResult r = run({MT_LIFECYCLE, "small-stack", std::to_string(n)}, e, dir.path(), 60);
-      std::error_code ec;
-      fs::remove(dir.path() / "t.mtide", ec);
-      if (r.status != 0) break;
-      EXPECT_EQ(r.out, "small stack: " + std::to_string(n) + " frames\n");
-    }
-    return n - 1;
+    return deepest_small_stack(dir.path(), "small-stack", nullptr, 64, env);
   };
   const int untraced = deepest({});
   ASSERT_GE(untraced, 10) << "frames of 256 bytes in 16 KiB";
@@ -258,17 +267,7 @@ TEST(Lifecycle, SmallThreadStacksKeepTheirDepth) {
 TEST(Lifecycle, AModulesFirstSightDeepInASmallStack) {
   TempDir dir;
   auto deepest = [&](const std::vector<std::pair<std::string, std::string>>& env) {
-    int n = 4;
-    for (; n <= 80; ++n) {
-      auto e = env;
-      if (!e.empty()) e.emplace_back("MEMTIDE_OUTPUT", (dir.path() / "t.mtide").string());
-      const RunResult r = run({MT_LIFECYCLE, "small-stack-deep", std::to_string(n), MT_DLTARGET}, e, dir.path(), 60);
-      std::error_code ec;
-      fs::remove(dir.path() / "t.mtide", ec);
-      if (r.status != 0) break;
-      EXPECT_EQ(r.out, "small stack: " + std::to_string(n) + " frames\n");
-    }
-    return n - 1;
+    return deepest_small_stack(dir.path(), "small-stack-deep", MT_DLTARGET, 80, env);
   };
   const int untraced = deepest({});
   ASSERT_GE(untraced, 20) << "frames of 256 bytes in 16 KiB";
