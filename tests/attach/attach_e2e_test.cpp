@@ -243,6 +243,24 @@ TEST(Attach, RecordsTheConstructorsOfALibraryLoadedWhileAttached) {
   EXPECT_EQ(bytes, 3131u);
 }
 
+// A process that ends while attached, its parent not reaping it yet (a zombie, as a parent busy
+// elsewhere leaves it): memtide attach sees the end at once, not when --duration is over.
+TEST(Attach, AProcessThatEndsUnreapedEndsTheAttach) {
+  TempDir dir;
+  const fs::path ready = dir.path() / "ready", trigger = dir.path() / "go";
+  { std::ofstream(trigger.string()) << "go\n"; }  // (it loads the library at once, then lives 5 s)
+  const Spawned target = spawn({MT_DLOPEN_LATER, ready.string(), trigger.string(), MT_CTOR_LIB}, dir.path(), "target");
+  ASSERT_TRUE(wait_file(ready));
+  const auto began = std::chrono::steady_clock::now();
+  const RunResult a = memtide({"attach", std::to_string(target.pid), "--duration", "60s", "-o", (dir.path() / "t.mtide").string()},
+                              dir.path());
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  EXPECT_EQ(a.status, 0) << a.err;
+  EXPECT_NE(a.err.find("ended"), std::string::npos) << a.err;
+  EXPECT_LT(took, 20.0) << "the process ended about 5 s after it started";
+  EXPECT_EQ(wait_exit(target), 0);
+}
+
 // Each attach begins a trace of its own, the second as the first: its End counts its own events,
 // and its checkpoints (one a second) number from 1, point to no earlier one, and hold what the
 // replay of its own trace holds at their time, stream by stream.
