@@ -23,7 +23,7 @@ while [[ $# -gt 0 ]]; do
     *) echo "usage: bench/attach.sh [--build-dir DIR] [--runs N] [--seconds S] [--threads T]" >&2; exit 2 ;;
   esac
 done
-probe=$build/bench/memtide-bench-attach-probe
+probe=$build/bin/memtide-bench-attach-probe
 memtide=$build/bin/memtide
 [[ -x "$probe" && -x "$memtide" ]] || { echo "build memtide-bench-attach-probe, memtide and memtide-cli first" >&2; exit 2; }
 work=$(mktemp -d)
@@ -45,14 +45,25 @@ for i in $(seq "$runs"); do
   pid=$!
   while [[ ! -s "$work/ready" ]]; do sleep 0.01; done
   sleep 0.5
-  "$memtide" attach "$pid" -q --no-symbolize -o "$work/attached.$i.mtide" 2>"$work/attach.$i.log" &
+  "$memtide" attach "$pid" --no-symbolize -o "$work/attached.$i.mtide" 2>"$work/attach.$i.log" &
   attach=$!
   wait "$pid"
   wait "$attach" || { cat "$work/attach.$i.log" >&2; exit 1; }
   held=$(sed -n 's/.* in \([0-9]*\) ms;.*/\1/p' "$work/attach.$i.log")
-  printf 'run %d: CPU ns per request untraced %s, memtide run %s, attached %s; requests/s %s, %s, %s; longest wait untraced %s ms, attached %s ms (gdb ran %s ms)\n' \
+  # The same attach through gdb (MEMTIDE_ATTACH_INJECTOR=gdb), which holds every thread.
+  rm -f "$work/ready"
+  "$probe" "${probe_args[@]}" --ready "$work/ready" >"$work/gdb.$i" &
+  pid=$!
+  while [[ ! -s "$work/ready" ]]; do sleep 0.01; done
+  sleep 0.5
+  MEMTIDE_ATTACH_INJECTOR=gdb "$memtide" attach "$pid" --no-symbolize -o "$work/gdb.$i.mtide" 2>"$work/gdb.$i.log" &
+  attach=$!
+  wait "$pid"
+  wait "$attach" || { cat "$work/gdb.$i.log" >&2; exit 1; }
+  held_gdb=$(sed -n 's/.* in \([0-9]*\) ms;.*/\1/p' "$work/gdb.$i.log")
+  printf 'run %d: CPU ns per request untraced %s, memtide run %s, attached %s; requests/s %s, %s, %s; longest wait untraced %s ms, attached %s ms (one thread held %s ms), attached by gdb %s ms (gdb held the process %s ms)\n' \
     "$i" "$(cpu "$work/untraced.$i")" "$(cpu "$work/run.$i")" "$(cpu "$work/attached.$i")" \
     "$(rate "$work/untraced.$i")" "$(rate "$work/run.$i")" "$(rate "$work/attached.$i")" \
-    "$(gap "$work/untraced.$i")" "$(gap "$work/attached.$i")" "$held"
+    "$(gap "$work/untraced.$i")" "$(gap "$work/attached.$i")" "$held" "$(gap "$work/gdb.$i")" "$held_gdb"
   rm -f "$work"/*.mtide
 done
