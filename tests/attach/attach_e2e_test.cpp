@@ -342,6 +342,33 @@ TEST(Attach, ASecondAttachCountsOnlyItsOwnLostEvents) {
   wait_exit(target);
 }
 
+// A process none of whose threads ever sleeps (each spins in its own code and the C library's
+// clock) is attached over ptrace, with no gdb: a thread is stepped out of the library to its own
+// code, and its vector registers are given back (the program checks two copies it keeps there).
+// Attached 5 times: a step that met a system call or a signal is tried again, never a failure.
+TEST(Attach, LoadsIntoAProcessWhoseThreadsNeverSleep) {
+  TempDir dir;
+  const fs::path ready = dir.path() / "ready";
+  const Spawned target = spawn({MT_SPINNER, ready.string(), "3"}, dir.path(), "spinner");
+  ASSERT_TRUE(wait_file(ready));
+  for (int i = 0; i < 5; ++i) {
+    SCOPED_TRACE("attach " + std::to_string(i));
+    const fs::path trace = dir.path() / ("spin" + std::to_string(i) + ".mtide");
+    const RunResult a = run({MT_WRAPPER, "attach", std::to_string(target.pid), "--duration", "1s", "-o", trace.string()},
+                            {{"MEMTIDE_ATTACH_INJECTOR", "ptrace"}}, dir.path(), 120);
+    ASSERT_EQ(a.status, 0) << a.err;
+    const Replay t = replay_trace(trace.string());
+    ASSERT_TRUE(t.read_ok && t.ended) << t.error;
+    EXPECT_EQ(t.end_reason, fmt::EndReason::Detach);
+    uint64_t allocs = 0;
+    for (unsigned k = 0; k < fmt::kApiCount; ++k) allocs += t.allocs[k];
+    EXPECT_GT(allocs, 0u) << "the spinning threads' mallocs are recorded";
+  }
+  std::ofstream(dir.path() / "ready.stop") << "stop\n";
+  EXPECT_EQ(wait_exit(target), 0) << "the vector registers of a thread the recorder was loaded on changed: "
+                                  << slurp(target.out);
+}
+
 // The recorder's messages while attached go to `memtide attach`'s stderr, never into the
 // program's: a size limit reached says so there.
 TEST(Attach, TheRecordersMessagesGoToAttachNotToTheProgramsStderr) {
