@@ -43,6 +43,7 @@
 #include "recorder/process.h"
 #include "recorder/recorder.h"
 #include "recorder/state.h"
+#include "recorder/trace_state.h"
 #include "recorder/threads.h"
 #include "recorder/trace_file.h"
 #include "recorder/writer.h"
@@ -610,7 +611,7 @@ void attach_modules_changed() {
 // ---------------------------------------------------------------------------------------
 // [6] Threads of a previous recording, fork
 // ---------------------------------------------------------------------------------------
-void attach_reset_threads() {
+void attach_restart_streams() {
   // No thread records now (its entries are restored); each state starts again as a thread's
   // first event would make it: a new stream with its start and name, no stack ids of the
   // previous trace (the table of stacks starts again).
@@ -628,7 +629,7 @@ void attach_reset_threads() {
       continue;
     }
     const uint32_t index = s->index;
-    stream_init(s, index, recording.start_time);
+    stream_init(s, index, g_trace.start_time);
     s->reg_next = next;
     s->reg_prev = prev;
     std::memset(ts->cache, 0, sizeof ts->cache);
@@ -650,14 +651,11 @@ void attach_reset_threads() {
 void attach_fork_child() {
   // The child is not recorded: its entries get their old values back, the parent's file and
   // writer are left to the parent.
-  mutex_reset(&g_patch_mutex);
+  mutex_init_in_child(&g_patch_mutex);
   restore_all();
   g_attached.store(false);
   recording.state.store(kStopped);
-  writer_reset_after_fork();
-  const int fd = recording.fd;
-  recording.fd = -1;
-  if (fd >= 0) syscall(SYS_close, fd);
+  begin_trace(TraceOrigin::kForkChild);  // (a trace with no file: the child is not recorded)
 }
 
 }  // namespace memtide::rec

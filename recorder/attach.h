@@ -39,7 +39,7 @@ bool attach_message(const char* line, size_t n);
 void attach_modules_changed();
 
 // After a detach, before a new trace: every thread's state starts again (start_attached).
-void attach_reset_threads();
+void attach_restart_streams();
 
 // The options line of the trace's ProcessInfo while attached, else null.
 const char* attach_options_text();

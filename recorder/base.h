@@ -32,6 +32,6 @@ void mem_thread_ending();  // the thread's destructor runs: mimalloc has deleted
 void message(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
 // A recorder mutex made anew (in a forked child): MT_MUTEX_INITIALIZER's state.
-inline void mutex_reset(pthread_mutex_t* m) { *m = pthread_mutex_t MT_MUTEX_INITIALIZER; }
+inline void mutex_init_in_child(pthread_mutex_t* m) { *m = pthread_mutex_t MT_MUTEX_INITIALIZER; }
 
 }  // namespace memtide::rec

@@ -22,6 +22,7 @@
 #include "recorder/base.h"
 #include "recorder/sampling.h"
 #include "recorder/state.h"
+#include "recorder/trace_state.h"
 #include "recorder/trace_file.h"
 #include "recorder/writer.h"
 
@@ -29,196 +30,16 @@ namespace memtide::rec {
 
 namespace {
 
+using namespace ckpt;
 using fmt::CheckpointDomain;
-constexpr uint64_t kMaxBlockBytes = (uint64_t{1} << 56) - 1;  // as the replay clamps sizes
 // What an event waiting to be applied counts for in the writer's backpressure, in bytes of
 // queued chunks (a record takes about 5 before compression; its event 32 here).
 constexpr size_t kBacklogWeight = 16;
 
-// A growable array on the recorder's heap (never the program's).
-template <class T>
-struct Array {
-  T* data = nullptr;
-  size_t size = 0, cap = 0;
-  bool push(const T& v) {
-    if (size == cap && !grow(cap ? cap * 2 : 1024)) return false;
-    data[size++] = v;
-    return true;
-  }
-  bool grow(size_t n) {
-    if (n <= cap) return true;
-    T* d = static_cast<T*>(mem_alloc_uninit(n * sizeof(T)));
-    if (!d) return false;
-    if (size) __builtin_memcpy(d, data, size * sizeof(T));
-    mem_free(data);
-    data = d;
-    cap = n;
-    return true;
-  }
-  void release() {
-    mem_free(data);
-    *this = Array{};
-  }
-};
-
-struct Live {
-  uint64_t addr;  // 0: an empty slot
-  uint64_t time;
-  uint64_t size_api;  // size (56 bits) | api << 56
-  uint64_t stack;
-  uint64_t weight;  // the replay's weight of a sampled block; 0: itself
-  uint64_t size() const { return size_api & kMaxBlockBytes; }
-  fmt::Api api() const { return static_cast<fmt::Api>(size_api >> 56); }
-};
-
-// Live blocks by address: open addressing, linear probing, deletion by backward shift.
-struct LiveTable {
-  Live* slots = nullptr;
-  size_t mask = 0, count = 0;
-  uint64_t bytes = 0;  // what the blocks stand for, as the replay sums them
-
-  unsigned shift = 64;
-  // A block's home slot, as the replay's HashLiveMap places it (analysis/live_hash.h): each 128 bytes
-  // of the address space map to 8 neighbouring slots, the groups scattered by a Fibonacci hash, so
-  // that blocks an allocator placed together share cache lines here too (a hash of each address
-  // cost a cache miss per event with a million live blocks).
-  size_t hash(uint64_t a) const {
-    const uint64_t group = ((a >> 7) * 0x9E3779B97F4A7C15ull) >> shift;
-    return static_cast<size_t>((group << 3) | ((a >> 4) & 7));
-  }
-  void prefetch(uint64_t a) const {
-    if (slots) __builtin_prefetch(&slots[hash(a) & mask]);
-  }
-  Live* find(uint64_t a) {
-    if (!slots) return nullptr;
-    for (size_t i = hash(a) & mask;; i = (i + 1) & mask) {
-      if (slots[i].addr == a) return &slots[i];
-      if (!slots[i].addr) return nullptr;
-    }
-  }
-  bool insert(const Live& v) {  // (no block at v.addr)
-    if ((count + 1) * 4 > (mask + 1) * 3 || !slots) {  // (at most 3/4 full: under 4 probes, live_map.h)
-      const size_t n = slots ? (mask + 1) * 2 : 4096;
-      Live* s = static_cast<Live*>(mem_alloc(n * sizeof(Live)));
-      if (!s) return false;
-      Live* old = slots;
-      const size_t old_n = slots ? mask + 1 : 0;
-      slots = s;
-      mask = n - 1;
-      shift = 64 - (static_cast<unsigned>(__builtin_ctzll(n)) - 3);
-      for (size_t i = 0; i < old_n; ++i)
-        if (old[i].addr) place(old[i]);
-      mem_free(old);
-    }
-    place(v);
-    ++count;
-    return true;
-  }
-  void place(const Live& v) {
-    size_t i = hash(v.addr) & mask;
-    while (slots[i].addr) i = (i + 1) & mask;
-    slots[i] = v;
-  }
-  void erase(Live* e) {
-    size_t i = static_cast<size_t>(e - slots);
-    for (size_t j = (i + 1) & mask;; j = (j + 1) & mask) {
-      if (!slots[j].addr) break;
-      const size_t home = hash(slots[j].addr) & mask;
-      // slots[j] may move to i when i lies cyclically in [home, j)
-      if (((j - home) & mask) >= ((j - i) & mask)) {
-        slots[i] = slots[j];
-        i = j;
-      }
-    }
-    slots[i].addr = 0;
-    --count;
-  }
-};
-
-// A mapped range [addr, addr + size) of the mmap domain (kept sorted by address).
-using Range = Live;
-
-// An event as it is applied.
-enum : uint8_t { kAlloc, kFree, kSwitch, kWeight };
-struct Op {
-  uint64_t time, addr, size, stack, weight;
-  uint32_t stream;
-  uint8_t kind, api;
-};
-
-// An event waiting in its stream's queue for a watermark that vouches for it: 32 bytes (the
-// writer holds a flush pass's worth of them). A sampled Alloc is followed by a kWeight event
-// whose addr is its weight. Sizes are kept to 48 bits (no allocation of 256 TiB succeeds).
-constexpr uint64_t kSizeMask = (uint64_t{1} << 48) - 1;
-struct Event {
-  uint64_t time, addr;
-  uint64_t size_api_kind;  // size | api << 48 | kind << 56
-  uint32_t stack;
-  uint32_t block;  // the block's number in the file: the order of equal times across streams
-  uint64_t size() const { return size_api_kind & kSizeMask; }
-  uint8_t api() const { return static_cast<uint8_t>(size_api_kind >> 48); }
-  uint8_t kind() const { return static_cast<uint8_t>(size_api_kind >> 56); }
-};
-static_assert(sizeof(Event) == 32);
-
-// A stream's Alloc and Free records applied, and its thread as its records describe it.
-struct Queue {
-  Array<Event> ev;
-  size_t head;
-};
-
-struct StreamCounts {
-  uint64_t allocs, frees;
-  uint64_t os_tid, parent, start, exit;
-  uint8_t name_len;
-  char name[31];
-};
-
-// A Marker of a thread's stream, kept for the head of the first checkpoint after its time (the
-// readers of a window do not read the blocks that hold it).
-struct MarkerCopy {
-  uint64_t time, sampling;
-  uint32_t stream;
-  uint16_t len;
-  char label[256];
-};
-
-// A Counters record of the process stream, kept for the head of the first checkpoint after
-// its time (the whole run's timeline reads the heads instead of every block).
-struct CounterCopy {
-  uint64_t time, rss, vm;
-};
-
-struct BlockMark {
-  uint64_t offset, end_time;
-};
-
-struct State {
-  bool failed = false;
-  LiveTable live[2];  // heap, custom
-  Array<Range> ranges;
-  uint64_t mapped = 0;
-  Array<Queue> queues;  // by stream: its events in stream (so time) order, from `head` on
-  Array<uint32_t> heap;  // (scratch of checkpoint_pass)
-  Array<StreamCounts> counts;
-  Array<BlockMark> marks;  // blocks written since the last checkpoint's replay_from
-  Array<MarkerCopy> markers;  // the threads' and stream 0's
-  Array<CounterCopy> counters;
-  uint32_t blocks = 0;  // blocks decoded (wraps: only equal times in one pass compare it)
-  uint64_t interval = 0;  // sampling interval in force at `applied` (0: exact)
-  uint64_t applied = 0;   // every event timed before it is applied
-  bool due = false;  // checkpoint_due: at the next pass that can, whatever the interval
-  uint64_t due_from = 0;
-  uint64_t written_seq = 0, last_time = 0, last_offset = 0, last_time_applied = 0, last_head = 0;
-  fmt::DecodeScratch* scratch = nullptr;
-};
-State g;
-// Events decoded and not yet applied, for the writer's backpressure (checkpoint_backlog).
-std::atomic<size_t> g_backlog{0};
 
 void fail(const char* why) {
-  if (g.failed) return;
-  g.failed = true;
+  if (g_trace.checkpoint.failed) return;
+  g_trace.checkpoint.failed = true;
   message("checkpoints stopped: %s; the trace goes on without them", why);
 }
 
@@ -229,7 +50,7 @@ void fail(const char* why) {
 unsigned heap_map(fmt::Api a) { return a == fmt::Api::Custom ? 1 : 0; }
 
 void heap_alloc(const Op& e) {
-  LiveTable& t = g.live[heap_map(static_cast<fmt::Api>(e.api))];
+  LiveTable& t = g_trace.checkpoint.live[heap_map(static_cast<fmt::Api>(e.api))];
   if (!e.addr) return;
   if (Live* old = t.find(e.addr)) {  // allocated twice: the replay releases the first
     t.bytes -= old->weight ? old->weight : old->size();
@@ -242,7 +63,7 @@ void heap_alloc(const Op& e) {
 }
 
 void heap_free(const Op& e) {
-  LiveTable& t = g.live[heap_map(static_cast<fmt::Api>(e.api))];
+  LiveTable& t = g_trace.checkpoint.live[heap_map(static_cast<fmt::Api>(e.api))];
   if (Live* b = t.find(e.addr)) {
     t.bytes -= b->weight ? b->weight : b->size();
     t.erase(b);
@@ -252,13 +73,13 @@ void heap_free(const Op& e) {
 // Removes [lo, hi) from the mapped ranges.
 void unmap(uint64_t lo, uint64_t hi) {
   if (hi <= lo) return;
-  Array<Range>& r = g.ranges;
+  Array<Range>& r = g_trace.checkpoint.ranges;
   size_t i = 0;
   while (i < r.size && r.data[i].addr + r.data[i].size() <= lo) ++i;
   while (i < r.size && r.data[i].addr < hi) {
     const Range x = r.data[i];
     const uint64_t end = x.addr + x.size(), cut_lo = std::max(x.addr, lo), cut_hi = std::min(end, hi);
-    g.mapped -= std::min(g.mapped, cut_hi - cut_lo);
+    g_trace.checkpoint.mapped -= std::min(g_trace.checkpoint.mapped, cut_hi - cut_lo);
     const uint64_t api = x.size_api & ~kMaxBlockBytes;
     // Replace x by what is left of it (0, 1 or 2 ranges).
     Range keep[2];
@@ -276,14 +97,14 @@ void unmap(uint64_t lo, uint64_t hi) {
 void mmap_alloc(const Op& e) {
   if (e.size == 0 || e.addr + e.size < e.addr) return;
   unmap(e.addr, e.addr + e.size);
-  Array<Range>& r = g.ranges;
+  Array<Range>& r = g_trace.checkpoint.ranges;
   if (!r.grow(r.size + 1)) return fail("out of memory");
   size_t i = r.size;
   while (i && r.data[i - 1].addr > e.addr) --i;
   __builtin_memmove(r.data + i + 1, r.data + i, (r.size - i) * sizeof(Range));
   r.data[i] = Range{e.addr, e.time, e.size | uint64_t{e.api} << 56, e.stack, 0};
   ++r.size;
-  g.mapped += e.size;
+  g_trace.checkpoint.mapped += e.size;
 }
 
 void mmap_free(const Op& e) {
@@ -293,7 +114,7 @@ void mmap_free(const Op& e) {
     hi = e.addr + e.size;
   } else {  // mremap's old mapping: to the end of the range that holds it
     const Range* holder = nullptr;
-    for (size_t i = 0; i < g.ranges.size && g.ranges.data[i].addr <= e.addr; ++i) holder = &g.ranges.data[i];
+    for (size_t i = 0; i < g_trace.checkpoint.ranges.size && g_trace.checkpoint.ranges.data[i].addr <= e.addr; ++i) holder = &g_trace.checkpoint.ranges.data[i];
     if (!holder || holder->addr + holder->size() <= e.addr) return;
     hi = holder->addr + holder->size();
   }
@@ -303,8 +124,8 @@ void mmap_free(const Op& e) {
 // A switch from exact to sampled recording: the replay keeps the blocks of the exact period whose
 // address is kept, each standing for kExactKeepFactor of itself, and drops the others.
 void switch_sampling(uint64_t interval) {
-  if (g.interval == 0 && interval != 0) {
-    for (LiveTable& t : g.live) {
+  if (g_trace.checkpoint.interval == 0 && interval != 0) {
+    for (LiveTable& t : g_trace.checkpoint.live) {
       for (size_t i = 0; i <= t.mask && t.slots;) {
         Live& b = t.slots[i];
         if (!b.addr || b.weight) {
@@ -322,17 +143,17 @@ void switch_sampling(uint64_t interval) {
       }
     }
   }
-  g.interval = interval;
+  g_trace.checkpoint.interval = interval;
 }
 
 StreamCounts* counts_of(uint32_t stream) {
-  if (stream >= g.counts.size) {
+  if (stream >= g_trace.checkpoint.counts.size) {
     if (stream >= (1u << 20)) return nullptr;
-    if (stream >= g.counts.cap && !g.counts.grow(std::max<size_t>(stream + 1, g.counts.cap * 2))) return nullptr;
-    __builtin_memset(g.counts.data + g.counts.size, 0, (stream + 1 - g.counts.size) * sizeof(StreamCounts));
-    g.counts.size = stream + 1;
+    if (stream >= g_trace.checkpoint.counts.cap && !g_trace.checkpoint.counts.grow(std::max<size_t>(stream + 1, g_trace.checkpoint.counts.cap * 2))) return nullptr;
+    __builtin_memset(g_trace.checkpoint.counts.data + g_trace.checkpoint.counts.size, 0, (stream + 1 - g_trace.checkpoint.counts.size) * sizeof(StreamCounts));
+    g_trace.checkpoint.counts.size = stream + 1;
   }
-  return &g.counts.data[stream];
+  return &g_trace.checkpoint.counts.data[stream];
 }
 
 void apply(const Op& e) {
@@ -360,18 +181,18 @@ struct Collect : fmt::NullVisitor {
   uint32_t block = 0;
   size_t pushed = 0;
   void push(uint32_t stream, uint64_t time, uint64_t addr, uint64_t size, uint64_t stack, uint8_t api, uint8_t kind) {
-    if (stream >= g.queues.size) {
-      const size_t n = std::max<size_t>(stream + 1, g.queues.size * 2);
-      if (stream >= (1u << 20) || !g.queues.grow(n)) {
+    if (stream >= g_trace.checkpoint.queues.size) {
+      const size_t n = std::max<size_t>(stream + 1, g_trace.checkpoint.queues.size * 2);
+      if (stream >= (1u << 20) || !g_trace.checkpoint.queues.grow(n)) {
         ok = false;
         return;
       }
-      __builtin_memset(static_cast<void*>(g.queues.data + g.queues.size), 0, (n - g.queues.size) * sizeof(Queue));
-      g.queues.size = n;
+      __builtin_memset(static_cast<void*>(g_trace.checkpoint.queues.data + g_trace.checkpoint.queues.size), 0, (n - g_trace.checkpoint.queues.size) * sizeof(Queue));
+      g_trace.checkpoint.queues.size = n;
     }
     if (stack > UINT32_MAX) ok = false;  // (no recorder makes 4 G stack nodes)
     const uint64_t packed = std::min(size, kSizeMask) | uint64_t{api} << 48 | uint64_t{kind} << 56;
-    if (!g.queues.data[stream].ev.push(Event{time, addr, packed, static_cast<uint32_t>(stack), block})) ok = false;
+    if (!g_trace.checkpoint.queues.data[stream].ev.push(Event{time, addr, packed, static_cast<uint32_t>(stack), block})) ok = false;
     ++pushed;
   }
   void on_alloc(uint32_t s, const fmt::Alloc& a) {
@@ -400,11 +221,11 @@ struct Collect : fmt::NullVisitor {
   void on_marker(uint32_t s, const fmt::Marker& m) {
     MarkerCopy c{m.time, m.sampling, s, static_cast<uint16_t>(std::min(m.label.size(), sizeof c.label)), {}};
     __builtin_memcpy(c.label, m.label.data(), c.len);
-    if (!g.markers.push(c)) ok = false;
+    if (!g_trace.checkpoint.markers.push(c)) ok = false;
     if (m.switches_sampling()) push(s, m.time, 0, m.sampling_interval(), 0, 0, kSwitch);
   }
   void on_counters(uint32_t s, const fmt::Counters& x) {
-    if (s == 0 && !g.counters.push(CounterCopy{x.time, x.rss_bytes, x.vm_bytes})) ok = false;
+    if (s == 0 && !g_trace.checkpoint.counters.push(CounterCopy{x.time, x.rss_bytes, x.vm_bytes})) ok = false;
   }
 };
 
@@ -414,68 +235,55 @@ void checkpoint_due(uint64_t replay_from) {
   // (Already due from an earlier segment: that one stays the goal. Moving it to each new
   // segment would never be met when segments fill faster than a pass: the blocks a pass wrote
   // before a rotation hold events timed after the pass's time.)
-  if (g.due) return;
-  g.due = true;
-  g.due_from = replay_from;
+  if (g_trace.checkpoint.due) return;
+  g_trace.checkpoint.due = true;
+  g_trace.checkpoint.due_from = replay_from;
 }
 
-bool checkpoint_pending() { return g.due && checkpoints_on(); }
+bool checkpoint_pending() { return g_trace.checkpoint.due && checkpoints_on(); }
 
 bool checkpoints_on() {
-  return !g.failed && recording.opts.checkpoint_interval_s != 0;
+  return !g_trace.checkpoint.failed && recording.opts.checkpoint_interval_s != 0;
 }
 
-void checkpoint_trace_opened() {
-  // A new file (a forked child's): its readers know the blocks allocated in it alone.
-  for (LiveTable& t : g.live) {
-    mem_free(t.slots);
-    t = LiveTable{};
-  }
-  g.ranges.release();
-  for (size_t i = 0; i < g.queues.size; ++i) g.queues.data[i].ev.release();
-  g.queues.release();
-  g.heap.release();
-  g.counts.release();
-  g.marks.release();
-  g.markers.release();
-  g.counters.release();
-  g.blocks = 0;
-  g_backlog.store(0, std::memory_order_relaxed);
-  g.mapped = g.applied = g.written_seq = g.last_offset = g.last_time_applied = g.last_head = 0;
-  g.last_time = now_ns();
-  g.interval = sampling::g_interval.load(std::memory_order_relaxed);
-}
-
-void checkpoint_reset_after_fork() {
-  // (The child opens a trace of its own, checkpoint_trace_opened.)
-  g.failed = false;
+void CheckpointTrace::release() {
+  for (LiveTable& t : live) mem_free(t.slots);
+  ranges.release();
+  for (size_t i = 0; i < queues.size; ++i) queues.data[i].ev.release();
+  queues.release();
+  heap.release();
+  counts.release();
+  marks.release();
+  markers.release();
+  counters.release();
+  mem_free(scratch);
 }
 
 void checkpoint_note_block(uint32_t stream, uint64_t base_time, uint64_t base_addr, const uint8_t* p, size_t n,
                            uint64_t offset) {
   if (!checkpoints_on()) return;
-  if (!g.scratch && !(g.scratch = static_cast<fmt::DecodeScratch*>(mem_alloc(sizeof(fmt::DecodeScratch)))))
+  if (!g_trace.checkpoint.scratch && !(g_trace.checkpoint.scratch = static_cast<fmt::DecodeScratch*>(mem_alloc(sizeof(fmt::DecodeScratch)))))
     return fail("out of memory");
   fmt::StreamRegs r;
   r.time = base_time;
   r.addr = base_addr;
   Collect v;
-  v.block = g.blocks++;
+  v.block = g_trace.checkpoint.blocks++;
   for (const uint8_t *q = p, *end = p + n; q < end;)
-    if (fmt::decode_record(q, end, r, stream, *g.scratch, v) != fmt::DecodeError::None) break;  // as a reader stops
-  g_backlog.fetch_add(v.pushed, std::memory_order_relaxed);
-  if (!v.ok || !g.marks.push(BlockMark{offset, r.time})) fail("out of memory");
+    if (fmt::decode_record(q, end, r, stream, *g_trace.checkpoint.scratch, v) != fmt::DecodeError::None) break;  // as a reader stops
+  g_trace.checkpoint_backlog.fetch_add(v.pushed, std::memory_order_relaxed);
+  if (!v.ok || !g_trace.checkpoint.marks.push(BlockMark{offset, r.time})) fail("out of memory");
 }
 
-size_t checkpoint_backlog() { return g_backlog.load(std::memory_order_relaxed) * kBacklogWeight; }
+size_t checkpoint_backlog() { return g_trace.checkpoint_backlog.load(std::memory_order_relaxed) * kBacklogWeight; }
 
 void checkpoint_pass(uint64_t w) {
-  if (!checkpoints_on() || w < g.applied) return;
+  if (!checkpoints_on() || w < g_trace.checkpoint.applied) return;
   // A k-way merge of the streams' queues by (time, file order), the readers' order: a heap of
   // the streams whose next event is timed before w.
-  Array<uint32_t>& h = g.heap;
+  Array<uint32_t>& h = g_trace.checkpoint.heap;
   h.size = 0;
-  auto head = [](uint32_t q) -> const Event& { return g.queues.data[q].ev.data[g.queues.data[q].head]; };
+  auto head = [](uint32_t q) -> const Event& { return g_trace.checkpoint.queues.data[q].ev.data[g_trace.checkpoint.queues.data[q].head]; };
   auto before = [&](uint32_t a, uint32_t b) {
     const Event &x = head(a), &y = head(b);
     return x.time != y.time ? x.time < y.time : static_cast<int32_t>(x.block - y.block) < 0;
@@ -491,15 +299,15 @@ void checkpoint_pass(uint64_t w) {
       i = m;
     }
   };
-  for (uint32_t q = 0; q < g.queues.size; ++q) {
-    const Queue& k = g.queues.data[q];
+  for (uint32_t q = 0; q < g_trace.checkpoint.queues.size; ++q) {
+    const Queue& k = g_trace.checkpoint.queues.data[q];
     if (k.head < k.ev.size && k.ev.data[k.head].time < w && !h.push(q)) return fail("out of memory");
   }
   for (size_t i = h.size / 2; i-- > 0;) sift_down(i);
   size_t applied = 0;
-  while (h.size && !g.failed) {
+  while (h.size && !g_trace.checkpoint.failed) {
     const uint32_t stream = h.data[0];
-    Queue& k = g.queues.data[stream];
+    Queue& k = g_trace.checkpoint.queues.data[stream];
     // The first of the other streams (one of the root's children); this one's events are
     // applied up to it without going through the heap.
     int64_t other = h.size > 1 ? static_cast<int64_t>(h.data[1]) : -1;
@@ -507,7 +315,7 @@ void checkpoint_pass(uint64_t w) {
     do {
       if (k.head + 8 < k.ev.size) {  // the slot of an event a few ahead: a large live set is out of the cache
         const Event& a = k.ev.data[k.head + 8];
-        g.live[heap_map(static_cast<fmt::Api>(a.api()))].prefetch(a.addr);
+        g_trace.checkpoint.live[heap_map(static_cast<fmt::Api>(a.api()))].prefetch(a.addr);
       }
       ++applied;
       const Event& e = k.ev.data[k.head++];
@@ -522,15 +330,15 @@ void checkpoint_pass(uint64_t w) {
     if (k.head == k.ev.size || k.ev.data[k.head].time >= w) h.data[0] = h.data[--h.size];
     sift_down(0);
   }
-  g_backlog.fetch_sub(std::min(applied, g_backlog.load(std::memory_order_relaxed)), std::memory_order_relaxed);
-  for (size_t q = 0; q < g.queues.size; ++q) {  // what is left moves to the front, now and then
-    Queue& k = g.queues.data[q];
+  g_trace.checkpoint_backlog.fetch_sub(std::min(applied, g_trace.checkpoint_backlog.load(std::memory_order_relaxed)), std::memory_order_relaxed);
+  for (size_t q = 0; q < g_trace.checkpoint.queues.size; ++q) {  // what is left moves to the front, now and then
+    Queue& k = g_trace.checkpoint.queues.data[q];
     if (!k.head || k.head < k.ev.size / 2) continue;
     __builtin_memmove(k.ev.data, k.ev.data + k.head, (k.ev.size - k.head) * sizeof(Event));
     k.ev.size -= k.head;
     k.head = 0;
   }
-  g.applied = w;
+  g_trace.checkpoint.applied = w;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -566,7 +374,7 @@ void put_entries(Out& o, CheckpointDomain d, const Live* e, size_t n, uint64_t t
     uint8_t* const rec = o.buf + o.used;
     uint8_t* p = rec + fmt::kCheckpointPrefix;
     *p++ = static_cast<uint8_t>(fmt::CheckpointOp::Blocks);
-    p = wire::put_varint(p, g.written_seq + 1);
+    p = wire::put_varint(p, g_trace.checkpoint.written_seq + 1);
     *p++ = static_cast<uint8_t>(d);
     p = wire::put_varint(p, k);
     uint64_t prev = 0;
@@ -590,25 +398,25 @@ void put_entries(Out& o, CheckpointDomain d, const Live* e, size_t n, uint64_t t
 }  // namespace
 
 void checkpoint_maybe_write(uint64_t now, uint64_t offset) {
-  if (!checkpoints_on() || g_write_failed) return;
+  if (!checkpoints_on() || g_trace.file.write_failed) return;
   const uint64_t interval = static_cast<uint64_t>(recording.opts.checkpoint_interval_s) * 1000000000ull;
   const uint64_t bytes = recording.opts.checkpoint_bytes;
-  if (!g.due && now - g.last_time < interval && !(bytes && offset - g.last_offset >= bytes)) return;
-  const uint64_t time = g.applied;
-  if (time == 0 || time < g.last_time_applied) return;
+  if (!g_trace.checkpoint.due && now - g_trace.checkpoint.last_time < interval && !(bytes && offset - g_trace.checkpoint.last_offset >= bytes)) return;
+  const uint64_t time = g_trace.checkpoint.applied;
+  if (time == 0 || time < g_trace.checkpoint.last_time_applied) return;
   // The first block that may hold a record timed at or after `time`.
   uint64_t from = offset;
   size_t keep = 0;
-  for (size_t i = 0; i < g.marks.size; ++i)
-    if (g.marks.data[i].end_time >= time) from = std::min(from, g.marks.data[i].offset);
-  for (size_t i = 0; i < g.marks.size; ++i)
-    if (g.marks.data[i].offset >= from) g.marks.data[keep++] = g.marks.data[i];
-  g.marks.size = keep;
-  if (g.due && from < g.due_from) return;  // (a later pass's will not need the blocks before it)
+  for (size_t i = 0; i < g_trace.checkpoint.marks.size; ++i)
+    if (g_trace.checkpoint.marks.data[i].end_time >= time) from = std::min(from, g_trace.checkpoint.marks.data[i].offset);
+  for (size_t i = 0; i < g_trace.checkpoint.marks.size; ++i)
+    if (g_trace.checkpoint.marks.data[i].offset >= from) g_trace.checkpoint.marks.data[keep++] = g_trace.checkpoint.marks.data[i];
+  g_trace.checkpoint.marks.size = keep;
+  if (g_trace.checkpoint.due && from < g_trace.checkpoint.due_from) return;  // (a later pass's will not need the blocks before it)
 
   Out o;
   o.buf = static_cast<uint8_t*>(mem_alloc_uninit(kBlockRaw + 2 * record_max(kRecordEntries)));
-  const size_t n = g.live[0].count + g.live[1].count;
+  const size_t n = g_trace.checkpoint.live[0].count + g_trace.checkpoint.live[1].count;
   Live* sorted = static_cast<Live*>(mem_alloc_uninit((n ? n : 1) * sizeof(Live)));
   if (!o.buf || !sorted) {
     mem_free(o.buf);
@@ -618,14 +426,14 @@ void checkpoint_maybe_write(uint64_t now, uint64_t offset) {
   o.flags = fmt::kBlockFlagCheckpointData;
   const uint64_t data_offset = trace_file_bytes();
   for (unsigned d = 0; d < 2; ++d) {
-    const LiveTable& t = g.live[d];
+    const LiveTable& t = g_trace.checkpoint.live[d];
     size_t k = 0;
     for (size_t i = 0; t.slots && i <= t.mask; ++i)
       if (t.slots[i].addr) sorted[k++] = t.slots[i];
     std::sort(sorted, sorted + k, [](const Live& a, const Live& b) { return a.addr < b.addr; });
     put_entries(o, static_cast<CheckpointDomain>(d), sorted, k, time);
   }
-  put_entries(o, CheckpointDomain::Mmap, g.ranges.data, g.ranges.size, time);
+  put_entries(o, CheckpointDomain::Mmap, g_trace.checkpoint.ranges.data, g_trace.checkpoint.ranges.size, time);
   o.flush();
   mem_free(sorted);
 
@@ -639,9 +447,9 @@ void checkpoint_maybe_write(uint64_t now, uint64_t offset) {
   constexpr size_t kThreadMax = 8 * wire::kMaxVarint + sizeof(StreamCounts::name);
   constexpr size_t kCounterMax = 3 * wire::kMaxVarint;
   constexpr size_t kMarkerRoom = 8u << 20;  // (later markers and counters wait for the next checkpoint)
-  const size_t markers = std::min(g.markers.size, kMarkerRoom / kMarkerMax);
-  const size_t counters = std::min(g.counters.size, kMarkerRoom / kCounterMax);
-  const size_t threads = std::min(g.counts.size, kRecordEntries);
+  const size_t markers = std::min(g_trace.checkpoint.markers.size, kMarkerRoom / kMarkerMax);
+  const size_t counters = std::min(g_trace.checkpoint.counters.size, kMarkerRoom / kCounterMax);
+  const size_t threads = std::min(g_trace.checkpoint.counts.size, kRecordEntries);
   o.buf = static_cast<uint8_t*>(mem_alloc_uninit(markers * kMarkerMax + counters * kCounterMax + 2 * record_max(0) +
                                                  threads * kThreadMax + 256));
   if (!o.buf) return fail("out of memory");
@@ -651,58 +459,58 @@ void checkpoint_maybe_write(uint64_t now, uint64_t offset) {
   uint8_t* rec = o.buf + o.used;
   uint8_t* p = rec + fmt::kCheckpointPrefix;
   *p++ = static_cast<uint8_t>(fmt::CheckpointOp::Process);
-  p = wire::put_varint(p, g.written_seq + 1);
+  p = wire::put_varint(p, g_trace.checkpoint.written_seq + 1);
   size_t listed = 0;
-  for (size_t i = 0; i < counters; ++i) listed += g.counters.data[i].time < time;
+  for (size_t i = 0; i < counters; ++i) listed += g_trace.checkpoint.counters.data[i].time < time;
   p = wire::put_varint(p, listed);
   size_t kept = 0;
-  for (size_t i = 0; i < g.counters.size; ++i) {
-    const CounterCopy& c = g.counters.data[i];
+  for (size_t i = 0; i < g_trace.checkpoint.counters.size; ++i) {
+    const CounterCopy& c = g_trace.checkpoint.counters.data[i];
     if (c.time >= time || i >= counters) {
-      g.counters.data[kept++] = c;
+      g_trace.checkpoint.counters.data[kept++] = c;
       continue;
     }
     p = wire::put_varint(wire::put_varint(wire::put_varint(p, c.time), c.rss), c.vm);
   }
-  g.counters.size = kept;
+  g_trace.checkpoint.counters.size = kept;
   listed = 0;
-  for (size_t i = 0; i < markers; ++i) listed += g.markers.data[i].stream == 0 && g.markers.data[i].time < time;
+  for (size_t i = 0; i < markers; ++i) listed += g_trace.checkpoint.markers.data[i].stream == 0 && g_trace.checkpoint.markers.data[i].time < time;
   p = wire::put_varint(p, listed);
   for (size_t i = 0; i < markers; ++i) {
-    const MarkerCopy& m = g.markers.data[i];
+    const MarkerCopy& m = g_trace.checkpoint.markers.data[i];
     if (m.stream == 0 && m.time < time) p = wire::put_bytes(wire::put_varint(wire::put_varint(p, m.time), m.sampling), m.label, m.len);
   }
   o.used += static_cast<size_t>(fmt::checkpoint_close(rec, p) - rec);
   // The threads' (stream 0's were put above).
   kept = 0;
-  for (size_t i = 0; i < g.markers.size; ++i) {
-    const MarkerCopy& m = g.markers.data[i];
+  for (size_t i = 0; i < g_trace.checkpoint.markers.size; ++i) {
+    const MarkerCopy& m = g_trace.checkpoint.markers.data[i];
     if (m.time >= time || i >= markers) {
-      g.markers.data[kept++] = m;
+      g_trace.checkpoint.markers.data[kept++] = m;
       continue;
     }
     if (m.stream == 0) continue;
     uint8_t* const r = o.buf + o.used;
     uint8_t* q = r + fmt::kCheckpointPrefix;
     *q++ = static_cast<uint8_t>(fmt::CheckpointOp::Marker);
-    q = wire::put_varint(q, g.written_seq + 1);
+    q = wire::put_varint(q, g_trace.checkpoint.written_seq + 1);
     q = wire::put_varint(wire::put_varint(q, m.stream), m.time);
     q = wire::put_varint(q, m.sampling);
     q = wire::put_bytes(q, m.label, m.len);
     o.used += static_cast<size_t>(fmt::checkpoint_close(r, q) - r);
   }
-  g.markers.size = kept;
+  g_trace.checkpoint.markers.size = kept;
   rec = o.buf + o.used;
   p = rec + fmt::kCheckpointPrefix;
   *p++ = static_cast<uint8_t>(fmt::CheckpointOp::Threads);
-  p = wire::put_varint(p, g.written_seq + 1);
+  p = wire::put_varint(p, g_trace.checkpoint.written_seq + 1);
   size_t streams = 0;
   auto wanted = [](const StreamCounts& c) { return c.allocs || c.frees || c.start; };
-  for (size_t i = 0; i < g.counts.size; ++i) streams += wanted(g.counts.data[i]);
+  for (size_t i = 0; i < g_trace.checkpoint.counts.size; ++i) streams += wanted(g_trace.checkpoint.counts.data[i]);
   streams = std::min(streams, threads);  // (the head block's room)
   p = wire::put_varint(p, streams);
-  for (size_t i = 0, put = 0; i < g.counts.size && put < streams; ++i) {
-    const StreamCounts& c = g.counts.data[i];
+  for (size_t i = 0, put = 0; i < g_trace.checkpoint.counts.size && put < streams; ++i) {
+    const StreamCounts& c = g_trace.checkpoint.counts.data[i];
     if (!wanted(c)) continue;
     p = wire::put_varint(wire::put_varint(wire::put_varint(p, i), c.allocs), c.frees);
     p = wire::put_varint(wire::put_varint(p, c.os_tid), c.parent);
@@ -714,29 +522,29 @@ void checkpoint_maybe_write(uint64_t now, uint64_t offset) {
   rec = o.buf + o.used;
   p = rec + fmt::kCheckpointPrefix;
   *p++ = static_cast<uint8_t>(fmt::CheckpointOp::Head);
-  p = wire::put_varint(p, g.written_seq + 1);
+  p = wire::put_varint(p, g_trace.checkpoint.written_seq + 1);
   p = wire::put_varint(p, time);
   p = wire::put_varint(p, from);
   p = wire::put_varint(p, data_offset);
   p = wire::put_varint(p, data_blocks);
-  p = wire::put_varint(p, g.interval);
-  for (const LiveTable& t : g.live) p = wire::put_varint(wire::put_varint(p, t.bytes), t.count);
-  p = wire::put_varint(wire::put_varint(p, g.mapped), g.ranges.size);
-  p = wire::put_varint(p, g.last_head);
+  p = wire::put_varint(p, g_trace.checkpoint.interval);
+  for (const LiveTable& t : g_trace.checkpoint.live) p = wire::put_varint(wire::put_varint(p, t.bytes), t.count);
+  p = wire::put_varint(wire::put_varint(p, g_trace.checkpoint.mapped), g_trace.checkpoint.ranges.size);
+  p = wire::put_varint(p, g_trace.checkpoint.last_head);
   o.used += static_cast<size_t>(fmt::checkpoint_close(rec, p) - rec);
   const uint64_t head = trace_file_bytes();
   o.flush();
   mem_free(o.buf);
-  if (g_write_failed) return;
+  if (g_trace.file.write_failed) return;
   set_checkpoint_pointer(head);
   segment_checkpoint_written(from, trace_file_bytes() - data_offset);
-  g.last_head = head;
+  g_trace.checkpoint.last_head = head;
 
-  ++g.written_seq;
-  g.due = false;
-  g.last_time = now;
-  g.last_time_applied = time;
-  g.last_offset = trace_file_bytes();
+  ++g_trace.checkpoint.written_seq;
+  g_trace.checkpoint.due = false;
+  g_trace.checkpoint.last_time = now;
+  g_trace.checkpoint.last_time_applied = time;
+  g_trace.checkpoint.last_offset = trace_file_bytes();
 }
 
 }  // namespace memtide::rec

@@ -11,10 +11,6 @@ namespace memtide::rec {
 
 // Whether checkpoints are recorded (options; false once out of memory).
 bool checkpoints_on();
-// A new trace file: forgets the last one's checkpoints (the live blocks are kept: a forked
-// child's are its parent's).
-void checkpoint_trace_opened();
-void checkpoint_reset_after_fork();
 // A block of records of `stream` about to be written at file offset `offset`.
 void checkpoint_note_block(uint32_t stream, uint64_t base_time, uint64_t base_addr, const uint8_t* p, size_t n,
                            uint64_t offset);

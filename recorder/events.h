@@ -32,6 +32,7 @@
 #include "recorder/base.h"
 #include "recorder/clock.h"
 #include "recorder/state.h"
+#include "recorder/trace_state.h"
 #include "recorder/stream.h"
 #include "recorder/unwind.h"
 
@@ -201,7 +202,7 @@ MT_ALWAYS_INLINE uint32_t capture_stack(const Target& t, const void* frame) {
 inline constexpr uint64_t kNow = 0;
 
 // An Alloc or Free that found no room (the recorder's memory ran out): counted, as End's lost_events.
-inline void note_lost_event() { g_lost_events.fetch_add(1, std::memory_order_relaxed); }
+inline void note_lost_event() { g_trace.lost_events.fetch_add(1, std::memory_order_relaxed); }
 
 // `weight` (sampled mode): the Alloc's SampleWeight goes before it, in the same record for the
 // writer; 0 (a constant at the exact call sites, so the test folds away): none.

@@ -34,6 +34,7 @@
 #include "recorder/segment_helper.h"
 #include "recorder/stacks.h"
 #include "recorder/state.h"
+#include "recorder/trace_state.h"
 #include "recorder/threads.h"
 #include "recorder/trace_file.h"
 #include "recorder/writer.h"
@@ -179,8 +180,7 @@ void early_init(const Options* given = nullptr, bool set_flush = false, bool set
     if (n >= 16 && n <= kMaxChunkSize) recording.chunk_first = recording.chunk_max = static_cast<uint32_t>(n);
   }
   recording.pid = getpid();
-  recording.start_time = now_ns();
-  stream_init(&recording.shared, 0, recording.start_time);
+  begin_trace(given ? TraceOrigin::kAttach : TraceOrigin::kProgramStart);
   pthread_key_create(&recording.thread_key, thread_exit_destructor);
   unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
   find_own_range();
@@ -255,7 +255,6 @@ void start() {
   pthread_mutex_lock(&g_start_mutex);
   if (!recording.started && recording.state.load() == kActive) {
     recording.started = true;
-    process_counters_reset();
     if (open_trace_file(/*child=*/false)) {
       modules_scan();
       install_fork_handlers();
@@ -288,15 +287,7 @@ bool start_attached(const Options& opts, bool set_flush, bool set_counters) {
     pthread_mutex_lock(&g_start_mutex);
     sampling::g_interval.store(0);
     configure(&opts, set_flush, set_counters);
-    sampling::fork_child();  // the new trace knows none of the earlier blocks, as a forked child's
-    writer_reset_after_fork();
-    recording.exited_allocs = recording.exited_frees = 0;
-    g_lost_events.store(0);  // (the End counts the new trace's losses only)
-    recording.start_time = now_ns();
-    stream_init(&recording.shared, 0, recording.start_time);
-    stacks_reset();
-    modules_reset();
-    attach_reset_threads();
+    begin_trace(TraceOrigin::kReattach);
     append_process_info(&recording.shared);
     recording.state.store(kActive, std::memory_order_release);
     pthread_mutex_unlock(&g_start_mutex);
@@ -306,7 +297,6 @@ bool start_attached(const Options& opts, bool set_flush, bool set_counters) {
   if (ok) {
     if (!recording.started) install_fork_handlers();
     recording.started = true;
-    process_counters_reset();
     ok = open_trace_file(/*child=*/false);
     if (ok) {
       modules_scan();
@@ -553,21 +543,7 @@ void fork_parent() {
 
 // The child's own recording: a new trace, none of the parent's events, its own stacks and modules.
 void restart_in_child() {
-  writer_reset_after_fork();
-  recording.registry = nullptr;
-  recording.exited_allocs = recording.exited_frees = 0;
-  recording.pid = getpid();
-  recording.start_time = now_ns();
-  recording.next_stream.store(1);
-  g_clock_epoch.store(0);  // the child's one thread
-  g_lost_events.store(0);
-  g_kept_tables.store(0);  // (the parent's threads' tables are not the child's)
-  stream_init(&recording.shared, 0, recording.start_time);
-  tls_thread = nullptr;  // the parent's state of this thread stays with the parent
-  tls_exited = 0;
-  stacks_reset();
-  modules_reset();
-  process_counters_reset();
+  begin_trace(TraceOrigin::kForkChild);
   append_process_info(&recording.shared);
   if (open_trace_file(/*child=*/true)) {
     modules_scan();
@@ -579,8 +555,8 @@ void restart_in_child() {
 
 void fork_child() {
   for (pthread_mutex_t* m : {&recording.queue_mutex, &recording.shared_mutex, &recording.registry_mutex, &maps_mutex,
-                             &stacks_mutex, &unwind_mutex, &modules_mutex, &g_start_mutex})
-    mutex_reset(m);
+                             &stacks_mutex, &unwind_mutex, &modules_mutex, &g_start_mutex, &trace_fd_mutex})
+    mutex_init_in_child(m);
   pthread_cond_init(&recording.queue_cond, nullptr);
   sampling::fork_child();
   if (attached()) attach_fork_child();  // (the parent's attach is not the child's)
@@ -603,7 +579,7 @@ void on_fatal_signal(int sig) {
   // here (a SIGALRM handler that siglongjmps would have let the program survive an abort()),
   // and the signal, raised again with its default action, is unblocked alone: it ends the
   // process before any other pending signal is delivered.
-  if (recording.writer_running && !pthread_equal(pthread_self(), recording.writer)) finish(fmt::EndReason::Signal, static_cast<uint64_t>(sig), 3000);
+  if (g_trace.writer.running && !pthread_equal(pthread_self(), g_trace.writer.thread)) finish(fmt::EndReason::Signal, static_cast<uint64_t>(sig), 3000);
   signal(sig, SIG_DFL);
   raise(sig);
   sigset_t only;

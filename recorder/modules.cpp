@@ -15,6 +15,7 @@
 #include "recorder/modules.h"
 #include "recorder/state.h"
 #include "recorder/stream.h"
+#include "recorder/trace_state.h"
 #include "recorder/unwind.h"
 
 namespace memtide::rec {
@@ -48,17 +49,7 @@ bool loaded_build_id(const ElfW(Phdr)* phdr, int phnum, uintptr_t bias, const ui
 
 namespace {
 
-constexpr int kMaxModules = 4096;
-
-struct Known {
-  uintptr_t bias;
-  uint64_t name_hash;
-  uint32_t id;
-  bool seen;
-};
-Known g_known[kMaxModules];
-int g_nknown = 0;
-uint32_t g_next_module = 1;
+using Known = ModuleTable::Known;
 char g_exe[4096];
 
 uint64_t hash_str(const char* s) {
@@ -118,25 +109,20 @@ int scan_one(dl_phdr_info* info, size_t, void*) {
     name = g_exe;
   }
   const uint64_t h = hash_str(name);
-  for (int i = 0; i < g_nknown; ++i) {
-    if (g_known[i].bias == info->dlpi_addr && g_known[i].name_hash == h) {
-      g_known[i].seen = true;
+  for (int i = 0; i < g_trace.modules.nknown; ++i) {
+    if (g_trace.modules.known[i].bias == info->dlpi_addr && g_trace.modules.known[i].name_hash == h) {
+      g_trace.modules.known[i].seen = true;
       return 0;
     }
   }
-  if (g_nknown == kMaxModules) return 0;
-  Known& k = g_known[g_nknown++];
-  k = Known{info->dlpi_addr, h, g_next_module++, true};
+  if (g_trace.modules.nknown == kMaxModules) return 0;
+  Known& k = g_trace.modules.known[g_trace.modules.nknown++];
+  k = Known{info->dlpi_addr, h, g_trace.modules.next_id++, true};
   emit_load(info, name, k.id);
   return 0;
 }
 
 }  // namespace
-
-void modules_reset() {
-  g_nknown = 0;
-  g_next_module = 1;
-}
 
 void modules_scan() {
   pthread_mutex_lock(&modules_mutex);
@@ -144,16 +130,16 @@ void modules_scan() {
     const ssize_t n = readlink("/proc/self/exe", g_exe, sizeof g_exe - 1);
     g_exe[n > 0 ? n : 0] = 0;
   }
-  for (int i = 0; i < g_nknown; ++i) g_known[i].seen = false;
+  for (int i = 0; i < g_trace.modules.nknown; ++i) g_trace.modules.known[i].seen = false;
   dl_iterate_phdr(scan_one, nullptr);
-  for (int i = 0; i < g_nknown;) {
-    if (g_known[i].seen) {
+  for (int i = 0; i < g_trace.modules.nknown;) {
+    if (g_trace.modules.known[i].seen) {
       ++i;
       continue;
     }
-    emit_unload(g_known[i].id);
+    emit_unload(g_trace.modules.known[i].id);
     unwind_modules_unloaded();
-    g_known[i] = g_known[--g_nknown];
+    g_trace.modules.known[i] = g_trace.modules.known[--g_trace.modules.nknown];
   }
   pthread_mutex_unlock(&modules_mutex);
 }

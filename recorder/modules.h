@@ -10,7 +10,6 @@
 
 namespace memtide::rec {
 
-void modules_reset();
 // Scans the loaded modules and appends what changed to the process stream.
 void modules_scan();
 extern pthread_mutex_t modules_mutex;

@@ -17,11 +17,11 @@
 #include "recorder/state.h"
 #include "recorder/stream.h"
 #include "recorder/trace_file.h"
+#include "recorder/trace_state.h"
 
 namespace memtide::rec {
 
 namespace {
-int g_statm_fd = -1;
 long g_page_size = 4096;
 
 // Reads a whole small /proc file into buf (NUL-terminated); returns its length.
@@ -106,7 +106,7 @@ void append_process_info(Stream* s) {
   info.pid = static_cast<uint64_t>(getpid());
   info.ppid = static_cast<uint64_t>(getppid());
   info.realtime_start_ns = realtime;
-  info.monotonic_start_ns = recording.start_time;
+  info.monotonic_start_ns = g_trace.start_time;
   info.page_size = static_cast<uint64_t>(g_page_size);
   const uint64_t interval = sampling::g_interval.load();
   info.mode = interval ? fmt::RecordingMode::Sampled : fmt::RecordingMode::Exact;
@@ -122,11 +122,7 @@ void append_process_info(Stream* s) {
 
 namespace {
 // The counters as last read and as last written (the series a reader draws from them).
-struct CounterSample {
-  uint64_t time = 0, rss = 0, vm = 0;
-  bool valid = false;
-};
-CounterSample g_counters_written, g_counters_unwritten;
+using CounterSample = ProcessCounters::Sample;
 
 void write_counters(Stream* s, const CounterSample& c) {
   uint8_t rec[64];
@@ -136,18 +132,18 @@ void write_counters(Stream* s, const CounterSample& c) {
 }
 }  // namespace
 
-void process_counters_reset() {
-  if (g_statm_fd >= 0) syscall(SYS_close, g_statm_fd);
-  g_statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-  if (g_statm_fd >= 0) g_statm_fd = move_out_of_reach(g_statm_fd, kTraceFdSpare);  // (not a number of the program's)
-  g_counters_written = g_counters_unwritten = CounterSample{};  // a new trace: its first sample is written
-}
 
 bool sample_counters(Stream* s, bool write) {
   CounterSample c;
-  if (g_statm_fd >= 0) {
+  ProcessCounters& p = g_trace.counters;
+  if (!p.statm_tried) {  // (the trace's first sample; out of the program's reach)
+    p.statm_tried = true;
+    const int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    p.statm_fd = fd >= 0 ? move_out_of_reach(fd, kTraceFdSpare) : -1;
+  }
+  if (g_trace.counters.statm_fd >= 0) {
     char buf[128];
-    const ssize_t n = pread(g_statm_fd, buf, sizeof buf - 1, 0);
+    const ssize_t n = pread(g_trace.counters.statm_fd, buf, sizeof buf - 1, 0);
     if (n > 0) {
       buf[n] = 0;
       unsigned long size = 0, resident = 0;
@@ -164,21 +160,21 @@ bool sample_counters(Stream* s, bool write) {
   pthread_mutex_lock(&recording.shared_mutex);
   c.time = now_ns();
   c.valid = true;
-  const CounterSample& w = g_counters_written;
+  const CounterSample& w = g_trace.counters.written;
   bool moved = false;
   // The same values as the last written: kept back (an idle program's trace does not grow by a
   // record per interval), unless a heartbeat is due. On a change, the last unchanged reading is
   // written first, so that a reader's series steps where the values changed instead of ramping
   // from the last written one.
   if (!write && w.valid && c.rss == w.rss && c.vm == w.vm && c.time - w.time < kCounterHeartbeatNs) {
-    g_counters_unwritten = c;
+    g_trace.counters.unwritten = c;
   } else {
-    const CounterSample& u = g_counters_unwritten;
+    const CounterSample& u = g_trace.counters.unwritten;
     if (u.valid && (c.rss != w.rss || c.vm != w.vm)) write_counters(s, u);
     write_counters(s, c);
     moved = !w.valid || c.rss != w.rss || c.vm != w.vm;
-    g_counters_written = c;
-    g_counters_unwritten = CounterSample{};
+    g_trace.counters.written = c;
+    g_trace.counters.unwritten = CounterSample{};
   }
   pthread_mutex_unlock(&recording.shared_mutex);
   return moved;

@@ -14,7 +14,6 @@ void append_process_info(Stream* s);
 // whether they changed.
 inline constexpr uint64_t kCounterHeartbeatNs = 1000000000;
 bool sample_counters(Stream* s, bool write = false);
-void process_counters_reset();
 
 // leak_scan.cpp: the reachability scan at exit (--leak-scan). Stops the program's other threads
 // (each parks in a signal handler, its registers saved on its own stack), calls `end`, which

@@ -11,6 +11,7 @@
 #include "formats/sampling.h"
 #include "recorder/clock.h"
 #include "recorder/state.h"
+#include "recorder/trace_state.h"
 
 namespace memtide::rec::sampling {
 
@@ -160,7 +161,7 @@ class TableLock {
  public:
   TableLock() : held_(tls_in_table == 0) {
     if (!held_) {
-      g_lost_events.fetch_add(1, std::memory_order_relaxed);
+      g_trace.lost_events.fetch_add(1, std::memory_order_relaxed);
       return;
     }
     tls_in_table = 1;
@@ -235,9 +236,9 @@ bool record_free_checked(uintptr_t a) {
 
 void fork_prepare() { pthread_mutex_lock(&g_table_mutex); }
 void fork_parent() { pthread_mutex_unlock(&g_table_mutex); }
-// The child's trace is a new one, which knows none of the parent's blocks.
-void fork_child() {
-  mutex_reset(&g_table_mutex);
+void fork_child() { mutex_init_in_child(&g_table_mutex); }
+
+void trace_begins() {
   if (g_keys) std::memset(g_keys, 0, g_cap * sizeof(uintptr_t));
   g_used = 0;
   for (auto& c : g_filter) c.store(0, std::memory_order_relaxed);

@@ -89,9 +89,12 @@ MT_ALWAYS_INLINE bool record_free(uintptr_t addr) {
   return record_free_checked(addr);
 }
 
-// fork: the table's lock held across fork, and reset in the child.
+// fork: the table's lock held across fork, and initialised anew in the child.
 void fork_prepare();
 void fork_parent();
 void fork_child();
+// A new trace (begin_trace) knows none of the last one's blocks: the table and its filter are
+// emptied, and whether the recording starts exact follows the interval now configured.
+void trace_begins();
 
 }  // namespace memtide::rec::sampling

@@ -16,6 +16,5 @@ void segment_tables_note(uint32_t stream, uint64_t base_time, uint64_t base_addr
 // Writes the tables kept so far as prologue blocks (stream 0) of the segment just opened.
 void segment_write_prologue();
 // Forgets the tables (a new trace: a forked child's).
-void segment_tables_reset();
 
 }  // namespace memtide::rec

@@ -22,6 +22,7 @@
 #include "recorder/stacks.h"
 #include "recorder/state.h"
 #include "recorder/stream.h"
+#include "recorder/trace_state.h"
 
 namespace memtide::rec {
 
@@ -29,16 +30,8 @@ pthread_mutex_t stacks_mutex = MT_MUTEX_INITIALIZER;
 
 namespace {
 
-struct IndexEntry {
-  std::atomic<uint64_t> hash;  // 0: empty
-  uint32_t id;
-};
-struct Index {
-  uint64_t mask;
-  uint64_t used;
-  Index* retired;  // previous (smaller) table, kept alive for readers
-  IndexEntry slots[];
-};
+using Index = StackTables::Index;
+using IndexEntry = StackTables::IndexEntry;
 
 // A node is found by its path key, a hash of the return addresses from the root down to it
 // (child_key), and its parent's id. The key of a node's child is a bijection of the child's
@@ -47,20 +40,8 @@ struct Index {
 // addresses alone, not from the node found one level up, the probes of a walk down the trie do
 // not wait for each other (a new stack of cc1plus walks about ten known levels before its new
 // ones, each probe a cache miss in a table of tens of megabytes).
-struct TrieEntry {
-  uint64_t key;
-  uint32_t parent;
-  uint32_t id;  // 0: empty
-};
-struct Trie {
-  uint64_t mask = 0;
-  uint64_t used = 0;
-  TrieEntry* slots = nullptr;
-};
-
-std::atomic<Index*> g_index{nullptr};
-Trie g_trie;
-uint32_t g_next_id = 1;  // 0 is the root (empty stack)
+using TrieEntry = StackTables::TrieEntry;
+using Trie = StackTables::Trie;
 
 // The path key of the root, and of a child given its parent's (a bijection of `ip` for a given
 // parent key: xor, then the 64-bit finalizer of MurmurHash3, itself a bijection).
@@ -93,7 +74,7 @@ void index_put(Index* t, uint64_t hash, uint32_t id) {
 
 // Under stacks_mutex.
 void index_insert(uint64_t hash, uint32_t id) {
-  Index* t = g_index.load(std::memory_order_relaxed);
+  Index* t = g_trace.stacks.index.load(std::memory_order_relaxed);
   if (!t || (t->used + 1) * 2 > t->mask + 1) {
     Index* bigger = index_new(t ? (t->mask + 1) * 2 : 4096);
     if (!bigger) return;  // out of memory: the stack is re-resolved through the trie next time
@@ -104,14 +85,14 @@ void index_insert(uint64_t hash, uint32_t id) {
       }
     }
     bigger->retired = t;
-    g_index.store(bigger, std::memory_order_release);
+    g_trace.stacks.index.store(bigger, std::memory_order_release);
     t = bigger;
   }
   index_put(t, hash, id);
 }
 
 uint32_t index_find(uint64_t hash) {
-  Index* t = g_index.load(std::memory_order_acquire);
+  Index* t = g_trace.stacks.index.load(std::memory_order_acquire);
   if (!t) return 0;
   for (uint64_t i = hash & t->mask;; i = (i + 1) & t->mask) {
     const uint64_t h = t->slots[i].hash.load(std::memory_order_acquire);
@@ -122,11 +103,11 @@ uint32_t index_find(uint64_t hash) {
 
 // Under stacks_mutex.
 bool trie_grow() {
-  const uint64_t cap = g_trie.slots ? (g_trie.mask + 1) * 2 : 8192;
+  const uint64_t cap = g_trace.stacks.trie.slots ? (g_trace.stacks.trie.mask + 1) * 2 : 8192;
   auto* slots = static_cast<TrieEntry*>(mem_alloc(cap * sizeof(TrieEntry)));
   if (!slots) return false;
-  for (uint64_t i = 0; g_trie.slots && i <= g_trie.mask; ++i) {
-    const TrieEntry& e = g_trie.slots[i];
+  for (uint64_t i = 0; g_trace.stacks.trie.slots && i <= g_trace.stacks.trie.mask; ++i) {
+    const TrieEntry& e = g_trace.stacks.trie.slots[i];
     if (!e.id) continue;
     for (uint64_t j = e.key & (cap - 1);; j = (j + 1) & (cap - 1)) {
       if (!slots[j].id) {
@@ -135,29 +116,29 @@ bool trie_grow() {
       }
     }
   }
-  mem_free(g_trie.slots);
-  g_trie.slots = slots;
-  g_trie.mask = cap - 1;
+  mem_free(g_trace.stacks.trie.slots);
+  g_trace.stacks.trie.slots = slots;
+  g_trace.stacks.trie.mask = cap - 1;
   return true;
 }
 
 // The id of the child of `parent` whose path key is `key`, or 0.
 uint32_t trie_find(uint32_t parent, uint64_t key) {
-  if (!g_trie.slots) return 0;
-  for (uint64_t i = key & g_trie.mask;; i = (i + 1) & g_trie.mask) {
-    const TrieEntry& e = g_trie.slots[i];
+  if (!g_trace.stacks.trie.slots) return 0;
+  for (uint64_t i = key & g_trace.stacks.trie.mask;; i = (i + 1) & g_trace.stacks.trie.mask) {
+    const TrieEntry& e = g_trace.stacks.trie.slots[i];
     if (!e.id) return 0;
     if (e.key == key && e.parent == parent) return e.id;
   }
 }
 
 bool trie_add(uint32_t parent, uint64_t key, uint32_t id) {
-  if ((g_trie.used + 1) * 2 > (g_trie.slots ? g_trie.mask + 1 : 0) && !trie_grow()) return false;
-  for (uint64_t i = key & g_trie.mask;; i = (i + 1) & g_trie.mask) {
-    TrieEntry& e = g_trie.slots[i];
+  if ((g_trace.stacks.trie.used + 1) * 2 > (g_trace.stacks.trie.slots ? g_trace.stacks.trie.mask + 1 : 0) && !trie_grow()) return false;
+  for (uint64_t i = key & g_trace.stacks.trie.mask;; i = (i + 1) & g_trace.stacks.trie.mask) {
+    TrieEntry& e = g_trace.stacks.trie.slots[i];
     if (!e.id) {
       e = TrieEntry{key, parent, id};
-      ++g_trie.used;
+      ++g_trace.stacks.trie.used;
       return true;
     }
   }
@@ -184,11 +165,11 @@ uint32_t insert_stack(Stream* s, void* const* ips, int n, uint64_t hash, TriePat
   // Every level's slot is fetched before the first is probed: the keys follow from the
   // addresses alone, and each probe of a large table is a cache miss (as is the slot a new
   // node is written to, the same one).
-  if (g_trie.slots) {
+  if (g_trace.stacks.trie.slots) {
     uint64_t k = key;
     for (int j = i; j >= 0; --j) {
       k = child_key(k, reinterpret_cast<uint64_t>(ips[j]));
-      __builtin_prefetch(&g_trie.slots[k & g_trie.mask], 1);
+      __builtin_prefetch(&g_trace.stacks.trie.slots[k & g_trace.stacks.trie.mask], 1);
     }
   }
   for (; i >= 0; --i) {
@@ -205,7 +186,7 @@ uint32_t insert_stack(Stream* s, void* const* ips, int n, uint64_t hash, TriePat
   }
   if (i >= 0) {
     const uint32_t parent = node;
-    const uint32_t first = g_next_id;
+    const uint32_t first = g_trace.stacks.next_id;
     const uint32_t count = static_cast<uint32_t>(i + 1);
     // Static: we hold stacks_mutex. (count <= --max-depth <= 1024)
     static uint64_t frames[1100];
@@ -214,11 +195,11 @@ uint32_t insert_stack(Stream* s, void* const* ips, int n, uint64_t hash, TriePat
     for (uint32_t k = 0; i >= 0; --i, ++k) {
       const uint64_t ip = reinterpret_cast<uint64_t>(ips[i]);
       key = child_key(key, ip);
-      if (!trie_add(node, key, g_next_id)) {
+      if (!trie_add(node, key, g_trace.stacks.next_id)) {
         if (path) path->n = 0;
         return 0;
       }
-      node = g_next_id++;
+      node = g_trace.stacks.next_id++;
       if (path && n <= kTriePathMax) {
         path->node[n - 1 - i] = node;
         path->key[n - 1 - i] = key;
@@ -239,13 +220,6 @@ uint32_t insert_stack(Stream* s, void* const* ips, int n, uint64_t hash, TriePat
 
 }  // namespace
 
-void stacks_reset() {
-  // After fork: the child's file needs every stack defined again. The parent's tables are
-  // dropped (not freed: a retired index may still be referenced by nothing but is harmless).
-  g_index.store(nullptr, std::memory_order_relaxed);
-  g_trie = Trie{};
-  g_next_id = 1;
-}
 
 namespace {
 inline bool is_own_frame(const void* ip) {

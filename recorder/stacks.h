@@ -9,7 +9,6 @@
 
 namespace memtide::rec {
 
-void stacks_reset();
 // The id of the stack `ips[0..n)` (leaf first), adding its new trie nodes (and a StackDef record
 // into `s`) on first sight.
 uint32_t stack_id(ThreadState* ts, Stream* s, void* const* ips, int n);

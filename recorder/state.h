@@ -57,8 +57,6 @@ struct Recording {
   int fd = -1;
   char path[4096] = {};
   const char* manifest = nullptr;  // MEMTIDE_MANIFEST at start-up (--no-follow takes it out of the environment)
-  uint64_t start_time = 0;
-  std::atomic<uint32_t> next_stream{1};
   uint32_t chunk_first = kFirstChunkSize, chunk_max = kMaxChunkSize;  // (kTestChunkEnv)
 
   pthread_mutex_t registry_mutex = MT_MUTEX_INITIALIZER;
@@ -71,16 +69,8 @@ struct Recording {
 
   pthread_mutex_t queue_mutex = MT_MUTEX_INITIALIZER;
   pthread_cond_t queue_cond = PTHREAD_COND_INITIALIZER;
-  Chunk* queue_head = nullptr;
-  Chunk* queue_tail = nullptr;
-  bool writer_stop = false;
-  int end_reason = 0;
-  uint64_t end_status = 0;
-  pthread_t writer{};
-  bool writer_running = false;
   pthread_key_t thread_key{};
 
-  uint64_t exited_allocs = 0, exited_frees = 0;  // writer: totals of finished streams
   bool own_range_known = false;
   uintptr_t own_lo = 0, own_hi = 0;              // libmemtide's text, skipped in stacks
   // Set when malloc or realloc, as the loader binds them, are not libmemtide's (nor libc's
@@ -93,7 +83,5 @@ extern Recording recording MT_HIDDEN;
 extern MT_TLS ThreadState* tls_thread;
 extern MT_TLS int tls_busy;
 extern MT_TLS int tls_exited;
-// Events a signal handler made while it had interrupted the recorder (note_busy_reentry).
-extern std::atomic<uint64_t> g_lost_events;
 
 }  // namespace memtide::rec

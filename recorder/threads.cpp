@@ -27,6 +27,7 @@
 #include "recorder/proc_maps.h"
 #include "recorder/recorder.h"
 #include "recorder/state.h"
+#include "recorder/trace_state.h"
 
 extern "C" void* __libc_stack_end;  // the loader's: near the top of the main thread's stack
 
@@ -170,7 +171,7 @@ ThreadState* create_thread_state() {
   if (!ts) return nullptr;
   ts->tid = static_cast<pid_t>(syscall(SYS_gettid));
   thread_stack_bounds(&ts->memo);
-  const uint32_t index = recording.next_stream.fetch_add(1, std::memory_order_relaxed);
+  const uint32_t index = g_trace.next_stream.fetch_add(1, std::memory_order_relaxed);
   stream_init(&ts->stream, index, now_ns());
   pthread_mutex_lock(&recording.registry_mutex);
   ts->stream.reg_next = recording.registry;
@@ -234,8 +235,6 @@ void learn_signal_restorer() {
   }
 }
 
-std::atomic<uint64_t> g_lost_events{0};
-
 bool handler_since(uintptr_t scope) {
   const uintptr_t top = scope & ~uintptr_t{7};
   const ThreadState* ts = tls_thread;
@@ -265,7 +264,7 @@ void note_busy_reentry(bool program_call) {
   // allocate through the hooks, an allocation or a free is a handler's; the mappings are theirs.
   // In a kOwnAllocs scope the answer is the one own_turn gave the allocation.
   const bool handler = (top & kOwnAllocs) == kReentrant ? program_call : handler_since(top);
-  if (handler) g_lost_events.fetch_add(1, std::memory_order_relaxed);
+  if (handler) g_trace.lost_events.fetch_add(1, std::memory_order_relaxed);
 }
 
 bool acquire_slow(Target& t, bool even_paused) {

@@ -9,6 +9,7 @@
 //   [4] The descriptor and the program's calls on descriptors
 //   [5] Segments (MEMTIDE_KEEP): rotation, removal of the oldest
 #include "recorder/trace_file.h"
+#include "recorder/trace_state.h"
 
 #include <errno.h>  // program_invocation_short_name
 #include <dirent.h>
@@ -39,28 +40,27 @@
 
 namespace memtide::rec {
 
+pthread_mutex_t trace_fd_mutex = MT_MUTEX_INITIALIZER;
+
 // ---------------------------------------------------------------------------------------
 // [1] Writing
 // ---------------------------------------------------------------------------------------
 namespace {
 
-dev_t g_dev = 0;
-ino_t g_ino = 0;
 
 void remember_identity() {
   struct stat st;
   if (fstat(recording.fd, &st) == 0) {
-    g_dev = st.st_dev;
-    g_ino = st.st_ino;
+    g_trace.file.dev = st.st_dev;
+    g_trace.file.ino = st.st_ino;
   }
 }
 
 }  // namespace
 
-bool g_write_failed = false;
 
 void stop_writing(const char* why) {
-  g_write_failed = true;
+  g_trace.file.write_failed = true;
   message("cannot write %s: %s; recording stopped, the program goes on", recording.path, why);
   recording.state.store(kStopped, std::memory_order_release);
 }
@@ -70,44 +70,30 @@ namespace {
 // Bytes written to the trace file, and whether the size limit (MEMTIDE_MAX_SIZE) stopped the
 // recording: the block that would have passed it and everything after it are dropped, and one
 // more block, the End record's, is written in the room kept for it (kEndRoom).
-uint64_t g_file_bytes = 0;
 // The header has the checkpoint pointer, and the descriptor writes at an offset (not O_APPEND,
 // as after reopen_trace_file).
-bool g_pointer_ok = false;
-bool g_capped = false, g_capped_ended = false;
-fmt::EndReason g_capped_reason = fmt::EndReason::Detached;
 constexpr uint64_t kEndRoom = 256;
 
 // A kept trace (MEMTIDE_KEEP, section [5]): the set's stem and name, the current segment's
-// number (0: a single file) and its byte 0 in the set's offsets (g_file_bytes counts them all).
-char g_stem[sizeof recording.path - 32];  // (room for ".<number>.mtide" in a path)
-char g_set_name[sizeof recording.path];
-uint32_t g_segment = 0;
-uint64_t g_segment_base = 0;
-bool g_sampled_at_open = false;
+// number (0: a single file) and its byte 0 in the set's offsets (g_trace.file.bytes counts them all).
 
 bool segment_first_name(char* name);
-void segments_opened();
 
 // The header of the file or segment being opened, in `h` (kSegmentHeaderSize bytes); returns
 // its size: 32 bytes, 48 with the checkpoint pointer, 64 for a segment (its place in the set).
 size_t make_header(uint8_t* h, uint64_t pointer) {
   const bool pointed = checkpoints_on();
   fmt::encode_file_header(h, fmt::kFileFlagBlockHints | (g_exact_watermarks ? fmt::kFileFlagExactWatermarks : 0) |
-                                 (g_sampled_at_open ? fmt::kFileFlagSampled : 0) |
-                                 (pointed ? fmt::kFileFlagCheckpoints : 0) | (g_segment ? fmt::kFileFlagSegment : 0));
-  if (!pointed && !g_segment) return fmt::kFileHeaderSize;
-  const uint32_t size = g_segment ? fmt::kSegmentHeaderSize : fmt::kCheckpointHeaderSize;
+                                 (g_trace.file.sampled_at_open ? fmt::kFileFlagSampled : 0) |
+                                 (pointed ? fmt::kFileFlagCheckpoints : 0) | (g_trace.file.segment ? fmt::kFileFlagSegment : 0));
+  if (!pointed && !g_trace.file.segment) return fmt::kFileHeaderSize;
+  const uint32_t size = g_trace.file.segment ? fmt::kSegmentHeaderSize : fmt::kCheckpointHeaderSize;
   wire::store_le<uint32_t>(h + 12, size);
   wire::store_le<uint32_t>(h + 28, fmt::checksum32(h, 28));
   fmt::encode_checkpoint_pointer(h + fmt::kCheckpointPointerAt, pointer);  // (formats/checkpoint.h)
-  if (g_segment) fmt::encode_segment_fields(h, g_segment_base, g_segment);
+  if (g_trace.file.segment) fmt::encode_segment_fields(h, g_trace.file.segment_base, g_trace.file.segment);
   return size;
 }
-
-// Held while the trace's descriptor is used for writing, and while a dup2 or dup3 of the
-// program moves it (move_trace_fd): a write never goes to a number the program is taking over.
-pthread_mutex_t g_fd_mutex = MT_MUTEX_INITIALIZER;
 
 }  // namespace
 
@@ -120,7 +106,7 @@ bool reopen_trace() {
   const int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, recording.path, O_WRONLY | O_APPEND | O_CLOEXEC));
   if (fd < 0) return false;
   struct stat st;
-  if (fstat(fd, &st) != 0 || st.st_dev != g_dev || st.st_ino != g_ino) {
+  if (fstat(fd, &st) != 0 || st.st_dev != g_trace.file.dev || st.st_ino != g_trace.file.ino) {
     syscall(SYS_close, fd);
     return false;
   }
@@ -131,14 +117,14 @@ bool reopen_trace() {
 }  // namespace
 
 void write_all(const uint8_t* p, size_t n) {
-  if (g_write_failed) return;
-  pthread_mutex_lock(&g_fd_mutex);
+  if (g_trace.file.write_failed) return;
+  pthread_mutex_lock(&trace_fd_mutex);
   // The interposed close, close_range, closefrom, dup2 and dup3 keep the descriptor; one
   // closed all the same (a direct system call) may be reused for one of the program's own
   // files, which must never receive trace bytes.
   struct stat st;
-  if ((fstat(recording.fd, &st) != 0 || st.st_dev != g_dev || st.st_ino != g_ino) && !reopen_trace()) {
-    pthread_mutex_unlock(&g_fd_mutex);
+  if ((fstat(recording.fd, &st) != 0 || st.st_dev != g_trace.file.dev || st.st_ino != g_trace.file.ino) && !reopen_trace()) {
+    pthread_mutex_unlock(&trace_fd_mutex);
     stop_writing("the program closed the trace file's descriptor");
     return;
   }
@@ -152,9 +138,9 @@ void write_all(const uint8_t* p, size_t n) {
     }
     p += w;
     n -= static_cast<size_t>(w);
-    g_file_bytes += static_cast<uint64_t>(w);
+    g_trace.file.bytes += static_cast<uint64_t>(w);
   }
-  pthread_mutex_unlock(&g_fd_mutex);
+  pthread_mutex_unlock(&trace_fd_mutex);
   if (failed) stop_writing(failed);
 }
 
@@ -163,9 +149,9 @@ namespace {
 // The next block would pass the size limit: recording stops, the program goes
 // on; the writer ends the trace with an End record (write_capped_end).
 void reach_size_limit() {
-  g_capped = true;
-  g_capped_reason = fmt::EndReason::Detached;
-  g_write_failed = true;
+  g_trace.file.capped = true;
+  g_trace.file.capped_reason = fmt::EndReason::Detached;
+  g_trace.file.write_failed = true;
   recording.state.store(kStopped, std::memory_order_release);
   message("%s reached its size limit (%llu bytes, MEMTIDE_MAX_SIZE): recording stopped, the program goes on", recording.path,
           static_cast<unsigned long long>(recording.opts.max_size));
@@ -174,33 +160,32 @@ void reach_size_limit() {
 }  // namespace
 
 void stop_out_of_memory() {
-  if (g_write_failed) return;
-  g_capped = true;
-  g_capped_reason = fmt::EndReason::Error;
-  g_write_failed = true;
+  if (g_trace.file.write_failed) return;
+  g_trace.file.capped = true;
+  g_trace.file.capped_reason = fmt::EndReason::Error;
+  g_trace.file.write_failed = true;
   recording.state.store(kStopped, std::memory_order_release);
   message("out of memory for the trace's buffers: recording stopped, the program goes on");
 }
 
-uint64_t trace_file_bytes() { return g_file_bytes; }
+uint64_t trace_file_bytes() { return g_trace.file.bytes; }
 
 namespace {
-uint64_t g_last_head = 0;  // the latest checkpoint head: a new segment's header points at it
 }  // namespace
 
 void set_checkpoint_pointer(uint64_t head) {
-  g_last_head = head;
-  if (!g_pointer_ok || g_write_failed) return;
+  g_trace.file.last_head = head;
+  if (!g_trace.file.pointer_ok || g_trace.file.write_failed) return;
   uint8_t p[fmt::kCheckpointPointerSize];
   fmt::encode_checkpoint_pointer(p, head);
-  pthread_mutex_lock(&g_fd_mutex);
+  pthread_mutex_lock(&trace_fd_mutex);
   // (A torn write is seen by its checksum: readers then scan the block headers.)
-  if (pwrite(recording.fd, p, sizeof p, fmt::kCheckpointPointerAt) != static_cast<ssize_t>(sizeof p)) g_pointer_ok = false;
-  pthread_mutex_unlock(&g_fd_mutex);
+  if (pwrite(recording.fd, p, sizeof p, fmt::kCheckpointPointerAt) != static_cast<ssize_t>(sizeof p)) g_trace.file.pointer_ok = false;
+  pthread_mutex_unlock(&trace_fd_mutex);
 }
 
 bool within_size_limit(size_t total) {
-  if (recording.opts.max_size && g_file_bytes + total + kEndRoom > recording.opts.max_size) {
+  if (recording.opts.max_size && g_trace.file.bytes + total + kEndRoom > recording.opts.max_size) {
     reach_size_limit();
     return false;
   }
@@ -219,8 +204,8 @@ bool membarrier_register() {
 }  // namespace
 
 void recorded_counts(uint64_t& allocs, uint64_t& frees) {
-  allocs = recording.exited_allocs;
-  frees = recording.exited_frees;
+  allocs = g_trace.writer.exited_allocs;
+  frees = g_trace.writer.exited_frees;
   pthread_mutex_lock(&recording.registry_mutex);
   for (Stream* s = recording.registry; s; s = s->reg_next) {
     allocs += __atomic_load_n(&s->allocs, __ATOMIC_RELAXED);
@@ -234,7 +219,7 @@ void append_end(fmt::EndReason reason, uint64_t status, uint64_t allocs, uint64_
   Stream* s = &recording.shared;
   pthread_mutex_lock(&recording.shared_mutex);
   const uint64_t t = stream_time(s, now_ns());
-  const size_t n = fmt::encode_end(rec, sizeof rec, s->last_time, fmt::End{t, reason, status, allocs, frees, g_lost_events.load(std::memory_order_relaxed)});
+  const size_t n = fmt::encode_end(rec, sizeof rec, s->last_time, fmt::End{t, reason, status, allocs, frees, g_trace.lost_events.load(std::memory_order_relaxed)});
   if (n && append_record(s, rec, n)) s->last_time = t;
   pthread_mutex_unlock(&recording.shared_mutex);
 }
@@ -245,8 +230,8 @@ void append_end(fmt::EndReason reason, uint64_t status, uint64_t allocs, uint64_
 // lock, so that readers (memtide run's follower) know it is final while the program goes on. No
 // lock is held by the caller.
 void end_if_capped() {
-  if (!g_capped || g_capped_ended) return;
-  g_capped_ended = true;
+  if (!g_trace.file.capped || g_trace.file.capped_ended) return;
+  g_trace.file.capped_ended = true;
   uint64_t allocs, frees;
   recorded_counts(allocs, frees);
   Stream* s = &recording.shared;
@@ -254,17 +239,17 @@ void end_if_capped() {
   const uint64_t t = now > s->w_run.time ? now : s->w_run.time;  // w_run.time: past every stream-0 record
   uint8_t rec[64];
   const size_t n =
-      fmt::encode_end(rec, sizeof rec, s->w_run.time, fmt::End{t, g_capped_reason, 0, allocs, frees, 0});
+      fmt::encode_end(rec, sizeof rec, s->w_run.time, fmt::End{t, g_trace.file.capped_reason, 0, allocs, frees, 0});
   fmt::BlockHeader h;
   h.stream = 0;
   h.base_time = s->w_run.time;
   h.base_addr = s->w_run.addr;
   uint8_t block[fmt::kBlockHeaderSize + 2 * sizeof rec + 64];  // >= block_bound(sizeof rec)
   const size_t total = n ? fmt::encode_block(h, rec, n, block, sizeof block, 0) : 0;
-  if (total && (!recording.opts.max_size || g_file_bytes + total <= recording.opts.max_size)) {
-    g_write_failed = false;
+  if (total && (!recording.opts.max_size || g_trace.file.bytes + total <= recording.opts.max_size)) {
+    g_trace.file.write_failed = false;
     write_all(block, total);
-    g_write_failed = true;
+    g_trace.file.write_failed = true;
   }
   flock(recording.fd, LOCK_UN);
 }
@@ -337,7 +322,6 @@ bool open_trace_file(bool child) {
   // gets a numeric suffix. `memtide run -o FILE` removes FILE before the program starts.
   int fd = -1;
   char name[sizeof recording.path];
-  g_segment = 0;
   for (int i = 0; i < 1000 && fd < 0; ++i) {
     if (i == 0) std::snprintf(name, sizeof name, "%s", base);
     else with_suffix(base, name, sizeof name, i);
@@ -355,16 +339,10 @@ bool open_trace_file(bool child) {
   flock(fd, LOCK_EX | LOCK_NB);  // readers tell a live trace by this lock
   recording.fd = fd;
   remember_identity();
-  g_write_failed = false;
-  g_file_bytes = 0;
-  g_capped = g_capped_ended = false;
-  if (g_segment) segments_opened();
-  writer_trace_opened();
 
   g_exact_watermarks = membarrier_register();
-  g_sampled_at_open = sampling::active();
-  g_last_head = 0;
-  g_pointer_ok = checkpoints_on();
+  g_trace.file.sampled_at_open = sampling::active();
+  g_trace.file.pointer_ok = checkpoints_on();
   uint8_t header[fmt::kSegmentHeaderSize];
   write_all(header, make_header(header, 0));
 
@@ -373,12 +351,12 @@ bool open_trace_file(bool child) {
     if (mfd >= 0) {
       char line[sizeof recording.path + 64];
       const int n = std::snprintf(line, sizeof line, "%d\t%d\t%s\n", static_cast<int>(getpid()),
-                                  static_cast<int>(getppid()), g_segment ? g_set_name : recording.path);
+                                  static_cast<int>(getppid()), g_trace.file.segment ? g_trace.file.set_name : recording.path);
       if (n > 0) (void)!write(mfd, line, static_cast<size_t>(n));
       close(mfd);
     }
   }
-  return !g_write_failed;
+  return !g_trace.file.write_failed;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -386,7 +364,7 @@ bool open_trace_file(bool child) {
 // ---------------------------------------------------------------------------------------
 bool reopen_trace_file() {
   const int fd = open(recording.path, O_WRONLY | O_APPEND | O_CLOEXEC);
-  g_pointer_ok = false;  // (pwrite would append)
+  g_trace.file.pointer_ok = false;  // (pwrite would append)
   if (fd < 0) return false;
   recording.fd = high_trace_fd(fd);
   flock(recording.fd, LOCK_EX | LOCK_NB);
@@ -397,10 +375,10 @@ bool reopen_trace_file() {
 int high_trace_fd(int fd) { return move_out_of_reach(fd); }
 
 void close_trace_fd() {
-  pthread_mutex_lock(&g_fd_mutex);
+  pthread_mutex_lock(&trace_fd_mutex);
   const int fd = recording.fd;
   recording.fd = -1;
-  pthread_mutex_unlock(&g_fd_mutex);
+  pthread_mutex_unlock(&trace_fd_mutex);
   if (fd >= 0) syscall(SYS_close, fd);
 }
 
@@ -408,13 +386,13 @@ bool is_trace_fd(int fd) { return fd >= 0 && fd == __atomic_load_n(&recording.fd
 int trace_fd() { return __atomic_load_n(&recording.fd, __ATOMIC_RELAXED); }
 
 void move_trace_fd() {
-  pthread_mutex_lock(&g_fd_mutex);
+  pthread_mutex_lock(&trace_fd_mutex);
   if (recording.fd >= 0) {
     // The old number is left to the program's dup2, which replaces it in one step.
     const int moved = dup_out_of_reach(recording.fd);
     if (moved >= 0) __atomic_store_n(&recording.fd, moved, __ATOMIC_RELAXED);
   }
-  pthread_mutex_unlock(&g_fd_mutex);
+  pthread_mutex_unlock(&trace_fd_mutex);
 }
 
 void own_pipe_made(int fds[2]) {
@@ -435,7 +413,7 @@ int program_dupfd(int fd, int cmd, long min) {
   const int saved_errno = errno;
   const int flags = cmd == F_DUPFD_CLOEXEC ? O_CLOEXEC : 0;
   int result = r;
-  pthread_mutex_lock(&g_fd_mutex);
+  pthread_mutex_lock(&trace_fd_mutex);
   if (recording.fd == t) {
     const int moved = dup_out_of_reach(t);
     if (moved >= 0) {
@@ -450,15 +428,11 @@ int program_dupfd(int fd, int cmd, long min) {
       }
     }
   }
-  pthread_mutex_unlock(&g_fd_mutex);
+  pthread_mutex_unlock(&trace_fd_mutex);
   if (result < 0) errno = saved_errno;
   return result;
 }
 
-void trace_file_reset_after_fork() {
-  mutex_reset(&g_fd_mutex);
-  close_trace_fd();
-}
 
 // ---------------------------------------------------------------------------------------
 // [5] Segments
@@ -473,22 +447,10 @@ void trace_file_reset_after_fork() {
 // stays within keep and a segment.
 namespace {
 
-uint32_t g_oldest = 1;  // the oldest segment not removed
 // The sizes of the closed segments not removed, by number modulo kClosedSlots.
-constexpr uint32_t kClosedSlots = 256;
-uint64_t g_closed_bytes[kClosedSlots];
-uint64_t g_closed_total = 0;
-uint64_t g_events_from = 0;  // the current segment's first byte after its prologue
 // Each segment's first byte (in the set's offsets), by number modulo kClosedSlots.
-uint64_t g_segment_start[kClosedSlots];
-uint64_t g_base_from = 0;    // the first byte the newest checkpoint's replay needs
-uint64_t g_base_bytes = 0;   // that checkpoint's size
-uint64_t g_base_end = 0;     // the first byte after it
-bool g_keep_too_small = false;  // the set cannot hold two of the latest checkpoint's size
-bool g_small_keep_said = false;
-bool g_rotating = false;
 
-void segment_path(char* out, size_t cap, uint32_t n) { std::snprintf(out, cap, "%s.%04u.mtide", g_stem, n); }
+void segment_path(char* out, size_t cap, uint32_t n) { std::snprintf(out, cap, "%s.%04u.mtide", g_trace.file.stem, n); }
 
 // Whether the directory of `stem` holds a segment of it (STEM.<digits>.mtide): a set of an
 // earlier recording, which a new one of that name would mix with. Read with getdents64 into
@@ -526,46 +488,36 @@ bool stem_has_segments(const char* stem) {
 bool segment_first_name(char* name) {
   const size_t n = std::strlen(name);
   const size_t stem = n > 6 && std::strcmp(name + n - 6, ".mtide") == 0 ? n - 6 : n;
-  if (stem >= sizeof g_stem) return false;
-  std::snprintf(g_stem, sizeof g_stem, "%.*s", static_cast<int>(stem), name);
-  std::snprintf(g_set_name, sizeof g_set_name, "%s.mtide", g_stem);
-  if (access(g_set_name, F_OK) == 0 || stem_has_segments(g_stem)) return false;
-  g_segment = 1;
-  g_segment_base = 0;
+  if (stem >= sizeof g_trace.file.stem) return false;
+  std::snprintf(g_trace.file.stem, sizeof g_trace.file.stem, "%.*s", static_cast<int>(stem), name);
+  std::snprintf(g_trace.file.set_name, sizeof g_trace.file.set_name, "%s.mtide", g_trace.file.stem);
+  if (access(g_trace.file.set_name, F_OK) == 0 || stem_has_segments(g_trace.file.stem)) return false;
+  g_trace.file.segment = 1;
+  g_trace.file.segment_base = 0;
   segment_path(name, sizeof recording.path, 1);
   return true;
 }
 
-void segments_opened() {
-  g_oldest = 1;
-  g_closed_total = 0;
-  g_events_from = 0;
-  g_segment_start[1] = 0;
-  g_base_from = g_base_bytes = g_base_end = 0;
-  g_keep_too_small = g_small_keep_said = false;
-  segment_tables_reset();
-}
-
 // Whether the segment numbered `n` (not the current one) is wholly before what the newest
 // checkpoint's replay needs.
-bool before_base(uint32_t n) { return g_segment_start[(n + 1) % kClosedSlots] <= g_base_from; }
+bool before_base(uint32_t n) { return g_trace.file.segment_start[(n + 1) % kClosedSlots] <= g_trace.file.base_from; }
 
 void remove_oldest() {
   const uint64_t keep = recording.opts.keep, room = keep / 8;
   const bool guard = checkpoints_on();
   // A checkpoint of under a quarter of a segment (or the first) is due with each segment; a
   // larger one as segment_checkpoint_check says.
-  if (guard && g_base_bytes < room / 4) checkpoint_due(g_events_from);
-  while (g_oldest < g_segment && (g_closed_total + room > keep || g_segment - g_oldest >= kClosedSlots)) {
+  if (guard && g_trace.file.base_bytes < room / 4) checkpoint_due(g_trace.file.events_from);
+  while (g_trace.file.oldest < g_trace.file.segment && (g_trace.file.closed_total + room > keep || g_trace.file.segment - g_trace.file.oldest >= kClosedSlots)) {
     // (The set's start stays until a newer checkpoint is written, as long as the set stays
     // within keep and a segment.)
-    if (guard && !before_base(g_oldest) && g_closed_total <= keep && g_segment - g_oldest < kClosedSlots) return;
+    if (guard && !before_base(g_trace.file.oldest) && g_trace.file.closed_total <= keep && g_trace.file.segment - g_trace.file.oldest < kClosedSlots) return;
     char path[sizeof recording.path];
-    segment_path(path, sizeof path, g_oldest);
+    segment_path(path, sizeof path, g_trace.file.oldest);
     // (A reader that has it open still reads it.)
     if (unlink(path) != 0 && (errno == EACCES || errno == EPERM)) segment_helper_remove(path);
-    g_closed_total -= g_closed_bytes[g_oldest % kClosedSlots];
-    ++g_oldest;
+    g_trace.file.closed_total -= g_trace.file.closed_bytes[g_trace.file.oldest % kClosedSlots];
+    ++g_trace.file.oldest;
   }
 }
 
@@ -578,21 +530,21 @@ void segment_checkpoint_check() {
   // bytes of events after it at the least. (Checkpoints the set cannot hold two of, said in
   // segment_checkpoint_written, are written every checkpoint interval only.)
   const uint64_t keep = recording.opts.keep, room = keep / 8;
-  if (!g_segment || g_base_bytes < room / 4 || g_keep_too_small || !checkpoints_on() || checkpoint_pending()) return;
-  const uint64_t two = 2 * g_base_bytes + room;
+  if (!g_trace.file.segment || g_trace.file.base_bytes < room / 4 || g_trace.file.keep_too_small || !checkpoints_on() || checkpoint_pending()) return;
+  const uint64_t two = 2 * g_trace.file.base_bytes + room;
   const uint64_t spacing = std::max(room / 2, two < keep ? (keep - two) / 2 : 0);
-  if (g_file_bytes - g_base_end >= spacing) checkpoint_due(g_file_bytes);
+  if (g_trace.file.bytes - g_trace.file.base_end >= spacing) checkpoint_due(g_trace.file.bytes);
 }
 
 void segment_checkpoint_written(uint64_t replay_from, uint64_t bytes) {
-  if (!g_segment) return;
-  g_base_from = replay_from;
-  g_base_bytes = bytes;
-  g_base_end = g_file_bytes;
+  if (!g_trace.file.segment) return;
+  g_trace.file.base_from = replay_from;
+  g_trace.file.base_bytes = bytes;
+  g_trace.file.base_end = g_trace.file.bytes;
   const uint64_t keep = recording.opts.keep;
-  g_keep_too_small = 2 * bytes + keep / 8 > keep;
-  if (g_keep_too_small && !g_small_keep_said) {
-    g_small_keep_said = true;
+  g_trace.file.keep_too_small = 2 * bytes + keep / 8 > keep;
+  if (g_trace.file.keep_too_small && !g_trace.file.small_keep_said) {
+    g_trace.file.small_keep_said = true;
     message("--keep %llu bytes cannot hold two checkpoints of the live blocks (%llu bytes each) and a segment: "
             "checkpoints are written every checkpoint interval only while it is so, and the kept set may start "
             "with none; a --keep of 4 times the checkpoint keeps a range",
@@ -601,15 +553,15 @@ void segment_checkpoint_written(uint64_t replay_from, uint64_t bytes) {
 }
 
 bool segment_due(size_t total) {
-  return g_segment && !g_rotating && !g_write_failed && g_file_bytes > g_events_from &&
-         g_file_bytes - g_segment_base + total > recording.opts.keep / 8;
+  return g_trace.file.segment && !g_trace.file.rotating && !g_trace.file.write_failed && g_trace.file.bytes > g_trace.file.events_from &&
+         g_trace.file.bytes - g_trace.file.segment_base + total > recording.opts.keep / 8;
 }
 
 void rotate_segment() {
-  if (g_rotating) return;
-  g_rotating = true;
+  if (g_trace.file.rotating) return;
+  g_trace.file.rotating = true;
   char path[sizeof recording.path];
-  segment_path(path, sizeof path, g_segment + 1);
+  segment_path(path, sizeof path, g_trace.file.segment + 1);
   int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   // A program that dropped the privileges the directory needs: memtide run's helper creates it.
   if (fd < 0 && (errno == EACCES || errno == EPERM)) {
@@ -618,48 +570,48 @@ void rotate_segment() {
     if (fd < 0) errno = denied;
   }
   if (fd < 0) {
-    g_rotating = false;
-    g_write_failed = true;
+    g_trace.file.rotating = false;
+    g_trace.file.write_failed = true;
     message("cannot create the trace's next segment %s: %s; recording stopped, the program goes on", path, strerror(errno));
     recording.state.store(kStopped, std::memory_order_release);
     return;
   }
   fd = high_trace_fd(fd);
   flock(fd, LOCK_EX | LOCK_NB);  // before the last one's lock goes: readers see the set written throughout
-  const uint64_t base = g_file_bytes;
-  const uint64_t closed = base - g_segment_base;
-  const uint32_t old_segment = g_segment;
-  ++g_segment;
-  g_segment_base = base;
+  const uint64_t base = g_trace.file.bytes;
+  const uint64_t closed = base - g_trace.file.segment_base;
+  const uint32_t old_segment = g_trace.file.segment;
+  ++g_trace.file.segment;
+  g_trace.file.segment_base = base;
   uint8_t header[fmt::kSegmentHeaderSize];
-  const size_t hn = make_header(header, g_last_head);
+  const size_t hn = make_header(header, g_trace.file.last_head);
   if (write(fd, header, hn) != static_cast<ssize_t>(hn)) {
     const int err = errno;
     syscall(SYS_close, fd);
     unlink(path);
-    g_segment = old_segment;
-    g_rotating = false;
-    g_write_failed = true;
+    g_trace.file.segment = old_segment;
+    g_trace.file.rotating = false;
+    g_trace.file.write_failed = true;
     message("cannot write the trace's next segment %s: %s; recording stopped, the program goes on", path,
             err ? strerror(err) : "short write");
     recording.state.store(kStopped, std::memory_order_release);
     return;
   }
-  pthread_mutex_lock(&g_fd_mutex);
+  pthread_mutex_lock(&trace_fd_mutex);
   const int old = recording.fd;
   recording.fd = fd;
   std::snprintf(recording.path, sizeof recording.path, "%s", path);
   remember_identity();
-  g_file_bytes = base + hn;
-  pthread_mutex_unlock(&g_fd_mutex);
+  g_trace.file.bytes = base + hn;
+  pthread_mutex_unlock(&trace_fd_mutex);
   if (old >= 0) syscall(SYS_close, old);
-  g_closed_bytes[old_segment % kClosedSlots] = closed;
-  g_closed_total += closed;
-  g_segment_start[g_segment % kClosedSlots] = base;
+  g_trace.file.closed_bytes[old_segment % kClosedSlots] = closed;
+  g_trace.file.closed_total += closed;
+  g_trace.file.segment_start[g_trace.file.segment % kClosedSlots] = base;
   segment_write_prologue();
-  g_events_from = g_file_bytes;
+  g_trace.file.events_from = g_trace.file.bytes;
   remove_oldest();
-  g_rotating = false;
+  g_trace.file.rotating = false;
 }
 
 }  // namespace memtide::rec

@@ -1,6 +1,8 @@
 // The trace file (trace_file.cpp; the descriptor's number: trace_fd.cpp).
 #pragma once
 
+#include <pthread.h>
+
 #include <cstddef>
 #include <cstdint>
 
@@ -14,8 +16,8 @@ bool open_trace_file(bool child);
 // Reopens recording.path to append to it (an exec failed after the End{Exec} record).
 bool reopen_trace_file();
 
-// Writing stopped: a write failed, the program closed the descriptor, or the size limit.
-extern bool g_write_failed;
+// Writing stopped (g_trace.file.write_failed): a write failed, the program closed the
+// descriptor, or the size limit.
 // Stops writing with one message (`why`); the program goes on.
 void stop_writing(const char* why);
 // The writer has no memory for a block: recording stops (said once) and the trace is ended by
@@ -53,10 +55,12 @@ void end_if_capped();
 
 // Closes recording.fd (bypassing the interposed close, which keeps it open) and sets it to -1.
 void close_trace_fd();
+// Held while the trace's descriptor is used for writing, and while a dup2 or dup3 of the
+// program moves it (move_trace_fd): a write never goes to a number the program is taking over.
+extern pthread_mutex_t trace_fd_mutex;
 // A descriptor for the trace file out of the program's reach (dup_out_of_reach), close-on-exec;
 // `fd` itself is closed. Kept as it is when no better number is free.
 int high_trace_fd(int fd);
-void trace_file_reset_after_fork();
 
 // trace_fd.cpp: a close-on-exec copy of `fd` just above the soft RLIMIT_NOFILE when the hard
 // limit allows, else at the highest free number below the limit (at most 64Ki) but the top

@@ -33,6 +33,7 @@
 #include "recorder/recorder.h"
 #include "recorder/segments.h"
 #include "recorder/state.h"
+#include "recorder/trace_state.h"
 #include "recorder/stream.h"
 #include "recorder/trace_file.h"
 #include "recorder/unwind.h"
@@ -46,15 +47,6 @@ std::atomic<bool> g_exact_watermarks{false};
 
 namespace {
 
-uint8_t* g_out = nullptr;      // compressed block buffer
-size_t g_out_cap = 0;
-uint8_t* g_cut = nullptr;     // a block's payload cut from its chunk (fmt::cut_block)
-size_t g_cut_cap = 0;
-uint8_t* g_stacks = nullptr;  // the StackDefs taken out of it
-size_t g_stacks_cap = 0;
-bool g_finished = false;       // End written
-pthread_mutex_t g_done_mutex = MT_MUTEX_INITIALIZER;
-pthread_cond_t g_done_cond = PTHREAD_COND_INITIALIZER;
 
 // Frames [p, p + n) of stream `s` as one block and appends it. `end` (when known: the rest
 // of a sealed chunk) gives the registers after the block; otherwise the records are parsed.
@@ -63,7 +55,7 @@ struct Registers {
 };
 // Frames [p, p + n) as one block with the given base registers and appends it.
 void write_block(uint32_t stream, uint64_t base_time, uint64_t base_addr, const uint8_t* p, size_t n, uint16_t flags) {
-  if (!n || g_write_failed) return;
+  if (!n || g_trace.file.write_failed) return;
   const bool records = !(flags & (fmt::kBlockFlagCheckpoint | fmt::kBlockFlagCheckpointData | fmt::kBlockFlagPrologue));
   // A kept trace goes on in a new segment before a block that would fill this one (never
   // between a checkpoint's blocks).
@@ -79,19 +71,19 @@ void write_block(uint32_t stream, uint64_t base_time, uint64_t base_addr, const 
   h.base_time = base_time;
   h.base_addr = base_addr;
   const size_t need = fmt::block_bound(n);
-  if (need > g_out_cap) {
+  if (need > g_trace.writer.out_cap) {
     const size_t cap = need < 256 * 1024 ? 256 * 1024 : need;
     auto* bigger = static_cast<uint8_t*>(mem_alloc(cap));
     if (!bigger) {
       stop_out_of_memory();
       return;
     }
-    mem_free(g_out);
-    g_out = bigger;
-    g_out_cap = cap;
+    mem_free(g_trace.writer.out);
+    g_trace.writer.out = bigger;
+    g_trace.writer.out_cap = cap;
   }
-  const size_t total = fmt::encode_block(h, p, n, g_out, g_out_cap, recording.opts.compression);
-  if (within_size_limit(total)) write_all(g_out, total);
+  const size_t total = fmt::encode_block(h, p, n, g_trace.writer.out, g_trace.writer.out_cap, recording.opts.compression);
+  if (within_size_limit(total)) write_all(g_trace.writer.out, total);
 }
 
 // A buffer of at least n bytes kept from call to call (nullptr without the memory for it; the
@@ -136,7 +128,7 @@ bool split_listed(const Chunk* c, const uint8_t* p, size_t n, uint8_t* out, uint
 // the chunk is still being filled (more pieces may follow). `sealed`: that chunk, when it is taken whole.
 void emit(Stream* s, const uint8_t* p, size_t n, uint16_t flags, bool at_start, const Registers* end = nullptr,
           const Chunk* sealed = nullptr) {
-  if (!n || g_write_failed) return;
+  if (!n || g_trace.file.write_failed) return;
   ++g_emitted;
   if (at_start) s->w_run.rings.clear();
   const uint64_t base_time = s->w_run.time, base_addr = s->w_run.addr;
@@ -150,8 +142,8 @@ void emit(Stream* s, const uint8_t* p, size_t n, uint16_t flags, bool at_start, 
   // The StackDefs of a block that holds some go first, in a block of their own: readers of
   // the stacks alone (the symbolizer that follows a recording) then skip every event block
   // (a compiler's trace: 3.8 MB of definitions read instead of 39 MB of blocks holding them).
-  uint8_t* const out = scratch(g_cut, g_cut_cap, fmt::cut_bound(n));
-  uint8_t* const stacks = (flags & fmt::kBlockFlagStacks) ? scratch(g_stacks, g_stacks_cap, n) : nullptr;
+  uint8_t* const out = scratch(g_trace.writer.cut, g_trace.writer.cut_cap, fmt::cut_bound(n));
+  uint8_t* const stacks = (flags & fmt::kBlockFlagStacks) ? scratch(g_trace.writer.stacks, g_trace.writer.stacks_cap, n) : nullptr;
   if (!out || ((flags & fmt::kBlockFlagStacks) && !stacks)) {
     stop_out_of_memory();
     return;
@@ -189,8 +181,8 @@ void flush_current(Stream* s) {
 
 Chunk* take_queue() {
   pthread_mutex_lock(&recording.queue_mutex);
-  Chunk* c = recording.queue_head;
-  recording.queue_head = recording.queue_tail = nullptr;
+  Chunk* c = g_trace.writer.queue_head;
+  g_trace.writer.queue_head = g_trace.writer.queue_tail = nullptr;
   pthread_mutex_unlock(&recording.queue_mutex);
   return c;
 }
@@ -208,14 +200,7 @@ size_t max_queued() {
   return keep ? static_cast<size_t>(std::clamp<uint64_t>(keep / 8, 1u << 20, kMaxQueued)) : kMaxQueued;
 }
 constexpr size_t kWakeQueued = 1u << 20;
-std::atomic<size_t> g_queued{0};
 pthread_cond_t g_space_cond = PTHREAD_COND_INITIALIZER;
-// Everything recorded before this time (now_ns) is in the file: when the last flush pass began,
-// or when the writer last found nothing to write. A SIGKILL loses what came after it, so an
-// allocating thread that finds it more than two flush intervals old waits for the writer
-// (wait_for_pass): a writer starved of CPU by more busy threads than cores keeps the promise of
-// a loss bounded by the flush interval (about two of them under such load).
-std::atomic<uint64_t> g_written_up_to{0};
 
 // With queue_mutex held: one step of a wait for the writer (at most `ns` nanoseconds).
 void wait_space_cond_locked(long ns) {
@@ -233,12 +218,12 @@ void wait_space_cond_locked(long ns) {
 // or still busy with a large pass): wait, in short steps, for a pass to begin and end.
 void wait_for_pass() {
   const uint64_t limit = 2ull * recording.opts.flush_interval_ms * 1000000ull;
-  const uint64_t up_to = g_written_up_to.load(std::memory_order_relaxed);
+  const uint64_t up_to = g_trace.writer.written_up_to.load(std::memory_order_relaxed);
   if (MT_LIKELY(!up_to || now_ns() - up_to <= limit)) return;
   pthread_mutex_lock(&recording.queue_mutex);
   pthread_cond_signal(&recording.queue_cond);
-  for (int i = 0; i < 100 && recording.writer_running && !recording.writer_stop &&
-                  g_written_up_to.load(std::memory_order_relaxed) == up_to;
+  for (int i = 0; i < 100 && g_trace.writer.running && !g_trace.writer.stop &&
+                  g_trace.writer.written_up_to.load(std::memory_order_relaxed) == up_to;
        ++i) {
     wait_space_cond_locked(5000000);
   }
@@ -248,8 +233,8 @@ void wait_for_pass() {
 // With queue_mutex held: waits in short steps while the writer is far behind, and never once
 // it stops (exit).
 void wait_for_space_locked() {
-  for (int i = 0; i < 200 && recording.writer_running && !recording.writer_stop &&
-                  g_queued.load(std::memory_order_relaxed) + checkpoint_backlog() > max_queued() / 2;
+  for (int i = 0; i < 200 && g_trace.writer.running && !g_trace.writer.stop &&
+                  g_trace.writer.queued.load(std::memory_order_relaxed) + checkpoint_backlog() > max_queued() / 2;
        ++i) {
     wait_space_cond_locked(20000000);
   }
@@ -258,7 +243,7 @@ void wait_for_space_locked() {
 }  // namespace
 
 void wait_for_writer() {
-  if (g_queued.load(std::memory_order_relaxed) <= max_queued()) return;
+  if (g_trace.writer.queued.load(std::memory_order_relaxed) <= max_queued()) return;
   timespec deadline;
   clock_gettime(CLOCK_REALTIME, &deadline);
   deadline.tv_sec += 2;
@@ -281,7 +266,7 @@ void write_chunks(Chunk* c) {
       emit(s, c->data + c->consumed, end - c->consumed, block_flags(c, c->consumed, end), c->consumed == 0, &regs, c);
     s->w_next_seq = c->seq + 1;
     if (c->last) s->w_done = true;
-    g_queued.fetch_sub(c->cap, std::memory_order_relaxed);
+    g_trace.writer.queued.fetch_sub(c->cap, std::memory_order_relaxed);
     mem_free(c);
     c = next;
   }
@@ -309,8 +294,6 @@ void drain_queue(bool process_first = false) {
   pthread_mutex_unlock(&recording.queue_mutex);
 }
 
-uint64_t g_last_watermark = 0;
-bool g_last_pass = false;  // the final pass, before the End record
 
 // Flushes every stream; frees the state of threads that exited and were fully written.
 // Returns the earliest time a record of theirs that is still not written may have (UINT64_MAX:
@@ -326,15 +309,15 @@ uint64_t flush_all() {
       if (s->reg_prev) s->reg_prev->reg_next = s->reg_next;
       else recording.registry = s->reg_next;
       if (s->reg_next) s->reg_next->reg_prev = s->reg_prev;
-      recording.exited_allocs += s->allocs;
-      recording.exited_frees += s->frees;
+      g_trace.writer.exited_allocs += s->allocs;
+      g_trace.writer.exited_frees += s->frees;
       kept_table_free(reinterpret_cast<ThreadState*>(s)->memo.kept);
       mem_free(reinterpret_cast<ThreadState*>(s));  // Stream is ThreadState's first member
     } else {
       flush_current(s);
       const Chunk* c = __atomic_load_n(&s->chunk, __ATOMIC_ACQUIRE);
       if (!(c && c->seq == s->w_next_seq) || s->w_in_record) {
-        const uint64_t from = s->w_run.time > g_last_watermark ? s->w_run.time : g_last_watermark;
+        const uint64_t from = s->w_run.time > g_trace.writer.last_watermark ? s->w_run.time : g_trace.writer.last_watermark;
         if (from < unwritten) unwritten = from;
       }
     }
@@ -372,11 +355,11 @@ uint64_t vouchable_time() {
   pthread_mutex_lock(&recording.registry_mutex);
   for (Stream* s = recording.registry; s; s = s->reg_next) {
     const uint64_t p = __atomic_load_n(&s->pending_time, __ATOMIC_ACQUIRE);
-    if (p == 1) w = g_last_watermark;  // its time is being read: it may be earlier than w
+    if (p == 1) w = g_trace.writer.last_watermark;  // its time is being read: it may be earlier than w
     else if (p && p < w) w = p;
   }
   pthread_mutex_unlock(&recording.registry_mutex);
-  return w < g_last_watermark ? g_last_watermark : w;
+  return w < g_trace.writer.last_watermark ? g_trace.writer.last_watermark : w;
 }
 
 // Exact watermarks. A pass takes its time T (vouchable_time), then runs membarrier: every
@@ -410,7 +393,7 @@ bool stream_has_news(Stream* s) {
 bool nothing_to_flush() {
   if (stream_has_news(&recording.shared)) return false;
   pthread_mutex_lock(&recording.queue_mutex);
-  const bool queued = recording.queue_head != nullptr;
+  const bool queued = g_trace.writer.queue_head != nullptr;
   pthread_mutex_unlock(&recording.queue_mutex);
   if (queued) return false;
   bool news = false;
@@ -425,7 +408,6 @@ bool nothing_to_flush() {
 // after them; without exact watermarks, the next one after that), passes that would find
 // nothing to write are not made: an idle program's trace does not grow by a watermark (and a
 // block) per flush interval, nor does its writer run membarrier for nothing.
-uint32_t g_quiet_passes = 0;
 inline uint32_t quiet_passes_needed() { return g_exact_watermarks ? 1 : 2; }
 
 // One full pass: sealed chunks, then every stream's current bytes, then a watermark that
@@ -445,14 +427,14 @@ void flush_pass() {
   if (exact && unwritten < w) w = unwritten;
   // (Without the barrier an exact file gets no watermark in this pass: readers wait longer.)
   const bool marked = (exact || !g_exact_watermarks) && append_watermark(w);
-  MEMTIDE_CHECK(!marked || w >= g_last_watermark);
-  const uint64_t complete = exact ? w : g_last_watermark;  // every record timed before it is written below
-  if (marked) g_last_watermark = w;
+  MEMTIDE_CHECK(!marked || w >= g_trace.writer.last_watermark);
+  const uint64_t complete = exact ? w : g_trace.writer.last_watermark;  // every record timed before it is written below
+  if (marked) g_trace.writer.last_watermark = w;
   const bool quiet = marked && w == vouched && !shared_news && g_emitted == emitted;
-  g_quiet_passes = quiet ? g_quiet_passes + 1 : 0;
+  g_trace.writer.quiet_passes = quiet ? g_trace.writer.quiet_passes + 1 : 0;
   flush_current(&recording.shared);
-  g_written_up_to.store(pass_began, std::memory_order_relaxed);
-  if (marked && !g_last_pass) checkpoint_pass(complete);  // (no checkpoint follows the last pass)
+  g_trace.writer.written_up_to.store(pass_began, std::memory_order_relaxed);
+  if (marked && !g_trace.writer.last_pass) checkpoint_pass(complete);  // (no checkpoint follows the last pass)
   pthread_mutex_lock(&recording.queue_mutex);  // (threads waiting for the pass, or the backlog to shrink)
   pthread_cond_broadcast(&g_space_cond);
   pthread_mutex_unlock(&recording.queue_mutex);
@@ -464,17 +446,16 @@ void flush_pass() {
 // something to write brings them back. Meanwhile no event reuses a time (kEpochIdle), so the
 // clock needs no tick. An idle recorder took 10 ms of CPU a second.
 constexpr unsigned kMaxIdleLevel = 3;
-unsigned g_idle_level = 0;
 
 void set_idle_level(unsigned level) {
-  if ((level != 0) != (g_idle_level != 0)) {
+  if ((level != 0) != (g_trace.writer.idle_level != 0)) {
     if (level) {
       g_clock_epoch.fetch_or(kEpochIdle, std::memory_order_seq_cst);
     } else {
       g_clock_epoch.fetch_and(~kEpochIdle, std::memory_order_seq_cst);
     }
   }
-  g_idle_level = level;
+  g_trace.writer.idle_level = level;
 }
 
 void* writer_main(void*) {
@@ -493,11 +474,11 @@ void* writer_main(void*) {
   uint64_t next_counter = counter_ns ? now_ns() : ~0ull;
   uint64_t last_tick = now_ns();
   uint64_t last_pass = last_tick;
-  g_written_up_to.store(last_tick, std::memory_order_relaxed);
+  g_trace.writer.written_up_to.store(last_tick, std::memory_order_relaxed);
   bool counters_moved = false;  // since the last flush
   for (;;) {
     pthread_mutex_lock(&recording.queue_mutex);
-    while (!recording.writer_stop && !recording.queue_head) {
+    while (!g_trace.writer.stop && !g_trace.writer.queue_head) {
       const uint64_t now = now_ns();
       uint64_t wake = next_flush < next_counter ? next_flush : next_counter;
       if (calibrating) wake = std::min(wake, tsc_calibrate_due());
@@ -513,7 +494,7 @@ void* writer_main(void*) {
       ts.tv_nsec = static_cast<long>(at % 1000000000ull);
       pthread_cond_timedwait(&recording.queue_cond, &recording.queue_mutex, &ts);
     }
-    const bool stop = recording.writer_stop;
+    const bool stop = g_trace.writer.stop;
     pthread_mutex_unlock(&recording.queue_mutex);
     clock_tick();
     last_tick = now_ns();
@@ -523,22 +504,22 @@ void* writer_main(void*) {
     const uint64_t now = now_ns();
     // A kept trace's new segment wants its checkpoint: passes come sooner until it is written
     // (segments may fill faster than the flush interval).
-    if (checkpoint_pending() && !g_idle_level) next_flush = std::min(next_flush, last_pass + flush_ns / 8);
+    if (checkpoint_pending() && !g_trace.writer.idle_level) next_flush = std::min(next_flush, last_pass + flush_ns / 8);
     // The pass first: a counter sample in stream 0 timed after the pass's time would keep its
     // watermark, which must not go back in time there, from being written.
     if (!stop && now >= next_flush) {
-      const bool idle = g_quiet_passes >= quiet_passes_needed() && nothing_to_flush();
+      const bool idle = g_trace.writer.quiet_passes >= quiet_passes_needed() && nothing_to_flush();
       if (!idle) {
         flush_pass();
         checkpoint_maybe_write(now_ns(), trace_file_bytes());
       } else {
-        g_written_up_to.store(now, std::memory_order_relaxed);
+        g_trace.writer.written_up_to.store(now, std::memory_order_relaxed);
       }
-      set_idle_level(idle && !counters_moved ? std::min(g_idle_level + 1, kMaxIdleLevel) : 0);
+      set_idle_level(idle && !counters_moved ? std::min(g_trace.writer.idle_level + 1, kMaxIdleLevel) : 0);
       counters_moved = false;
       last_pass = now;
-      next_flush = now + (flush_ns << g_idle_level);
-    } else if (g_idle_level && !stop && !nothing_to_flush()) {
+      next_flush = now + (flush_ns << g_trace.writer.idle_level);
+    } else if (g_trace.writer.idle_level && !stop && !nothing_to_flush()) {
       // The program is back: the usual intervals, and a flush at once.
       set_idle_level(0);
       next_flush = now;
@@ -546,7 +527,7 @@ void* writer_main(void*) {
     }
     if (now >= next_counter) {
       counters_moved |= sample_counters(&recording.shared);
-      next_counter = now + (counter_ns << g_idle_level);
+      next_counter = now + (counter_ns << g_trace.writer.idle_level);
     }
     end_if_capped();
     if (stop) break;
@@ -563,19 +544,19 @@ void* writer_main(void*) {
     flush_pass();
     checkpoint_maybe_write(now_ns(), trace_file_bytes());
   }
-  g_last_pass = true;
+  g_trace.writer.last_pass = true;
   uint64_t allocs, frees;
   recorded_counts(allocs, frees);  // (before the pass: what they count is committed, so written below)
   flush_pass();
   if (counter_ns) sample_counters(&recording.shared, /*write=*/true);
-  append_end(static_cast<fmt::EndReason>(recording.end_reason), recording.end_status, allocs, frees);
+  append_end(static_cast<fmt::EndReason>(g_trace.writer.end_reason), g_trace.writer.end_status, allocs, frees);
   drain_queue();
   flush_current(&recording.shared);
   end_if_capped();
-  pthread_mutex_lock(&g_done_mutex);
-  g_finished = true;
-  pthread_cond_broadcast(&g_done_cond);
-  pthread_mutex_unlock(&g_done_mutex);
+  pthread_mutex_lock(&g_trace.writer.done_mutex);
+  g_trace.writer.finished = true;
+  pthread_cond_broadcast(&g_trace.writer.done_cond);
+  pthread_mutex_unlock(&g_trace.writer.done_mutex);
   return nullptr;
 }
 
@@ -584,10 +565,10 @@ void* writer_main(void*) {
 void enqueue_chunk(Chunk* c, bool may_wait) {
   c->next = nullptr;
   pthread_mutex_lock(&recording.queue_mutex);
-  if (recording.queue_tail) recording.queue_tail->next = c;
-  else recording.queue_head = c;
-  recording.queue_tail = c;
-  const size_t queued = g_queued.fetch_add(c->cap, std::memory_order_relaxed) + c->cap;
+  if (g_trace.writer.queue_tail) g_trace.writer.queue_tail->next = c;
+  else g_trace.writer.queue_head = c;
+  g_trace.writer.queue_tail = c;
+  const size_t queued = g_trace.writer.queued.fetch_add(c->cap, std::memory_order_relaxed) + c->cap;
   pthread_mutex_unlock(&recording.queue_mutex);
   // The writer wakes by itself at least every counter or flush interval and then writes what
   // is queued; it is woken early only when much is waiting. (Waking it for every chunk cost a
@@ -612,13 +593,6 @@ void writer_write_block(uint32_t stream, uint64_t base_time, uint64_t base_addr,
   write_block(stream, base_time, base_addr, p, n, flags);
 }
 
-void writer_trace_opened() {
-  checkpoint_trace_opened();
-  g_last_pass = false;
-  g_finished = false;
-  g_last_watermark = 0;
-  g_quiet_passes = 0;
-}
 
 void writer_start() {
   tsc_probe();
@@ -626,8 +600,8 @@ void writer_start() {
   // lower RLIMIT_AS first thing): a writer that could not get memory later (a program that takes
   // all there is) still writes what was recorded, and the End record.
   const size_t most = recording.chunk_max;
-  if (!scratch(g_out, g_out_cap, fmt::block_bound(most)) || !scratch(g_cut, g_cut_cap, fmt::cut_bound(most)) ||
-      !scratch(g_stacks, g_stacks_cap, most)) {
+  if (!scratch(g_trace.writer.out, g_trace.writer.out_cap, fmt::block_bound(most)) || !scratch(g_trace.writer.cut, g_trace.writer.cut_cap, fmt::cut_bound(most)) ||
+      !scratch(g_trace.writer.stacks, g_trace.writer.stacks_cap, most)) {
     message("out of memory for the trace's buffers; not recording");
     recording.state.store(kStopped, std::memory_order_release);
     return;
@@ -642,17 +616,17 @@ void writer_start() {
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setstacksize(&attr, 256 * 1024);
-  recording.writer_stop = false;
-  recording.writer_running = spawn_recorder_thread(&recording.writer, &attr, writer_main, nullptr, /*keep_single=*/true) == 0;
+  g_trace.writer.stop = false;
+  g_trace.writer.running = spawn_recorder_thread(&g_trace.writer.thread, &attr, writer_main, nullptr, /*keep_single=*/true) == 0;
   pthread_attr_destroy(&attr);
-  if (!recording.writer_running) {
+  if (!g_trace.writer.running) {
     message("cannot start the writer thread; not recording");
     recording.state.store(kStopped, std::memory_order_release);
   }
 }
 
 void writer_finish(fmt::EndReason reason, uint64_t status, int timeout_ms) {
-  if (!recording.writer_running) return;
+  if (!g_trace.writer.running) return;
   // Timed locks: this may run in a signal handler that interrupted a lock holder.
   timespec deadline;
   clock_gettime(CLOCK_REALTIME, &deadline);
@@ -663,48 +637,27 @@ void writer_finish(fmt::EndReason reason, uint64_t status, int timeout_ms) {
     deadline.tv_nsec -= 1000000000L;
   }
   if (pthread_mutex_timedlock(&recording.queue_mutex, &deadline) != 0) return;
-  const bool already = recording.writer_stop;
+  const bool already = g_trace.writer.stop;
   if (!already) {
-    recording.end_reason = static_cast<int>(reason);
-    recording.end_status = status;
-    recording.writer_stop = true;
+    g_trace.writer.end_reason = static_cast<int>(reason);
+    g_trace.writer.end_status = status;
+    g_trace.writer.stop = true;
     pthread_cond_signal(&recording.queue_cond);
   }
   pthread_mutex_unlock(&recording.queue_mutex);
 
-  if (pthread_mutex_timedlock(&g_done_mutex, &deadline) != 0) return;
-  while (!g_finished) {
-    if (pthread_cond_timedwait(&g_done_cond, &g_done_mutex, &deadline) == ETIMEDOUT) break;
+  if (pthread_mutex_timedlock(&g_trace.writer.done_mutex, &deadline) != 0) return;
+  while (!g_trace.writer.finished) {
+    if (pthread_cond_timedwait(&g_trace.writer.done_cond, &g_trace.writer.done_mutex, &deadline) == ETIMEDOUT) break;
   }
-  const bool finished = g_finished;
-  pthread_mutex_unlock(&g_done_mutex);
+  const bool finished = g_trace.writer.finished;
+  pthread_mutex_unlock(&g_trace.writer.done_mutex);
   if (finished && !already) {
-    pthread_join(recording.writer, nullptr);
-    recording.writer_running = false;
+    pthread_join(g_trace.writer.thread, nullptr);
+    g_trace.writer.running = false;
     close_trace_fd();
   }
 }
 
-void writer_reset_after_fork() {
-  // The parent's writer thread does not exist in the child; its queue holds parent data.
-  recording.queue_head = recording.queue_tail = nullptr;
-  g_queued.store(0, std::memory_order_relaxed);
-  recording.writer_running = false;
-  recording.writer_stop = false;
-  g_out = nullptr;
-  g_out_cap = 0;
-  g_cut = nullptr;
-  g_cut_cap = 0;
-  g_stacks = nullptr;
-  g_stacks_cap = 0;
-  g_finished = false;
-  g_last_watermark = 0;
-  g_quiet_passes = 0;
-  g_idle_level = 0;  // (the child's clock epoch starts without kEpochIdle)
-  checkpoint_reset_after_fork();
-  mutex_reset(&g_done_mutex);
-  pthread_cond_init(&g_done_cond, nullptr);
-  trace_file_reset_after_fork();
-}
 
 }  // namespace memtide::rec

@@ -9,14 +9,11 @@
 namespace memtide::rec {
 
 void writer_start();
-// A new trace file was opened: the writer's state of the last one is forgotten.
-void writer_trace_opened();
 // Asks the writer for a last flush with an End record and waits (at most `timeout_ms`).
 void writer_finish(fmt::EndReason reason, uint64_t status, int timeout_ms);
 // Hands a sealed chunk to the writer. With `may_wait`, waits while the writer is far behind
 // (only callers that hold no lock the writer takes: not the process stream's).
 void enqueue_chunk(Chunk* c, bool may_wait);
-void writer_reset_after_fork();
 // Compresses [p, p + n) as one block of `stream` and appends it (the writer thread only).
 void writer_write_block(uint32_t stream, uint64_t base_time, uint64_t base_addr, const uint8_t* p, size_t n,
                         uint16_t flags);
