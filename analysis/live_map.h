@@ -3,9 +3,8 @@
 // each page that holds live blocks to its record, and the record holds that page's blocks by
 // their 16-byte granule. A replay that sweeps a large live set in address order (frees of the
 // oldest blocks, each address handed back to the next allocation) then reads each record many
-// times in a row and the records one after another; a table hashed by address (or by 128 bytes
-// of it) cost a cache miss every few events once it outgrew the caches (256-512 MiB at 10 M
-// blocks), and the replay's time per event grew 2-3x from 10 K to 10 M live blocks.
+// times in a row and the records one after another, where a table hashed by address costs a
+// cache miss every few events once it outgrows the caches (bench/README.md, "Reader scaling").
 //
 // A record is sparse or dense. Sparse: a granule byte and a value per block, unordered (an
 // erase moves the last block into the hole); a lookup compares the granules 16 at a time.
@@ -28,11 +27,8 @@
 // Pages pay off only when lookups stay on the recent pages. A program that frees and allocates
 // all over its live set (a cache evicting at random) makes a page cost a directory lookup, then
 // the record's granules and its value, each a cache miss that the replay's prefetch (of the
-// directory slot) does not hide; one hash table of blocks costs one, prefetched
-// (bench/README.md, "Random frees": random frees over 1 M live blocks replay at 84-106 ns per
-// event from such a table against 151-163 by page; a sweep of 1 M blocks took 0.7 s from the
-// table against 0.4 s by page). So the
-// blocks are kept in one table (the one of the other addresses, keyed by address) until the
+// directory slot) does not hide; one hash table of blocks costs one, prefetched (bench/README.md,
+// "Random frees", has both forms on random frees and on sweeps). So the blocks are kept in one table (the one of the other addresses, keyed by address) until the
 // live set reaches kFlatMax blocks while fewer than 1 in 20 lookups leave the recent pages;
 // they go back to the table when more than 1 in 4 do at two reviews in a row, or when fewer
 // than kFlatMax / 4 blocks are live. That share is counted in either form (in the table's, on

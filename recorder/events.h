@@ -1,16 +1,13 @@
 // The event path: allocation, free and realloc, from the shim's call to the committed record.
 //
-// Per-event budget in exact mode, kept true (memtide-bench-churn --threads 1, recording on,
-// 2-vCPU AMD EPYC; instructions: callgrind --separate-threads=yes on --iterations 200000, the
-// program thread; time: --iterations 2000000, 28.3 M events, against the untraced run):
-//   allocation  ~273 instructions inclusive of on_alloc: the sampling test, the kept-stack
-//               lookup (a hash, a set of 4 ways, kept_holds re-reading the stack's slots), then
-//               a short Alloc appended to the thread's chunk with the time of the record before.
-//   free        ~97 instructions: the sampling test, a short Free, no stack.
-//   per event   ~18-21 ns of wall time (0.28-0.34 s untraced, 0.78-0.94 s traced, as the
-//               machine's other load goes); the writer thread compresses and writes on the
-//               other CPU.
-// What leaves this budget: a stack not found again (walk_stack: the fast unwinder, then the
+// An event in exact mode, when its stack was seen before (bench/README.md, "The event path",
+// has its instructions and time):
+//   allocation  the sampling test, the kept-stack lookup (a hash, a set of 4 ways, kept_holds
+//               re-reading the stack's slots), then a short Alloc appended to the thread's
+//               chunk with the time of the record before.
+//   free        the sampling test, a short Free, no stack.
+// The writer thread compresses and writes on another CPU. What leaves this path: a stack not
+// found again (walk_stack: the fast unwinder, then the
 // stack table), a clock read (every event once a second thread records: event_time), a new
 // chunk (reserve_slow).
 //

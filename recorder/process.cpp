@@ -155,8 +155,8 @@ bool sample_counters(Stream* s, bool write) {
   }
   // The allocator's own count of its heap is not asked for: glibc's mallinfo2() walks every
   // free chunk of an arena with the arena's lock held, so the program's allocations wait for
-  // it (2 M free chunks: 250 ms a call; a Python program with PYTHONMALLOC=malloc, asked every
-  // 100 ms, made almost no progress). heap_live_bytes stays 0; the heap comes from the events.
+  // it, a time that grows with the free chunks (a program with millions of them would spend
+  // its time waiting). heap_live_bytes stays 0; the heap comes from the events.
   pthread_mutex_lock(&recording.shared_mutex);
   c.time = now_ns();
   c.valid = true;
