@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -39,7 +40,8 @@ int print_table() {
     if (o.kind == rec::OptKind::Bool) flag = std::string("--[no-]") + o.flag;
     else if (*kind_word(o.kind)) flag += std::string(" ") + kind_word(o.kind);
     if (std::string(o.flag) == "output") flag = "-o, " + flag;
-    std::printf("  %-28s %s\n  %-28s (default: %s; environment: %s)\n", flag.c_str(), o.help, "", o.def, o.env);
+    const std::string def = std::strcmp(o.def, o.sampled) ? std::string(o.def) + ", sampled: " + o.sampled : o.def;
+    std::printf("  %-28s %s\n  %-28s (default: %s; environment: %s)\n", flag.c_str(), o.help, "", def.c_str(), o.env);
   }
   std::printf("  %-28s %s\n", "--check", "after the run, apply `memtide check` to the trace (exit 1 on a breach;");
   std::printf("  %-28s %s\n", "", "the program's own failure wins); turns --leak-scan on (--no-leak-scan: off);");

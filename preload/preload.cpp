@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <cstring>
 #include <new>
+#include <type_traits>
 
 #include "recorder/backing.h"
 #include "recorder/own_heap.h"
@@ -352,6 +353,7 @@ MT_EXPORT void exit(int status) {
   rec::note_exit_sp(reinterpret_cast<uintptr_t>(MT_FRAME));
   if (MT_UNLIKELY(!rec::real.exit)) rec::real.Exit_(status);
   rec::real.exit(status);
+  __builtin_unreachable();
 }
 
 MT_EXPORT void _exit(int status) {
@@ -359,6 +361,7 @@ MT_EXPORT void _exit(int status) {
   rec::note_exit_sp(reinterpret_cast<uintptr_t>(MT_FRAME));
   rec::finish_immediate_exit(status);
   rec::real.exit_(status);
+  __builtin_unreachable();
 }
 
 MT_EXPORT void _Exit(int status) {
@@ -366,6 +369,7 @@ MT_EXPORT void _Exit(int status) {
   rec::note_exit_sp(reinterpret_cast<uintptr_t>(MT_FRAME));
   rec::finish_immediate_exit(status);
   rec::real.Exit_(status);
+  __builtin_unreachable();
 }
 
 MT_EXPORT void quick_exit(int status) {
@@ -373,6 +377,7 @@ MT_EXPORT void quick_exit(int status) {
   rec::note_exit_sp(reinterpret_cast<uintptr_t>(MT_FRAME));
   rec::on_quick_exit(status);
   rec::real.quick_exit(status);
+  __builtin_unreachable();
 }
 
 MT_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
@@ -645,3 +650,36 @@ MT_EXPORT int __libc_start_main(int (*main)(int, char**, char**), int argc, char
   return rec::real.libc_start_main(main ? main_with_exit_status : main, argc, argv, init, fini, rtld_fini, stack_end);
 }
 __attribute__((destructor(101))) static void memtide_destructor() { rec::finish_at_exit(); }
+
+// Each shim has the type its row in recorder/hooks.inc gives the function it forwards to (the
+// C library's attributes, malloc's or nonnull, are no part of a type).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wignored-attributes"
+namespace {
+template <class F>
+struct Plain;
+template <class R, class... A>
+struct Plain<R(A...)> {
+  using type = R(A...);
+};
+template <class R, class... A>
+struct Plain<R(A...) noexcept> {
+  using type = R(A...);
+};
+template <class R, class... A>
+struct Plain<R(A..., ...)> {
+  using type = R(A..., ...);
+};
+template <class R, class... A>
+struct Plain<R(A..., ...) noexcept> {
+  using type = R(A..., ...);
+};
+#define MEMTIDE_HOOK(field, symbol, attach, ret, params)                                          \
+  static_assert(std::is_same_v<Plain<decltype(::symbol)>::type, ret params>, #symbol "'s shim and " \
+                "recorder/hooks.inc differ");
+#define MEMTIDE_SHIM(symbol, attach) static_assert(sizeof(&::symbol) > 0, #symbol " has a shim");
+#include "recorder/hooks.inc"
+#undef MEMTIDE_SHIM
+#undef MEMTIDE_HOOK
+}  // namespace
+#pragma GCC diagnostic pop

@@ -97,7 +97,6 @@ namespace {
 // ---------------------------------------------------------------------------------------
 struct Config {
   Options opts;
-  bool set_flush = false, set_counters = false;
   char control[1024] = {};
   char status[1024] = {};
   char text[2048] = {};  // the options as the trace's ProcessInfo names them
@@ -127,8 +126,6 @@ bool read_config(const char* path, Config& c) {
       else if (const char* problem = apply_option(c.opts, line, value))
         message("ignoring %s=%s: %s", line, value, problem);
       else {
-        c.set_flush |= !std::strcmp(line, "MEMTIDE_FLUSH_INTERVAL_MS");
-        c.set_counters |= !std::strcmp(line, "MEMTIDE_COUNTER_INTERVAL_MS");
         const int w = std::snprintf(c.text + tn, sizeof c.text - tn, "%s=%s\n", line, value);
         if (w > 0 && static_cast<size_t>(w) < sizeof c.text - tn) tn += static_cast<size_t>(w);
       }
@@ -147,23 +144,41 @@ bool read_config(const char* path, Config& c) {
 // [3] The redirected functions: libmemtide's own definitions (preload.cpp), and the ones the
 //     loader bound the program to, which the entries must hold to be redirected
 // ---------------------------------------------------------------------------------------
-constexpr const char* kHookNames[] = {
-    // The C allocation API (malloc family: the C library's own or a shared allocator library's).
-    "malloc", "free", "calloc", "realloc", "reallocarray", "posix_memalign", "aligned_alloc", "memalign", "valloc",
-    "pvalloc", "malloc_usable_size",
-    // operator new and delete (plain, nothrow, aligned, sized).
-    "_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t", "_ZnwmSt11align_val_t", "_ZnamSt11align_val_t",
-    "_ZnwmSt11align_val_tRKSt9nothrow_t", "_ZnamSt11align_val_tRKSt9nothrow_t", "_ZdlPv", "_ZdlPvm",
-    "_ZdlPvRKSt9nothrow_t", "_ZdaPv", "_ZdaPvm", "_ZdaPvRKSt9nothrow_t", "_ZdlPvSt11align_val_t",
-    "_ZdlPvmSt11align_val_t", "_ZdlPvSt11align_val_tRKSt9nothrow_t", "_ZdaPvSt11align_val_t",
-    "_ZdaPvmSt11align_val_t", "_ZdaPvSt11align_val_tRKSt9nothrow_t",
-    // Mappings, modules (dlopen: later modules are redirected too), threads, the process's end.
-    "mmap", "mmap64", "munmap", "mremap", "dlopen", "dlmopen", "dlclose", "pthread_setname_np", "pthread_getattr_np",
-    "_exit", "_Exit", "quick_exit", "execve", "execveat", "fexecve",
-    // The trace's descriptor, out of the program's reach.
-    "close", "close_range", "closefrom", "dup", "dup2", "dup3", "fcntl", "fcntl64", "pipe2"};
-constexpr int kHooks = sizeof kHookNames / sizeof kHookNames[0];
-constexpr int kMallocFamily = 11;  // the first names
+// The entries attach redirects: hooks.inc's rows but those it keeps.
+enum HookAttach : uint8_t { kMallocFamily, kRedirect, kKeep };
+struct HookName {
+  const char* name;
+  HookAttach attach;
+};
+constexpr HookName kHookRows[] = {
+#define MEMTIDE_HOOK(field, symbol, attach, ret, params) {#symbol, attach},
+#define MEMTIDE_SHIM(symbol, attach) {#symbol, attach},
+#include "recorder/hooks.inc"
+#undef MEMTIDE_SHIM
+#undef MEMTIDE_HOOK
+};
+constexpr int count_redirected() {
+  int n = 0;
+  for (const HookName& h : kHookRows) n += h.attach != kKeep;
+  return n;
+}
+constexpr int kHooks = count_redirected();
+struct HookNames {
+  const char* name[kHooks];
+  bool malloc_family[kHooks];
+};
+constexpr HookNames redirected() {
+  HookNames out{};
+  int n = 0;
+  for (const HookName& h : kHookRows)
+    if (h.attach != kKeep) {
+      out.name[n] = h.name;
+      out.malloc_family[n++] = h.attach == kMallocFamily;
+    }
+  return out;
+}
+constexpr HookNames kRedirected = redirected();
+constexpr const char* const (&kHookNames)[kHooks] = kRedirected.name;
 
 struct Hook {
   void* shim = nullptr;   // libmemtide's
@@ -225,9 +240,9 @@ int resolve_hooks() {
     if (is_stub(bound)) {
       h.bound = bound;
       h.def = dlsym(libc, kHookNames[i]);
-    } else if (system_definition(bound) || (i < kMallocFamily && shared_allocator(bound))) {
+    } else if (system_definition(bound) || (kRedirected.malloc_family[i] && shared_allocator(bound))) {
       h.bound = h.def = bound;
-    } else if (i < kMallocFamily) {
+    } else if (kRedirected.malloc_family[i]) {
       message("%s is defined in the program itself: memtide attach cannot redirect the calls to it", kHookNames[i]);
       return kAttachForeignMalloc;
     }
@@ -554,7 +569,7 @@ int attach_start(const char* config) {
   const int fifo = open(g_config.control, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fifo < 0) return kAttachBadConfig;
   fcntl(fifo, F_SETFL, 0);
-  if (!start_attached(g_config.opts, g_config.set_flush, g_config.set_counters)) {
+  if (!start_attached(g_config.opts)) {
     close(fifo);
     return kAttachNoTrace;
   }

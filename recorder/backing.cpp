@@ -57,44 +57,11 @@ void resolve_backing() {
     // Another thread is resolving (or it is done): callers fall back to the pool meanwhile.
     return;
   }
-  resolve(real.malloc, "malloc");
-  resolve(real.free, "free");
-  resolve(real.calloc, "calloc");
-  resolve(real.realloc, "realloc");
-  resolve(real.reallocarray, "reallocarray");
-  resolve(real.posix_memalign, "posix_memalign");
-  resolve(real.aligned_alloc, "aligned_alloc");
-  resolve(real.memalign, "memalign");
-  resolve(real.valloc, "valloc");
-  resolve(real.pvalloc, "pvalloc");
-  resolve(real.malloc_usable_size, "malloc_usable_size");
-  resolve(real.mmap, "mmap");
-  resolve(real.mmap64, "mmap64");
-  resolve(real.munmap, "munmap");
-  resolve(real.mremap, "mremap");
-  resolve(real.dlopen, "dlopen");
-  resolve(real.dlmopen, "dlmopen");
-  resolve(real.dlclose, "dlclose");
-  resolve(real.pthread_setname_np, "pthread_setname_np");
-  resolve(real.pthread_getattr_np, "pthread_getattr_np");
-  resolve(real.pthread_create, "pthread_create");
-  resolve(real.exit, "exit");
-  resolve(real.exit_, "_exit");
-  resolve(real.Exit_, "_Exit");
-  resolve(real.quick_exit, "quick_exit");
-  resolve(real.libc_start_main, "__libc_start_main");
-  resolve(real.execve, "execve");
-  resolve(real.execveat, "execveat");
-  resolve(real.fexecve, "fexecve");
-  resolve(real.close, "close");
-  resolve(real.close_range, "close_range");
-  resolve(real.closefrom, "closefrom");
-  resolve(real.dup, "dup");
-  resolve(real.dup2, "dup2");
-  resolve(real.dup3, "dup3");
-  resolve(real.fcntl, "fcntl");
-  resolve(real.fcntl64, "fcntl64");
-  resolve(real.pipe2, "pipe2");
+#define MEMTIDE_HOOK(field, symbol, attach, ret, params) resolve(real.field, #symbol);
+#define MEMTIDE_SHIM(symbol, attach)
+#include "recorder/hooks.inc"
+#undef MEMTIDE_SHIM
+#undef MEMTIDE_HOOK
   if (!real.fcntl64) real.fcntl64 = real.fcntl;
   if (!real.mmap64) real.mmap64 = real.mmap;
 

@@ -8,6 +8,7 @@
 // (blocks made earlier by the system allocator are still released to it).
 #pragma once
 
+#include <pthread.h>
 #include <sys/types.h>
 
 #include <cstddef>
@@ -18,46 +19,11 @@
 namespace memtide::rec {
 
 struct RealFns {
-  void* (*malloc)(size_t);
-  void (*free)(void*);
-  void* (*calloc)(size_t, size_t);
-  void* (*realloc)(void*, size_t);
-  void* (*reallocarray)(void*, size_t, size_t);
-  int (*posix_memalign)(void**, size_t, size_t);
-  void* (*aligned_alloc)(size_t, size_t);
-  void* (*memalign)(size_t, size_t);
-  void* (*valloc)(size_t);
-  void* (*pvalloc)(size_t);
-  size_t (*malloc_usable_size)(void*);
-
-  void* (*mmap)(void*, size_t, int, int, int, off_t);
-  void* (*mmap64)(void*, size_t, int, int, int, off_t);
-  int (*munmap)(void*, size_t);
-  void* (*mremap)(void*, size_t, size_t, int, void*);
-
-  void* (*dlopen)(const char*, int);
-  void* (*dlmopen)(long, const char*, int);
-  int (*dlclose)(void*);
-  int (*pthread_setname_np)(unsigned long, const char*);
-  int (*pthread_getattr_np)(unsigned long, void*);  // (pthread_attr_t*)
-  int (*pthread_create)(unsigned long*, const void*, void* (*)(void*), void*);  // (pthread_t*, const pthread_attr_t*)
-  void (*exit)(int) __attribute__((noreturn));
-  void (*exit_)(int) __attribute__((noreturn));   // _exit
-  void (*Exit_)(int) __attribute__((noreturn));   // _Exit
-  void (*quick_exit)(int) __attribute__((noreturn));
-  int (*libc_start_main)(int (*)(int, char**, char**), int, char**, void (*)(), void (*)(), void (*)(), void*);
-  int (*execve)(const char*, char* const[], char* const[]);
-  int (*execveat)(int, const char*, char* const[], char* const[], int);
-  int (*fexecve)(int, char* const[], char* const[]);
-  int (*close)(int);
-  int (*close_range)(unsigned, unsigned, int);
-  void (*closefrom)(int);
-  int (*dup)(int);
-  int (*dup2)(int, int);
-  int (*dup3)(int, int, int);
-  int (*fcntl)(int, int, ...);
-  int (*fcntl64)(int, int, ...);
-  int (*pipe2)(int*, int);
+#define MEMTIDE_HOOK(field, symbol, attach, ret, params) ret(*field) params;
+#define MEMTIDE_SHIM(symbol, attach)
+#include "recorder/hooks.inc"
+#undef MEMTIDE_SHIM
+#undef MEMTIDE_HOOK
 };
 
 // Resolved real functions; valid once backing_ready() is true.

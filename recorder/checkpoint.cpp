@@ -32,14 +32,17 @@ namespace {
 
 using namespace ckpt;
 using fmt::CheckpointDomain;
+
+// This trace's checkpoint state (trace_state.h).
+constexpr ckpt::CheckpointTrace& g = g_trace.checkpoint;
+
 // What an event waiting to be applied counts for in the writer's backpressure, in bytes of
 // queued chunks (a record takes about 5 before compression; its event 32 here).
 constexpr size_t kBacklogWeight = 16;
 
-
 void fail(const char* why) {
-  if (g_trace.checkpoint.failed) return;
-  g_trace.checkpoint.failed = true;
+  if (g.failed) return;
+  g.failed = true;
   message("checkpoints stopped: %s; the trace goes on without them", why);
 }
 
@@ -50,7 +53,7 @@ void fail(const char* why) {
 unsigned heap_map(fmt::Api a) { return a == fmt::Api::Custom ? 1 : 0; }
 
 void heap_alloc(const Op& e) {
-  LiveTable& t = g_trace.checkpoint.live[heap_map(static_cast<fmt::Api>(e.api))];
+  LiveTable& t = g.live[heap_map(static_cast<fmt::Api>(e.api))];
   if (!e.addr) return;
   if (Live* old = t.find(e.addr)) {  // allocated twice: the replay releases the first
     t.bytes -= old->weight ? old->weight : old->size();
@@ -63,7 +66,7 @@ void heap_alloc(const Op& e) {
 }
 
 void heap_free(const Op& e) {
-  LiveTable& t = g_trace.checkpoint.live[heap_map(static_cast<fmt::Api>(e.api))];
+  LiveTable& t = g.live[heap_map(static_cast<fmt::Api>(e.api))];
   if (Live* b = t.find(e.addr)) {
     t.bytes -= b->weight ? b->weight : b->size();
     t.erase(b);
@@ -73,13 +76,13 @@ void heap_free(const Op& e) {
 // Removes [lo, hi) from the mapped ranges.
 void unmap(uint64_t lo, uint64_t hi) {
   if (hi <= lo) return;
-  Array<Range>& r = g_trace.checkpoint.ranges;
+  Array<Range>& r = g.ranges;
   size_t i = 0;
   while (i < r.size && r.data[i].addr + r.data[i].size() <= lo) ++i;
   while (i < r.size && r.data[i].addr < hi) {
     const Range x = r.data[i];
     const uint64_t end = x.addr + x.size(), cut_lo = std::max(x.addr, lo), cut_hi = std::min(end, hi);
-    g_trace.checkpoint.mapped -= std::min(g_trace.checkpoint.mapped, cut_hi - cut_lo);
+    g.mapped -= std::min(g.mapped, cut_hi - cut_lo);
     const uint64_t api = x.size_api & ~kMaxBlockBytes;
     // Replace x by what is left of it (0, 1 or 2 ranges).
     Range keep[2];
@@ -97,14 +100,14 @@ void unmap(uint64_t lo, uint64_t hi) {
 void mmap_alloc(const Op& e) {
   if (e.size == 0 || e.addr + e.size < e.addr) return;
   unmap(e.addr, e.addr + e.size);
-  Array<Range>& r = g_trace.checkpoint.ranges;
+  Array<Range>& r = g.ranges;
   if (!r.grow(r.size + 1)) return fail("out of memory");
   size_t i = r.size;
   while (i && r.data[i - 1].addr > e.addr) --i;
   __builtin_memmove(r.data + i + 1, r.data + i, (r.size - i) * sizeof(Range));
   r.data[i] = Range{e.addr, e.time, e.size | uint64_t{e.api} << 56, e.stack, 0};
   ++r.size;
-  g_trace.checkpoint.mapped += e.size;
+  g.mapped += e.size;
 }
 
 void mmap_free(const Op& e) {
@@ -114,7 +117,7 @@ void mmap_free(const Op& e) {
     hi = e.addr + e.size;
   } else {  // mremap's old mapping: to the end of the range that holds it
     const Range* holder = nullptr;
-    for (size_t i = 0; i < g_trace.checkpoint.ranges.size && g_trace.checkpoint.ranges.data[i].addr <= e.addr; ++i) holder = &g_trace.checkpoint.ranges.data[i];
+    for (size_t i = 0; i < g.ranges.size && g.ranges.data[i].addr <= e.addr; ++i) holder = &g.ranges.data[i];
     if (!holder || holder->addr + holder->size() <= e.addr) return;
     hi = holder->addr + holder->size();
   }
@@ -124,8 +127,8 @@ void mmap_free(const Op& e) {
 // A switch from exact to sampled recording: the replay keeps the blocks of the exact period whose
 // address is kept, each standing for kExactKeepFactor of itself, and drops the others.
 void switch_sampling(uint64_t interval) {
-  if (g_trace.checkpoint.interval == 0 && interval != 0) {
-    for (LiveTable& t : g_trace.checkpoint.live) {
+  if (g.interval == 0 && interval != 0) {
+    for (LiveTable& t : g.live) {
       for (size_t i = 0; i <= t.mask && t.slots;) {
         Live& b = t.slots[i];
         if (!b.addr || b.weight) {
@@ -143,17 +146,17 @@ void switch_sampling(uint64_t interval) {
       }
     }
   }
-  g_trace.checkpoint.interval = interval;
+  g.interval = interval;
 }
 
 StreamCounts* counts_of(uint32_t stream) {
-  if (stream >= g_trace.checkpoint.counts.size) {
+  if (stream >= g.counts.size) {
     if (stream >= (1u << 20)) return nullptr;
-    if (stream >= g_trace.checkpoint.counts.cap && !g_trace.checkpoint.counts.grow(std::max<size_t>(stream + 1, g_trace.checkpoint.counts.cap * 2))) return nullptr;
-    __builtin_memset(g_trace.checkpoint.counts.data + g_trace.checkpoint.counts.size, 0, (stream + 1 - g_trace.checkpoint.counts.size) * sizeof(StreamCounts));
-    g_trace.checkpoint.counts.size = stream + 1;
+    if (stream >= g.counts.cap && !g.counts.grow(std::max<size_t>(stream + 1, g.counts.cap * 2))) return nullptr;
+    __builtin_memset(g.counts.data + g.counts.size, 0, (stream + 1 - g.counts.size) * sizeof(StreamCounts));
+    g.counts.size = stream + 1;
   }
-  return &g_trace.checkpoint.counts.data[stream];
+  return &g.counts.data[stream];
 }
 
 void apply(const Op& e) {
@@ -181,18 +184,18 @@ struct Collect : fmt::NullVisitor {
   uint32_t block = 0;
   size_t pushed = 0;
   void push(uint32_t stream, uint64_t time, uint64_t addr, uint64_t size, uint64_t stack, uint8_t api, uint8_t kind) {
-    if (stream >= g_trace.checkpoint.queues.size) {
-      const size_t n = std::max<size_t>(stream + 1, g_trace.checkpoint.queues.size * 2);
-      if (stream >= (1u << 20) || !g_trace.checkpoint.queues.grow(n)) {
+    if (stream >= g.queues.size) {
+      const size_t n = std::max<size_t>(stream + 1, g.queues.size * 2);
+      if (stream >= (1u << 20) || !g.queues.grow(n)) {
         ok = false;
         return;
       }
-      __builtin_memset(static_cast<void*>(g_trace.checkpoint.queues.data + g_trace.checkpoint.queues.size), 0, (n - g_trace.checkpoint.queues.size) * sizeof(Queue));
-      g_trace.checkpoint.queues.size = n;
+      __builtin_memset(static_cast<void*>(g.queues.data + g.queues.size), 0, (n - g.queues.size) * sizeof(Queue));
+      g.queues.size = n;
     }
     if (stack > UINT32_MAX) ok = false;  // (no recorder makes 4 G stack nodes)
     const uint64_t packed = std::min(size, kSizeMask) | uint64_t{api} << 48 | uint64_t{kind} << 56;
-    if (!g_trace.checkpoint.queues.data[stream].ev.push(Event{time, addr, packed, static_cast<uint32_t>(stack), block})) ok = false;
+    if (!g.queues.data[stream].ev.push(Event{time, addr, packed, static_cast<uint32_t>(stack), block})) ok = false;
     ++pushed;
   }
   void on_alloc(uint32_t s, const fmt::Alloc& a) {
@@ -221,11 +224,11 @@ struct Collect : fmt::NullVisitor {
   void on_marker(uint32_t s, const fmt::Marker& m) {
     MarkerCopy c{m.time, m.sampling, s, static_cast<uint16_t>(std::min(m.label.size(), sizeof c.label)), {}};
     __builtin_memcpy(c.label, m.label.data(), c.len);
-    if (!g_trace.checkpoint.markers.push(c)) ok = false;
+    if (!g.markers.push(c)) ok = false;
     if (m.switches_sampling()) push(s, m.time, 0, m.sampling_interval(), 0, 0, kSwitch);
   }
   void on_counters(uint32_t s, const fmt::Counters& x) {
-    if (s == 0 && !g_trace.checkpoint.counters.push(CounterCopy{x.time, x.rss_bytes, x.vm_bytes})) ok = false;
+    if (s == 0 && !g.counters.push(CounterCopy{x.time, x.rss_bytes, x.vm_bytes})) ok = false;
   }
 };
 
@@ -235,15 +238,15 @@ void checkpoint_due(uint64_t replay_from) {
   // (Already due from an earlier segment: that one stays the goal. Moving it to each new
   // segment would never be met when segments fill faster than a pass: the blocks a pass wrote
   // before a rotation hold events timed after the pass's time.)
-  if (g_trace.checkpoint.due) return;
-  g_trace.checkpoint.due = true;
-  g_trace.checkpoint.due_from = replay_from;
+  if (g.due) return;
+  g.due = true;
+  g.due_from = replay_from;
 }
 
-bool checkpoint_pending() { return g_trace.checkpoint.due && checkpoints_on(); }
+bool checkpoint_pending() { return g.due && checkpoints_on(); }
 
 bool checkpoints_on() {
-  return !g_trace.checkpoint.failed && recording.opts.checkpoint_interval_s != 0;
+  return !g.failed && recording.opts.checkpoint_interval_s != 0;
 }
 
 void CheckpointTrace::release() {
@@ -262,28 +265,28 @@ void CheckpointTrace::release() {
 void checkpoint_note_block(uint32_t stream, uint64_t base_time, uint64_t base_addr, const uint8_t* p, size_t n,
                            uint64_t offset) {
   if (!checkpoints_on()) return;
-  if (!g_trace.checkpoint.scratch && !(g_trace.checkpoint.scratch = static_cast<fmt::DecodeScratch*>(mem_alloc(sizeof(fmt::DecodeScratch)))))
+  if (!g.scratch && !(g.scratch = static_cast<fmt::DecodeScratch*>(mem_alloc(sizeof(fmt::DecodeScratch)))))
     return fail("out of memory");
   fmt::StreamRegs r;
   r.time = base_time;
   r.addr = base_addr;
   Collect v;
-  v.block = g_trace.checkpoint.blocks++;
+  v.block = g.blocks++;
   for (const uint8_t *q = p, *end = p + n; q < end;)
-    if (fmt::decode_record(q, end, r, stream, *g_trace.checkpoint.scratch, v) != fmt::DecodeError::None) break;  // as a reader stops
+    if (fmt::decode_record(q, end, r, stream, *g.scratch, v) != fmt::DecodeError::None) break;  // as a reader stops
   g_trace.checkpoint_backlog.fetch_add(v.pushed, std::memory_order_relaxed);
-  if (!v.ok || !g_trace.checkpoint.marks.push(BlockMark{offset, r.time})) fail("out of memory");
+  if (!v.ok || !g.marks.push(BlockMark{offset, r.time})) fail("out of memory");
 }
 
 size_t checkpoint_backlog() { return g_trace.checkpoint_backlog.load(std::memory_order_relaxed) * kBacklogWeight; }
 
 void checkpoint_pass(uint64_t w) {
-  if (!checkpoints_on() || w < g_trace.checkpoint.applied) return;
+  if (!checkpoints_on() || w < g.applied) return;
   // A k-way merge of the streams' queues by (time, file order), the readers' order: a heap of
   // the streams whose next event is timed before w.
-  Array<uint32_t>& h = g_trace.checkpoint.heap;
+  Array<uint32_t>& h = g.heap;
   h.size = 0;
-  auto head = [](uint32_t q) -> const Event& { return g_trace.checkpoint.queues.data[q].ev.data[g_trace.checkpoint.queues.data[q].head]; };
+  auto head = [](uint32_t q) -> const Event& { return g.queues.data[q].ev.data[g.queues.data[q].head]; };
   auto before = [&](uint32_t a, uint32_t b) {
     const Event &x = head(a), &y = head(b);
     return x.time != y.time ? x.time < y.time : static_cast<int32_t>(x.block - y.block) < 0;
@@ -299,15 +302,15 @@ void checkpoint_pass(uint64_t w) {
       i = m;
     }
   };
-  for (uint32_t q = 0; q < g_trace.checkpoint.queues.size; ++q) {
-    const Queue& k = g_trace.checkpoint.queues.data[q];
+  for (uint32_t q = 0; q < g.queues.size; ++q) {
+    const Queue& k = g.queues.data[q];
     if (k.head < k.ev.size && k.ev.data[k.head].time < w && !h.push(q)) return fail("out of memory");
   }
   for (size_t i = h.size / 2; i-- > 0;) sift_down(i);
   size_t applied = 0;
-  while (h.size && !g_trace.checkpoint.failed) {
+  while (h.size && !g.failed) {
     const uint32_t stream = h.data[0];
-    Queue& k = g_trace.checkpoint.queues.data[stream];
+    Queue& k = g.queues.data[stream];
     // The first of the other streams (one of the root's children); this one's events are
     // applied up to it without going through the heap.
     int64_t other = h.size > 1 ? static_cast<int64_t>(h.data[1]) : -1;
@@ -315,7 +318,7 @@ void checkpoint_pass(uint64_t w) {
     do {
       if (k.head + 8 < k.ev.size) {  // the slot of an event a few ahead: a large live set is out of the cache
         const Event& a = k.ev.data[k.head + 8];
-        g_trace.checkpoint.live[heap_map(static_cast<fmt::Api>(a.api()))].prefetch(a.addr);
+        g.live[heap_map(static_cast<fmt::Api>(a.api()))].prefetch(a.addr);
       }
       ++applied;
       const Event& e = k.ev.data[k.head++];
@@ -331,14 +334,14 @@ void checkpoint_pass(uint64_t w) {
     sift_down(0);
   }
   g_trace.checkpoint_backlog.fetch_sub(std::min(applied, g_trace.checkpoint_backlog.load(std::memory_order_relaxed)), std::memory_order_relaxed);
-  for (size_t q = 0; q < g_trace.checkpoint.queues.size; ++q) {  // what is left moves to the front, now and then
-    Queue& k = g_trace.checkpoint.queues.data[q];
+  for (size_t q = 0; q < g.queues.size; ++q) {  // what is left moves to the front, now and then
+    Queue& k = g.queues.data[q];
     if (!k.head || k.head < k.ev.size / 2) continue;
     __builtin_memmove(k.ev.data, k.ev.data + k.head, (k.ev.size - k.head) * sizeof(Event));
     k.ev.size -= k.head;
     k.head = 0;
   }
-  g_trace.checkpoint.applied = w;
+  g.applied = w;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -374,7 +377,7 @@ void put_entries(Out& o, CheckpointDomain d, const Live* e, size_t n, uint64_t t
     uint8_t* const rec = o.buf + o.used;
     uint8_t* p = rec + fmt::kCheckpointPrefix;
     *p++ = static_cast<uint8_t>(fmt::CheckpointOp::Blocks);
-    p = wire::put_varint(p, g_trace.checkpoint.written_seq + 1);
+    p = wire::put_varint(p, g.written_seq + 1);
     *p++ = static_cast<uint8_t>(d);
     p = wire::put_varint(p, k);
     uint64_t prev = 0;
@@ -401,22 +404,22 @@ void checkpoint_maybe_write(uint64_t now, uint64_t offset) {
   if (!checkpoints_on() || g_trace.file.write_failed) return;
   const uint64_t interval = static_cast<uint64_t>(recording.opts.checkpoint_interval_s) * 1000000000ull;
   const uint64_t bytes = recording.opts.checkpoint_bytes;
-  if (!g_trace.checkpoint.due && now - g_trace.checkpoint.last_time < interval && !(bytes && offset - g_trace.checkpoint.last_offset >= bytes)) return;
-  const uint64_t time = g_trace.checkpoint.applied;
-  if (time == 0 || time < g_trace.checkpoint.last_time_applied) return;
+  if (!g.due && now - g.last_time < interval && !(bytes && offset - g.last_offset >= bytes)) return;
+  const uint64_t time = g.applied;
+  if (time == 0 || time < g.last_time_applied) return;
   // The first block that may hold a record timed at or after `time`.
   uint64_t from = offset;
   size_t keep = 0;
-  for (size_t i = 0; i < g_trace.checkpoint.marks.size; ++i)
-    if (g_trace.checkpoint.marks.data[i].end_time >= time) from = std::min(from, g_trace.checkpoint.marks.data[i].offset);
-  for (size_t i = 0; i < g_trace.checkpoint.marks.size; ++i)
-    if (g_trace.checkpoint.marks.data[i].offset >= from) g_trace.checkpoint.marks.data[keep++] = g_trace.checkpoint.marks.data[i];
-  g_trace.checkpoint.marks.size = keep;
-  if (g_trace.checkpoint.due && from < g_trace.checkpoint.due_from) return;  // (a later pass's will not need the blocks before it)
+  for (size_t i = 0; i < g.marks.size; ++i)
+    if (g.marks.data[i].end_time >= time) from = std::min(from, g.marks.data[i].offset);
+  for (size_t i = 0; i < g.marks.size; ++i)
+    if (g.marks.data[i].offset >= from) g.marks.data[keep++] = g.marks.data[i];
+  g.marks.size = keep;
+  if (g.due && from < g.due_from) return;  // (a later pass's will not need the blocks before it)
 
   Out o;
   o.buf = static_cast<uint8_t*>(mem_alloc_uninit(kBlockRaw + 2 * record_max(kRecordEntries)));
-  const size_t n = g_trace.checkpoint.live[0].count + g_trace.checkpoint.live[1].count;
+  const size_t n = g.live[0].count + g.live[1].count;
   Live* sorted = static_cast<Live*>(mem_alloc_uninit((n ? n : 1) * sizeof(Live)));
   if (!o.buf || !sorted) {
     mem_free(o.buf);
@@ -426,14 +429,14 @@ void checkpoint_maybe_write(uint64_t now, uint64_t offset) {
   o.flags = fmt::kBlockFlagCheckpointData;
   const uint64_t data_offset = trace_file_bytes();
   for (unsigned d = 0; d < 2; ++d) {
-    const LiveTable& t = g_trace.checkpoint.live[d];
+    const LiveTable& t = g.live[d];
     size_t k = 0;
     for (size_t i = 0; t.slots && i <= t.mask; ++i)
       if (t.slots[i].addr) sorted[k++] = t.slots[i];
     std::sort(sorted, sorted + k, [](const Live& a, const Live& b) { return a.addr < b.addr; });
     put_entries(o, static_cast<CheckpointDomain>(d), sorted, k, time);
   }
-  put_entries(o, CheckpointDomain::Mmap, g_trace.checkpoint.ranges.data, g_trace.checkpoint.ranges.size, time);
+  put_entries(o, CheckpointDomain::Mmap, g.ranges.data, g.ranges.size, time);
   o.flush();
   mem_free(sorted);
 
@@ -447,9 +450,9 @@ void checkpoint_maybe_write(uint64_t now, uint64_t offset) {
   constexpr size_t kThreadMax = 8 * wire::kMaxVarint + sizeof(StreamCounts::name);
   constexpr size_t kCounterMax = 3 * wire::kMaxVarint;
   constexpr size_t kMarkerRoom = 8u << 20;  // (later markers and counters wait for the next checkpoint)
-  const size_t markers = std::min(g_trace.checkpoint.markers.size, kMarkerRoom / kMarkerMax);
-  const size_t counters = std::min(g_trace.checkpoint.counters.size, kMarkerRoom / kCounterMax);
-  const size_t threads = std::min(g_trace.checkpoint.counts.size, kRecordEntries);
+  const size_t markers = std::min(g.markers.size, kMarkerRoom / kMarkerMax);
+  const size_t counters = std::min(g.counters.size, kMarkerRoom / kCounterMax);
+  const size_t threads = std::min(g.counts.size, kRecordEntries);
   o.buf = static_cast<uint8_t*>(mem_alloc_uninit(markers * kMarkerMax + counters * kCounterMax + 2 * record_max(0) +
                                                  threads * kThreadMax + 256));
   if (!o.buf) return fail("out of memory");
@@ -459,58 +462,58 @@ void checkpoint_maybe_write(uint64_t now, uint64_t offset) {
   uint8_t* rec = o.buf + o.used;
   uint8_t* p = rec + fmt::kCheckpointPrefix;
   *p++ = static_cast<uint8_t>(fmt::CheckpointOp::Process);
-  p = wire::put_varint(p, g_trace.checkpoint.written_seq + 1);
+  p = wire::put_varint(p, g.written_seq + 1);
   size_t listed = 0;
-  for (size_t i = 0; i < counters; ++i) listed += g_trace.checkpoint.counters.data[i].time < time;
+  for (size_t i = 0; i < counters; ++i) listed += g.counters.data[i].time < time;
   p = wire::put_varint(p, listed);
   size_t kept = 0;
-  for (size_t i = 0; i < g_trace.checkpoint.counters.size; ++i) {
-    const CounterCopy& c = g_trace.checkpoint.counters.data[i];
+  for (size_t i = 0; i < g.counters.size; ++i) {
+    const CounterCopy& c = g.counters.data[i];
     if (c.time >= time || i >= counters) {
-      g_trace.checkpoint.counters.data[kept++] = c;
+      g.counters.data[kept++] = c;
       continue;
     }
     p = wire::put_varint(wire::put_varint(wire::put_varint(p, c.time), c.rss), c.vm);
   }
-  g_trace.checkpoint.counters.size = kept;
+  g.counters.size = kept;
   listed = 0;
-  for (size_t i = 0; i < markers; ++i) listed += g_trace.checkpoint.markers.data[i].stream == 0 && g_trace.checkpoint.markers.data[i].time < time;
+  for (size_t i = 0; i < markers; ++i) listed += g.markers.data[i].stream == 0 && g.markers.data[i].time < time;
   p = wire::put_varint(p, listed);
   for (size_t i = 0; i < markers; ++i) {
-    const MarkerCopy& m = g_trace.checkpoint.markers.data[i];
+    const MarkerCopy& m = g.markers.data[i];
     if (m.stream == 0 && m.time < time) p = wire::put_bytes(wire::put_varint(wire::put_varint(p, m.time), m.sampling), m.label, m.len);
   }
   o.used += static_cast<size_t>(fmt::checkpoint_close(rec, p) - rec);
   // The threads' (stream 0's were put above).
   kept = 0;
-  for (size_t i = 0; i < g_trace.checkpoint.markers.size; ++i) {
-    const MarkerCopy& m = g_trace.checkpoint.markers.data[i];
+  for (size_t i = 0; i < g.markers.size; ++i) {
+    const MarkerCopy& m = g.markers.data[i];
     if (m.time >= time || i >= markers) {
-      g_trace.checkpoint.markers.data[kept++] = m;
+      g.markers.data[kept++] = m;
       continue;
     }
     if (m.stream == 0) continue;
     uint8_t* const r = o.buf + o.used;
     uint8_t* q = r + fmt::kCheckpointPrefix;
     *q++ = static_cast<uint8_t>(fmt::CheckpointOp::Marker);
-    q = wire::put_varint(q, g_trace.checkpoint.written_seq + 1);
+    q = wire::put_varint(q, g.written_seq + 1);
     q = wire::put_varint(wire::put_varint(q, m.stream), m.time);
     q = wire::put_varint(q, m.sampling);
     q = wire::put_bytes(q, m.label, m.len);
     o.used += static_cast<size_t>(fmt::checkpoint_close(r, q) - r);
   }
-  g_trace.checkpoint.markers.size = kept;
+  g.markers.size = kept;
   rec = o.buf + o.used;
   p = rec + fmt::kCheckpointPrefix;
   *p++ = static_cast<uint8_t>(fmt::CheckpointOp::Threads);
-  p = wire::put_varint(p, g_trace.checkpoint.written_seq + 1);
+  p = wire::put_varint(p, g.written_seq + 1);
   size_t streams = 0;
   auto wanted = [](const StreamCounts& c) { return c.allocs || c.frees || c.start; };
-  for (size_t i = 0; i < g_trace.checkpoint.counts.size; ++i) streams += wanted(g_trace.checkpoint.counts.data[i]);
+  for (size_t i = 0; i < g.counts.size; ++i) streams += wanted(g.counts.data[i]);
   streams = std::min(streams, threads);  // (the head block's room)
   p = wire::put_varint(p, streams);
-  for (size_t i = 0, put = 0; i < g_trace.checkpoint.counts.size && put < streams; ++i) {
-    const StreamCounts& c = g_trace.checkpoint.counts.data[i];
+  for (size_t i = 0, put = 0; i < g.counts.size && put < streams; ++i) {
+    const StreamCounts& c = g.counts.data[i];
     if (!wanted(c)) continue;
     p = wire::put_varint(wire::put_varint(wire::put_varint(p, i), c.allocs), c.frees);
     p = wire::put_varint(wire::put_varint(p, c.os_tid), c.parent);
@@ -522,15 +525,15 @@ void checkpoint_maybe_write(uint64_t now, uint64_t offset) {
   rec = o.buf + o.used;
   p = rec + fmt::kCheckpointPrefix;
   *p++ = static_cast<uint8_t>(fmt::CheckpointOp::Head);
-  p = wire::put_varint(p, g_trace.checkpoint.written_seq + 1);
+  p = wire::put_varint(p, g.written_seq + 1);
   p = wire::put_varint(p, time);
   p = wire::put_varint(p, from);
   p = wire::put_varint(p, data_offset);
   p = wire::put_varint(p, data_blocks);
-  p = wire::put_varint(p, g_trace.checkpoint.interval);
-  for (const LiveTable& t : g_trace.checkpoint.live) p = wire::put_varint(wire::put_varint(p, t.bytes), t.count);
-  p = wire::put_varint(wire::put_varint(p, g_trace.checkpoint.mapped), g_trace.checkpoint.ranges.size);
-  p = wire::put_varint(p, g_trace.checkpoint.last_head);
+  p = wire::put_varint(p, g.interval);
+  for (const LiveTable& t : g.live) p = wire::put_varint(wire::put_varint(p, t.bytes), t.count);
+  p = wire::put_varint(wire::put_varint(p, g.mapped), g.ranges.size);
+  p = wire::put_varint(p, g.last_head);
   o.used += static_cast<size_t>(fmt::checkpoint_close(rec, p) - rec);
   const uint64_t head = trace_file_bytes();
   o.flush();
@@ -538,13 +541,13 @@ void checkpoint_maybe_write(uint64_t now, uint64_t offset) {
   if (g_trace.file.write_failed) return;
   set_checkpoint_pointer(head);
   segment_checkpoint_written(from, trace_file_bytes() - data_offset);
-  g_trace.checkpoint.last_head = head;
+  g.last_head = head;
 
-  ++g_trace.checkpoint.written_seq;
-  g_trace.checkpoint.due = false;
-  g_trace.checkpoint.last_time = now;
-  g_trace.checkpoint.last_time_applied = time;
-  g_trace.checkpoint.last_offset = trace_file_bytes();
+  ++g.written_seq;
+  g.due = false;
+  g.last_time = now;
+  g.last_time_applied = time;
+  g.last_offset = trace_file_bytes();
 }
 
 }  // namespace memtide::rec

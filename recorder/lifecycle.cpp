@@ -141,40 +141,26 @@ void leave_environment() {
 
 // Phase 1, possibly from inside the very first allocation hook: everything but the file
 // and the writer thread. Events are buffered from here on.
-// The options, from the environment or (attached) as given; `set_flush`/`set_counters`:
-// whether those intervals were given.
-void configure(const Options* given, bool set_flush, bool set_counters) {
+// The options, from the environment or (attached) as given, with the mode's defaults.
+void configure(const Options* given) {
   if (given) recording.opts = *given;
   else
     recording.opts = options_from_env([](const char* env, const char* value, const char* problem) {
       message("ignoring %s=%s: %s", env, value, problem);
     });
+  apply_mode_defaults(recording.opts);
   if (recording.opts.allocator == AllocatorKind::Mimalloc) use_mimalloc_backing();
   sampling::configure(recording.opts.sample, recording.opts.sample_seed);
-  if (recording.opts.sample) {
-    // A sampled recording writes a few records a second: flushed and its counters read at the
-    // same rate as exact recording, block headers, watermarks and counters would be most of
-    // its file (3 of every 4 bytes for a service at 100,000 allocations a second). Unless set.
-    if (!set_flush) recording.opts.flush_interval_ms = sampling::kSampledFlushIntervalMs;
-    if (!set_counters) recording.opts.counter_interval_ms = sampling::kSampledCounterIntervalMs;
-    // Checkpoints cost the writer about one replay's work per event: nothing for a sampled
-    // recording's few events, a bottleneck for an exact recording of a program that does
-    // little but allocate (6x its run time), where they are asked for.
-    if (!given && !std::getenv("MEMTIDE_CHECKPOINT_INTERVAL")) recording.opts.checkpoint_interval_s = 10;
-  }
-  // Each segment of a kept trace starts from a checkpoint (trace_file.cpp).
-  if (recording.opts.keep && !recording.opts.checkpoint_interval_s) recording.opts.checkpoint_interval_s = 10;
 }
 
-void early_init(const Options* given = nullptr, bool set_flush = false, bool set_counters = false) {
+void early_init(const Options* given = nullptr) {
   pthread_mutex_lock(&g_start_mutex);
   if (recording.state.load(std::memory_order_acquire) != kUninit) {
     pthread_mutex_unlock(&g_start_mutex);
     return;
   }
   recording.state.store(kStarting, std::memory_order_release);
-  if (given) configure(given, set_flush, set_counters);
-  else configure(nullptr, std::getenv("MEMTIDE_FLUSH_INTERVAL_MS"), std::getenv("MEMTIDE_COUNTER_INTERVAL_MS"));
+  configure(given);
   if (const char* v = std::getenv(kTestChunkEnv)) {
     const unsigned long n = std::strtoul(v, nullptr, 10);
     if (n >= 16 && n <= kMaxChunkSize) recording.chunk_first = recording.chunk_max = static_cast<uint32_t>(n);
@@ -199,7 +185,7 @@ void early_init(const Options* given = nullptr, bool set_flush = false, bool set
     if (!recording.manifest) {
       // The gate counts what is unreachable at exit, as LeakSanitizer does: scan unless told.
       g_check_options = std::getenv("MEMTIDE_CHECK_OPTIONS");
-      if (g_check_options && !std::getenv("MEMTIDE_LEAK_SCAN")) recording.opts.leak_scan = true;
+      if (g_check_options && !recording.opts.was_given(kOption_leak_scan)) recording.opts.leak_scan = true;
     }
     if (!recording.opts.follow) leave_environment();  // (before the program's main)
   }
@@ -271,7 +257,7 @@ void start() {
 
 bool busy() { return tls_busy != 0; }
 
-bool start_attached(const Options& opts, bool set_flush, bool set_counters) {
+bool start_attached(const Options& opts) {
   BusyScope busy(kOwnAllocs);  // (as start())
   resolve_backing();
   pthread_mutex_lock(&g_start_mutex);
@@ -281,12 +267,12 @@ bool start_attached(const Options& opts, bool set_flush, bool set_counters) {
   if (state == kActive || state == kStarting) return false;
   if (!again) {
     g_dormant = false;
-    early_init(&opts, set_flush, set_counters);
+    early_init(&opts);
   } else {
     // After a detach: a new trace, from a recorder whose threads keep their states.
     pthread_mutex_lock(&g_start_mutex);
     sampling::g_interval.store(0);
-    configure(&opts, set_flush, set_counters);
+    configure(&opts);
     begin_trace(TraceOrigin::kReattach);
     append_process_info(&recording.shared);
     recording.state.store(kActive, std::memory_order_release);

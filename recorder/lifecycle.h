@@ -10,7 +10,7 @@ bool ensure_started();
 struct Options;
 // `memtide attach`: starts the recording with these options (the flush and counter intervals
 // given or not), or after a detach starts a new trace. Whether it records.
-bool start_attached(const Options& opts, bool set_flush, bool set_counters);
+bool start_attached(const Options& opts);
 // `memtide detach`: the trace ends (End reason Detach) and the program goes on.
 void finish_detached();
 

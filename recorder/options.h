@@ -166,10 +166,21 @@ constexpr const char* default_text(SizeSpec, uint64_t, const char* text) { retur
 // ---------------------------------------------------------------------------------------
 // The options, from the table
 // ---------------------------------------------------------------------------------------
-struct Options {
-#define MEMTIDE_OPTION(field, ENV, flag, type, def, spec, help) type field = def;
+// Each option's place in the table.
+enum OptionIndex : unsigned {
+#define MEMTIDE_OPTION(field, ENV, flag, type, def, sampled, spec, help) kOption_##field,
 #include "recorder/options.inc"
 #undef MEMTIDE_OPTION
+  kOptionCount
+};
+static_assert(kOptionCount <= 64);
+
+struct Options {
+#define MEMTIDE_OPTION(field, ENV, flag, type, def, sampled, spec, help) type field = def;
+#include "recorder/options.inc"
+#undef MEMTIDE_OPTION
+  uint64_t given = 0;  // bit kOption_<field>: the option was set (by the environment, a flag, attach)
+  bool was_given(OptionIndex i) const { return (given >> i) & 1; }
 };
 
 struct OptionInfo {
@@ -178,23 +189,47 @@ struct OptionInfo {
   const char* flag;  // `memtide run --flag`
   OptKind kind;
   const char* def;
+  const char* sampled;  // the default of a sampled recording
   const char* help;
 };
 
 inline constexpr OptionInfo kOptions[] = {
-#define MEMTIDE_OPTION(field, ENV, flag, type, def, spec, help) \
-  {#field, "MEMTIDE_" #ENV, #flag, decltype(spec)::kind, default_text(spec, def, #def), help},
+#define MEMTIDE_OPTION(field, ENV, flag, type, def, sampled, spec, help) \
+  {#field, "MEMTIDE_" #ENV, #flag, decltype(spec)::kind, default_text(spec, def, #def),        \
+   default_text(spec, sampled, #sampled), help},
 #include "recorder/options.inc"
 #undef MEMTIDE_OPTION
 };
 
-// Applies `value` of the option named by `env` to `o`. Returns nullptr or the problem.
+// Applies `value` of the option named by `env` to `o`, which then counts it as given. Returns
+// nullptr or the problem.
 inline const char* apply_option(Options& o, const char* env, const char* value) {
-#define MEMTIDE_OPTION(field, ENV, flag, type, def, spec, help) \
-  if (!std::strcmp(env, "MEMTIDE_" #ENV)) return parse_value(value, spec, o.field);
+#define MEMTIDE_OPTION(field, ENV, flag, type, def, sampled, spec, help)   \
+  if (!std::strcmp(env, "MEMTIDE_" #ENV)) {                                \
+    const char* problem = parse_value(value, spec, o.field);               \
+    if (!problem) o.given |= uint64_t{1} << kOption_##field;               \
+    return problem;                                                        \
+  }
 #include "recorder/options.inc"
 #undef MEMTIDE_OPTION
   return "unknown option";
+}
+
+// A kept trace starts each segment from a checkpoint: with --keep, checkpoints are on whatever
+// was given (this interval unless one was).
+inline constexpr uint32_t kKeptCheckpointIntervalS = 10;
+
+// The defaults that depend on the mode, applied once the options are read: a sampled
+// recording's (the table's `sampled` column) for each option not given, and the checkpoints a
+// kept trace needs.
+inline void apply_mode_defaults(Options& o) {
+  if (o.sample) {
+#define MEMTIDE_OPTION(field, ENV, flag, type, def, sampled, spec, help) \
+  if (!o.was_given(kOption_##field)) o.field = sampled;
+#include "recorder/options.inc"
+#undef MEMTIDE_OPTION
+  }
+  if (o.keep && !o.checkpoint_interval_s) o.checkpoint_interval_s = kKeptCheckpointIntervalS;
 }
 
 // Reads every MEMTIDE_* option from the environment. For each bad value calls

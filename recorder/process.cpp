@@ -132,7 +132,6 @@ void write_counters(Stream* s, const CounterSample& c) {
 }
 }  // namespace
 
-
 bool sample_counters(Stream* s, bool write) {
   CounterSample c;
   ProcessCounters& p = g_trace.counters;

@@ -16,9 +16,6 @@
 
 namespace memtide::rec::sampling {
 
-// The defaults of --flush-interval and --counter-interval in sampled mode.
-inline constexpr uint32_t kSampledFlushIntervalMs = 500;
-inline constexpr uint32_t kSampledCounterIntervalMs = 100;
 
 // The mean interval in bytes; 0: exact recording (every event).
 extern MT_HIDDEN std::atomic<uint64_t> g_interval;

@@ -154,5 +154,4 @@ void segment_write_prologue() {
   }
 }
 
-
 }  // namespace memtide::rec

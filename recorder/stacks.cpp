@@ -220,7 +220,6 @@ uint32_t insert_stack(Stream* s, void* const* ips, int n, uint64_t hash, TriePat
 
 }  // namespace
 
-
 namespace {
 inline bool is_own_frame(const void* ip) {
   const auto a = reinterpret_cast<uintptr_t>(ip);

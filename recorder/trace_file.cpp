@@ -42,40 +42,36 @@ namespace memtide::rec {
 
 pthread_mutex_t trace_fd_mutex = MT_MUTEX_INITIALIZER;
 
+// This trace's file or kept set (trace_state.h).
+constexpr FileTrace& g_file = g_trace.file;
+
 // ---------------------------------------------------------------------------------------
 // [1] Writing
 // ---------------------------------------------------------------------------------------
 namespace {
 
-
 void remember_identity() {
   struct stat st;
   if (fstat(recording.fd, &st) == 0) {
-    g_trace.file.dev = st.st_dev;
-    g_trace.file.ino = st.st_ino;
+    g_file.dev = st.st_dev;
+    g_file.ino = st.st_ino;
   }
 }
 
 }  // namespace
 
-
 void stop_writing(const char* why) {
-  g_trace.file.write_failed = true;
+  g_file.write_failed = true;
   message("cannot write %s: %s; recording stopped, the program goes on", recording.path, why);
   recording.state.store(kStopped, std::memory_order_release);
 }
 
 namespace {
 
-// Bytes written to the trace file, and whether the size limit (MEMTIDE_MAX_SIZE) stopped the
-// recording: the block that would have passed it and everything after it are dropped, and one
-// more block, the End record's, is written in the room kept for it (kEndRoom).
-// The header has the checkpoint pointer, and the descriptor writes at an offset (not O_APPEND,
-// as after reopen_trace_file).
+// When the size limit (MEMTIDE_MAX_SIZE) stops the recording, the block that would have passed
+// it and everything after it are dropped, and one more block, the End record's, is written in
+// the room kept for it.
 constexpr uint64_t kEndRoom = 256;
-
-// A kept trace (MEMTIDE_KEEP, section [5]): the set's stem and name, the current segment's
-// number (0: a single file) and its byte 0 in the set's offsets (g_trace.file.bytes counts them all).
 
 bool segment_first_name(char* name);
 
@@ -84,14 +80,14 @@ bool segment_first_name(char* name);
 size_t make_header(uint8_t* h, uint64_t pointer) {
   const bool pointed = checkpoints_on();
   fmt::encode_file_header(h, fmt::kFileFlagBlockHints | (g_exact_watermarks ? fmt::kFileFlagExactWatermarks : 0) |
-                                 (g_trace.file.sampled_at_open ? fmt::kFileFlagSampled : 0) |
-                                 (pointed ? fmt::kFileFlagCheckpoints : 0) | (g_trace.file.segment ? fmt::kFileFlagSegment : 0));
-  if (!pointed && !g_trace.file.segment) return fmt::kFileHeaderSize;
-  const uint32_t size = g_trace.file.segment ? fmt::kSegmentHeaderSize : fmt::kCheckpointHeaderSize;
+                                 (g_file.sampled_at_open ? fmt::kFileFlagSampled : 0) |
+                                 (pointed ? fmt::kFileFlagCheckpoints : 0) | (g_file.segment ? fmt::kFileFlagSegment : 0));
+  if (!pointed && !g_file.segment) return fmt::kFileHeaderSize;
+  const uint32_t size = g_file.segment ? fmt::kSegmentHeaderSize : fmt::kCheckpointHeaderSize;
   wire::store_le<uint32_t>(h + 12, size);
   wire::store_le<uint32_t>(h + 28, fmt::checksum32(h, 28));
   fmt::encode_checkpoint_pointer(h + fmt::kCheckpointPointerAt, pointer);  // (formats/checkpoint.h)
-  if (g_trace.file.segment) fmt::encode_segment_fields(h, g_trace.file.segment_base, g_trace.file.segment);
+  if (g_file.segment) fmt::encode_segment_fields(h, g_file.segment_base, g_file.segment);
   return size;
 }
 
@@ -106,7 +102,7 @@ bool reopen_trace() {
   const int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, recording.path, O_WRONLY | O_APPEND | O_CLOEXEC));
   if (fd < 0) return false;
   struct stat st;
-  if (fstat(fd, &st) != 0 || st.st_dev != g_trace.file.dev || st.st_ino != g_trace.file.ino) {
+  if (fstat(fd, &st) != 0 || st.st_dev != g_file.dev || st.st_ino != g_file.ino) {
     syscall(SYS_close, fd);
     return false;
   }
@@ -117,13 +113,13 @@ bool reopen_trace() {
 }  // namespace
 
 void write_all(const uint8_t* p, size_t n) {
-  if (g_trace.file.write_failed) return;
+  if (g_file.write_failed) return;
   pthread_mutex_lock(&trace_fd_mutex);
   // The interposed close, close_range, closefrom, dup2 and dup3 keep the descriptor; one
   // closed all the same (a direct system call) may be reused for one of the program's own
   // files, which must never receive trace bytes.
   struct stat st;
-  if ((fstat(recording.fd, &st) != 0 || st.st_dev != g_trace.file.dev || st.st_ino != g_trace.file.ino) && !reopen_trace()) {
+  if ((fstat(recording.fd, &st) != 0 || st.st_dev != g_file.dev || st.st_ino != g_file.ino) && !reopen_trace()) {
     pthread_mutex_unlock(&trace_fd_mutex);
     stop_writing("the program closed the trace file's descriptor");
     return;
@@ -138,7 +134,7 @@ void write_all(const uint8_t* p, size_t n) {
     }
     p += w;
     n -= static_cast<size_t>(w);
-    g_trace.file.bytes += static_cast<uint64_t>(w);
+    g_file.bytes += static_cast<uint64_t>(w);
   }
   pthread_mutex_unlock(&trace_fd_mutex);
   if (failed) stop_writing(failed);
@@ -149,9 +145,9 @@ namespace {
 // The next block would pass the size limit: recording stops, the program goes
 // on; the writer ends the trace with an End record (write_capped_end).
 void reach_size_limit() {
-  g_trace.file.capped = true;
-  g_trace.file.capped_reason = fmt::EndReason::Detached;
-  g_trace.file.write_failed = true;
+  g_file.capped = true;
+  g_file.capped_reason = fmt::EndReason::Detached;
+  g_file.write_failed = true;
   recording.state.store(kStopped, std::memory_order_release);
   message("%s reached its size limit (%llu bytes, MEMTIDE_MAX_SIZE): recording stopped, the program goes on", recording.path,
           static_cast<unsigned long long>(recording.opts.max_size));
@@ -160,32 +156,32 @@ void reach_size_limit() {
 }  // namespace
 
 void stop_out_of_memory() {
-  if (g_trace.file.write_failed) return;
-  g_trace.file.capped = true;
-  g_trace.file.capped_reason = fmt::EndReason::Error;
-  g_trace.file.write_failed = true;
+  if (g_file.write_failed) return;
+  g_file.capped = true;
+  g_file.capped_reason = fmt::EndReason::Error;
+  g_file.write_failed = true;
   recording.state.store(kStopped, std::memory_order_release);
   message("out of memory for the trace's buffers: recording stopped, the program goes on");
 }
 
-uint64_t trace_file_bytes() { return g_trace.file.bytes; }
+uint64_t trace_file_bytes() { return g_file.bytes; }
 
 namespace {
 }  // namespace
 
 void set_checkpoint_pointer(uint64_t head) {
-  g_trace.file.last_head = head;
-  if (!g_trace.file.pointer_ok || g_trace.file.write_failed) return;
+  g_file.last_head = head;
+  if (!g_file.pointer_ok || g_file.write_failed) return;
   uint8_t p[fmt::kCheckpointPointerSize];
   fmt::encode_checkpoint_pointer(p, head);
   pthread_mutex_lock(&trace_fd_mutex);
   // (A torn write is seen by its checksum: readers then scan the block headers.)
-  if (pwrite(recording.fd, p, sizeof p, fmt::kCheckpointPointerAt) != static_cast<ssize_t>(sizeof p)) g_trace.file.pointer_ok = false;
+  if (pwrite(recording.fd, p, sizeof p, fmt::kCheckpointPointerAt) != static_cast<ssize_t>(sizeof p)) g_file.pointer_ok = false;
   pthread_mutex_unlock(&trace_fd_mutex);
 }
 
 bool within_size_limit(size_t total) {
-  if (recording.opts.max_size && g_trace.file.bytes + total + kEndRoom > recording.opts.max_size) {
+  if (recording.opts.max_size && g_file.bytes + total + kEndRoom > recording.opts.max_size) {
     reach_size_limit();
     return false;
   }
@@ -230,8 +226,8 @@ void append_end(fmt::EndReason reason, uint64_t status, uint64_t allocs, uint64_
 // lock, so that readers (memtide run's follower) know it is final while the program goes on. No
 // lock is held by the caller.
 void end_if_capped() {
-  if (!g_trace.file.capped || g_trace.file.capped_ended) return;
-  g_trace.file.capped_ended = true;
+  if (!g_file.capped || g_file.capped_ended) return;
+  g_file.capped_ended = true;
   uint64_t allocs, frees;
   recorded_counts(allocs, frees);
   Stream* s = &recording.shared;
@@ -239,21 +235,20 @@ void end_if_capped() {
   const uint64_t t = now > s->w_run.time ? now : s->w_run.time;  // w_run.time: past every stream-0 record
   uint8_t rec[64];
   const size_t n =
-      fmt::encode_end(rec, sizeof rec, s->w_run.time, fmt::End{t, g_trace.file.capped_reason, 0, allocs, frees, 0});
+      fmt::encode_end(rec, sizeof rec, s->w_run.time, fmt::End{t, g_file.capped_reason, 0, allocs, frees, 0});
   fmt::BlockHeader h;
   h.stream = 0;
   h.base_time = s->w_run.time;
   h.base_addr = s->w_run.addr;
   uint8_t block[fmt::kBlockHeaderSize + 2 * sizeof rec + 64];  // >= block_bound(sizeof rec)
   const size_t total = n ? fmt::encode_block(h, rec, n, block, sizeof block, 0) : 0;
-  if (total && (!recording.opts.max_size || g_trace.file.bytes + total <= recording.opts.max_size)) {
-    g_trace.file.write_failed = false;
+  if (total && (!recording.opts.max_size || g_file.bytes + total <= recording.opts.max_size)) {
+    g_file.write_failed = false;
     write_all(block, total);
-    g_trace.file.write_failed = true;
+    g_file.write_failed = true;
   }
   flock(recording.fd, LOCK_UN);
 }
-
 
 // ---------------------------------------------------------------------------------------
 // [3] Names and opening
@@ -341,8 +336,8 @@ bool open_trace_file(bool child) {
   remember_identity();
 
   g_exact_watermarks = membarrier_register();
-  g_trace.file.sampled_at_open = sampling::active();
-  g_trace.file.pointer_ok = checkpoints_on();
+  g_file.sampled_at_open = sampling::active();
+  g_file.pointer_ok = checkpoints_on();
   uint8_t header[fmt::kSegmentHeaderSize];
   write_all(header, make_header(header, 0));
 
@@ -351,12 +346,12 @@ bool open_trace_file(bool child) {
     if (mfd >= 0) {
       char line[sizeof recording.path + 64];
       const int n = std::snprintf(line, sizeof line, "%d\t%d\t%s\n", static_cast<int>(getpid()),
-                                  static_cast<int>(getppid()), g_trace.file.segment ? g_trace.file.set_name : recording.path);
+                                  static_cast<int>(getppid()), g_file.segment ? g_file.set_name : recording.path);
       if (n > 0) (void)!write(mfd, line, static_cast<size_t>(n));
       close(mfd);
     }
   }
-  return !g_trace.file.write_failed;
+  return !g_file.write_failed;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -364,7 +359,7 @@ bool open_trace_file(bool child) {
 // ---------------------------------------------------------------------------------------
 bool reopen_trace_file() {
   const int fd = open(recording.path, O_WRONLY | O_APPEND | O_CLOEXEC);
-  g_trace.file.pointer_ok = false;  // (pwrite would append)
+  g_file.pointer_ok = false;  // (pwrite would append)
   if (fd < 0) return false;
   recording.fd = high_trace_fd(fd);
   flock(recording.fd, LOCK_EX | LOCK_NB);
@@ -433,7 +428,6 @@ int program_dupfd(int fd, int cmd, long min) {
   return result;
 }
 
-
 // ---------------------------------------------------------------------------------------
 // [5] Segments
 // ---------------------------------------------------------------------------------------
@@ -447,10 +441,7 @@ int program_dupfd(int fd, int cmd, long min) {
 // stays within keep and a segment.
 namespace {
 
-// The sizes of the closed segments not removed, by number modulo kClosedSlots.
-// Each segment's first byte (in the set's offsets), by number modulo kClosedSlots.
-
-void segment_path(char* out, size_t cap, uint32_t n) { std::snprintf(out, cap, "%s.%04u.mtide", g_trace.file.stem, n); }
+void segment_path(char* out, size_t cap, uint32_t n) { std::snprintf(out, cap, "%s.%04u.mtide", g_file.stem, n); }
 
 // Whether the directory of `stem` holds a segment of it (STEM.<digits>.mtide): a set of an
 // earlier recording, which a new one of that name would mix with. Read with getdents64 into
@@ -488,36 +479,36 @@ bool stem_has_segments(const char* stem) {
 bool segment_first_name(char* name) {
   const size_t n = std::strlen(name);
   const size_t stem = n > 6 && std::strcmp(name + n - 6, ".mtide") == 0 ? n - 6 : n;
-  if (stem >= sizeof g_trace.file.stem) return false;
-  std::snprintf(g_trace.file.stem, sizeof g_trace.file.stem, "%.*s", static_cast<int>(stem), name);
-  std::snprintf(g_trace.file.set_name, sizeof g_trace.file.set_name, "%s.mtide", g_trace.file.stem);
-  if (access(g_trace.file.set_name, F_OK) == 0 || stem_has_segments(g_trace.file.stem)) return false;
-  g_trace.file.segment = 1;
-  g_trace.file.segment_base = 0;
+  if (stem >= sizeof g_file.stem) return false;
+  std::snprintf(g_file.stem, sizeof g_file.stem, "%.*s", static_cast<int>(stem), name);
+  std::snprintf(g_file.set_name, sizeof g_file.set_name, "%s.mtide", g_file.stem);
+  if (access(g_file.set_name, F_OK) == 0 || stem_has_segments(g_file.stem)) return false;
+  g_file.segment = 1;
+  g_file.segment_base = 0;
   segment_path(name, sizeof recording.path, 1);
   return true;
 }
 
 // Whether the segment numbered `n` (not the current one) is wholly before what the newest
 // checkpoint's replay needs.
-bool before_base(uint32_t n) { return g_trace.file.segment_start[(n + 1) % kClosedSlots] <= g_trace.file.base_from; }
+bool before_base(uint32_t n) { return g_file.segment_start[(n + 1) % kClosedSlots] <= g_file.base_from; }
 
 void remove_oldest() {
   const uint64_t keep = recording.opts.keep, room = keep / 8;
   const bool guard = checkpoints_on();
   // A checkpoint of under a quarter of a segment (or the first) is due with each segment; a
   // larger one as segment_checkpoint_check says.
-  if (guard && g_trace.file.base_bytes < room / 4) checkpoint_due(g_trace.file.events_from);
-  while (g_trace.file.oldest < g_trace.file.segment && (g_trace.file.closed_total + room > keep || g_trace.file.segment - g_trace.file.oldest >= kClosedSlots)) {
+  if (guard && g_file.base_bytes < room / 4) checkpoint_due(g_file.events_from);
+  while (g_file.oldest < g_file.segment && (g_file.closed_total + room > keep || g_file.segment - g_file.oldest >= kClosedSlots)) {
     // (The set's start stays until a newer checkpoint is written, as long as the set stays
     // within keep and a segment.)
-    if (guard && !before_base(g_trace.file.oldest) && g_trace.file.closed_total <= keep && g_trace.file.segment - g_trace.file.oldest < kClosedSlots) return;
+    if (guard && !before_base(g_file.oldest) && g_file.closed_total <= keep && g_file.segment - g_file.oldest < kClosedSlots) return;
     char path[sizeof recording.path];
-    segment_path(path, sizeof path, g_trace.file.oldest);
+    segment_path(path, sizeof path, g_file.oldest);
     // (A reader that has it open still reads it.)
     if (unlink(path) != 0 && (errno == EACCES || errno == EPERM)) segment_helper_remove(path);
-    g_trace.file.closed_total -= g_trace.file.closed_bytes[g_trace.file.oldest % kClosedSlots];
-    ++g_trace.file.oldest;
+    g_file.closed_total -= g_file.closed_bytes[g_file.oldest % kClosedSlots];
+    ++g_file.oldest;
   }
 }
 
@@ -530,21 +521,21 @@ void segment_checkpoint_check() {
   // bytes of events after it at the least. (Checkpoints the set cannot hold two of, said in
   // segment_checkpoint_written, are written every checkpoint interval only.)
   const uint64_t keep = recording.opts.keep, room = keep / 8;
-  if (!g_trace.file.segment || g_trace.file.base_bytes < room / 4 || g_trace.file.keep_too_small || !checkpoints_on() || checkpoint_pending()) return;
-  const uint64_t two = 2 * g_trace.file.base_bytes + room;
+  if (!g_file.segment || g_file.base_bytes < room / 4 || g_file.keep_too_small || !checkpoints_on() || checkpoint_pending()) return;
+  const uint64_t two = 2 * g_file.base_bytes + room;
   const uint64_t spacing = std::max(room / 2, two < keep ? (keep - two) / 2 : 0);
-  if (g_trace.file.bytes - g_trace.file.base_end >= spacing) checkpoint_due(g_trace.file.bytes);
+  if (g_file.bytes - g_file.base_end >= spacing) checkpoint_due(g_file.bytes);
 }
 
 void segment_checkpoint_written(uint64_t replay_from, uint64_t bytes) {
-  if (!g_trace.file.segment) return;
-  g_trace.file.base_from = replay_from;
-  g_trace.file.base_bytes = bytes;
-  g_trace.file.base_end = g_trace.file.bytes;
+  if (!g_file.segment) return;
+  g_file.base_from = replay_from;
+  g_file.base_bytes = bytes;
+  g_file.base_end = g_file.bytes;
   const uint64_t keep = recording.opts.keep;
-  g_trace.file.keep_too_small = 2 * bytes + keep / 8 > keep;
-  if (g_trace.file.keep_too_small && !g_trace.file.small_keep_said) {
-    g_trace.file.small_keep_said = true;
+  g_file.keep_too_small = 2 * bytes + keep / 8 > keep;
+  if (g_file.keep_too_small && !g_file.small_keep_said) {
+    g_file.small_keep_said = true;
     message("--keep %llu bytes cannot hold two checkpoints of the live blocks (%llu bytes each) and a segment: "
             "checkpoints are written every checkpoint interval only while it is so, and the kept set may start "
             "with none; a --keep of 4 times the checkpoint keeps a range",
@@ -553,15 +544,15 @@ void segment_checkpoint_written(uint64_t replay_from, uint64_t bytes) {
 }
 
 bool segment_due(size_t total) {
-  return g_trace.file.segment && !g_trace.file.rotating && !g_trace.file.write_failed && g_trace.file.bytes > g_trace.file.events_from &&
-         g_trace.file.bytes - g_trace.file.segment_base + total > recording.opts.keep / 8;
+  return g_file.segment && !g_file.rotating && !g_file.write_failed && g_file.bytes > g_file.events_from &&
+         g_file.bytes - g_file.segment_base + total > recording.opts.keep / 8;
 }
 
 void rotate_segment() {
-  if (g_trace.file.rotating) return;
-  g_trace.file.rotating = true;
+  if (g_file.rotating) return;
+  g_file.rotating = true;
   char path[sizeof recording.path];
-  segment_path(path, sizeof path, g_trace.file.segment + 1);
+  segment_path(path, sizeof path, g_file.segment + 1);
   int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   // A program that dropped the privileges the directory needs: memtide run's helper creates it.
   if (fd < 0 && (errno == EACCES || errno == EPERM)) {
@@ -570,28 +561,28 @@ void rotate_segment() {
     if (fd < 0) errno = denied;
   }
   if (fd < 0) {
-    g_trace.file.rotating = false;
-    g_trace.file.write_failed = true;
+    g_file.rotating = false;
+    g_file.write_failed = true;
     message("cannot create the trace's next segment %s: %s; recording stopped, the program goes on", path, strerror(errno));
     recording.state.store(kStopped, std::memory_order_release);
     return;
   }
   fd = high_trace_fd(fd);
   flock(fd, LOCK_EX | LOCK_NB);  // before the last one's lock goes: readers see the set written throughout
-  const uint64_t base = g_trace.file.bytes;
-  const uint64_t closed = base - g_trace.file.segment_base;
-  const uint32_t old_segment = g_trace.file.segment;
-  ++g_trace.file.segment;
-  g_trace.file.segment_base = base;
+  const uint64_t base = g_file.bytes;
+  const uint64_t closed = base - g_file.segment_base;
+  const uint32_t old_segment = g_file.segment;
+  ++g_file.segment;
+  g_file.segment_base = base;
   uint8_t header[fmt::kSegmentHeaderSize];
-  const size_t hn = make_header(header, g_trace.file.last_head);
+  const size_t hn = make_header(header, g_file.last_head);
   if (write(fd, header, hn) != static_cast<ssize_t>(hn)) {
     const int err = errno;
     syscall(SYS_close, fd);
     unlink(path);
-    g_trace.file.segment = old_segment;
-    g_trace.file.rotating = false;
-    g_trace.file.write_failed = true;
+    g_file.segment = old_segment;
+    g_file.rotating = false;
+    g_file.write_failed = true;
     message("cannot write the trace's next segment %s: %s; recording stopped, the program goes on", path,
             err ? strerror(err) : "short write");
     recording.state.store(kStopped, std::memory_order_release);
@@ -602,16 +593,16 @@ void rotate_segment() {
   recording.fd = fd;
   std::snprintf(recording.path, sizeof recording.path, "%s", path);
   remember_identity();
-  g_trace.file.bytes = base + hn;
+  g_file.bytes = base + hn;
   pthread_mutex_unlock(&trace_fd_mutex);
   if (old >= 0) syscall(SYS_close, old);
-  g_trace.file.closed_bytes[old_segment % kClosedSlots] = closed;
-  g_trace.file.closed_total += closed;
-  g_trace.file.segment_start[g_trace.file.segment % kClosedSlots] = base;
+  g_file.closed_bytes[old_segment % kClosedSlots] = closed;
+  g_file.closed_total += closed;
+  g_file.segment_start[g_file.segment % kClosedSlots] = base;
   segment_write_prologue();
-  g_trace.file.events_from = g_trace.file.bytes;
+  g_file.events_from = g_file.bytes;
   remove_oldest();
-  g_trace.file.rotating = false;
+  g_file.rotating = false;
 }
 
 }  // namespace memtide::rec

@@ -41,12 +41,14 @@
 
 namespace memtide::rec {
 
+// This trace's writer state (trace_state.h).
+constexpr WriterTrace& g_writer = g_trace.writer;
+
 // The file's watermarks are exact (kFileFlagExactWatermarks): this process registered for
 // expedited private membarrier when the file was opened.
 std::atomic<bool> g_exact_watermarks{false};
 
 namespace {
-
 
 // Frames [p, p + n) of stream `s` as one block and appends it. `end` (when known: the rest
 // of a sealed chunk) gives the registers after the block; otherwise the records are parsed.
@@ -71,19 +73,19 @@ void write_block(uint32_t stream, uint64_t base_time, uint64_t base_addr, const 
   h.base_time = base_time;
   h.base_addr = base_addr;
   const size_t need = fmt::block_bound(n);
-  if (need > g_trace.writer.out_cap) {
+  if (need > g_writer.out_cap) {
     const size_t cap = need < 256 * 1024 ? 256 * 1024 : need;
     auto* bigger = static_cast<uint8_t*>(mem_alloc(cap));
     if (!bigger) {
       stop_out_of_memory();
       return;
     }
-    mem_free(g_trace.writer.out);
-    g_trace.writer.out = bigger;
-    g_trace.writer.out_cap = cap;
+    mem_free(g_writer.out);
+    g_writer.out = bigger;
+    g_writer.out_cap = cap;
   }
-  const size_t total = fmt::encode_block(h, p, n, g_trace.writer.out, g_trace.writer.out_cap, recording.opts.compression);
-  if (within_size_limit(total)) write_all(g_trace.writer.out, total);
+  const size_t total = fmt::encode_block(h, p, n, g_writer.out, g_writer.out_cap, recording.opts.compression);
+  if (within_size_limit(total)) write_all(g_writer.out, total);
 }
 
 // A buffer of at least n bytes kept from call to call (nullptr without the memory for it; the
@@ -142,8 +144,8 @@ void emit(Stream* s, const uint8_t* p, size_t n, uint16_t flags, bool at_start, 
   // The StackDefs of a block that holds some go first, in a block of their own: readers of
   // the stacks alone (the symbolizer that follows a recording) then skip every event block
   // (a compiler's trace: 3.8 MB of definitions read instead of 39 MB of blocks holding them).
-  uint8_t* const out = scratch(g_trace.writer.cut, g_trace.writer.cut_cap, fmt::cut_bound(n));
-  uint8_t* const stacks = (flags & fmt::kBlockFlagStacks) ? scratch(g_trace.writer.stacks, g_trace.writer.stacks_cap, n) : nullptr;
+  uint8_t* const out = scratch(g_writer.cut, g_writer.cut_cap, fmt::cut_bound(n));
+  uint8_t* const stacks = (flags & fmt::kBlockFlagStacks) ? scratch(g_writer.stacks, g_writer.stacks_cap, n) : nullptr;
   if (!out || ((flags & fmt::kBlockFlagStacks) && !stacks)) {
     stop_out_of_memory();
     return;
@@ -181,8 +183,8 @@ void flush_current(Stream* s) {
 
 Chunk* take_queue() {
   pthread_mutex_lock(&recording.queue_mutex);
-  Chunk* c = g_trace.writer.queue_head;
-  g_trace.writer.queue_head = g_trace.writer.queue_tail = nullptr;
+  Chunk* c = g_writer.queue_head;
+  g_writer.queue_head = g_writer.queue_tail = nullptr;
   pthread_mutex_unlock(&recording.queue_mutex);
   return c;
 }
@@ -218,12 +220,12 @@ void wait_space_cond_locked(long ns) {
 // or still busy with a large pass): wait, in short steps, for a pass to begin and end.
 void wait_for_pass() {
   const uint64_t limit = 2ull * recording.opts.flush_interval_ms * 1000000ull;
-  const uint64_t up_to = g_trace.writer.written_up_to.load(std::memory_order_relaxed);
+  const uint64_t up_to = g_writer.written_up_to.load(std::memory_order_relaxed);
   if (MT_LIKELY(!up_to || now_ns() - up_to <= limit)) return;
   pthread_mutex_lock(&recording.queue_mutex);
   pthread_cond_signal(&recording.queue_cond);
-  for (int i = 0; i < 100 && g_trace.writer.running && !g_trace.writer.stop &&
-                  g_trace.writer.written_up_to.load(std::memory_order_relaxed) == up_to;
+  for (int i = 0; i < 100 && g_writer.running && !g_writer.stop &&
+                  g_writer.written_up_to.load(std::memory_order_relaxed) == up_to;
        ++i) {
     wait_space_cond_locked(5000000);
   }
@@ -233,8 +235,8 @@ void wait_for_pass() {
 // With queue_mutex held: waits in short steps while the writer is far behind, and never once
 // it stops (exit).
 void wait_for_space_locked() {
-  for (int i = 0; i < 200 && g_trace.writer.running && !g_trace.writer.stop &&
-                  g_trace.writer.queued.load(std::memory_order_relaxed) + checkpoint_backlog() > max_queued() / 2;
+  for (int i = 0; i < 200 && g_writer.running && !g_writer.stop &&
+                  g_writer.queued.load(std::memory_order_relaxed) + checkpoint_backlog() > max_queued() / 2;
        ++i) {
     wait_space_cond_locked(20000000);
   }
@@ -243,7 +245,7 @@ void wait_for_space_locked() {
 }  // namespace
 
 void wait_for_writer() {
-  if (g_trace.writer.queued.load(std::memory_order_relaxed) <= max_queued()) return;
+  if (g_writer.queued.load(std::memory_order_relaxed) <= max_queued()) return;
   timespec deadline;
   clock_gettime(CLOCK_REALTIME, &deadline);
   deadline.tv_sec += 2;
@@ -266,7 +268,7 @@ void write_chunks(Chunk* c) {
       emit(s, c->data + c->consumed, end - c->consumed, block_flags(c, c->consumed, end), c->consumed == 0, &regs, c);
     s->w_next_seq = c->seq + 1;
     if (c->last) s->w_done = true;
-    g_trace.writer.queued.fetch_sub(c->cap, std::memory_order_relaxed);
+    g_writer.queued.fetch_sub(c->cap, std::memory_order_relaxed);
     mem_free(c);
     c = next;
   }
@@ -294,7 +296,6 @@ void drain_queue(bool process_first = false) {
   pthread_mutex_unlock(&recording.queue_mutex);
 }
 
-
 // Flushes every stream; frees the state of threads that exited and were fully written.
 // Returns the earliest time a record of theirs that is still not written may have (UINT64_MAX:
 // none may be missing): for a stream whose older chunk is still on its way to the queue, or
@@ -309,15 +310,15 @@ uint64_t flush_all() {
       if (s->reg_prev) s->reg_prev->reg_next = s->reg_next;
       else recording.registry = s->reg_next;
       if (s->reg_next) s->reg_next->reg_prev = s->reg_prev;
-      g_trace.writer.exited_allocs += s->allocs;
-      g_trace.writer.exited_frees += s->frees;
+      g_writer.exited_allocs += s->allocs;
+      g_writer.exited_frees += s->frees;
       kept_table_free(reinterpret_cast<ThreadState*>(s)->memo.kept);
       mem_free(reinterpret_cast<ThreadState*>(s));  // Stream is ThreadState's first member
     } else {
       flush_current(s);
       const Chunk* c = __atomic_load_n(&s->chunk, __ATOMIC_ACQUIRE);
       if (!(c && c->seq == s->w_next_seq) || s->w_in_record) {
-        const uint64_t from = s->w_run.time > g_trace.writer.last_watermark ? s->w_run.time : g_trace.writer.last_watermark;
+        const uint64_t from = s->w_run.time > g_writer.last_watermark ? s->w_run.time : g_writer.last_watermark;
         if (from < unwritten) unwritten = from;
       }
     }
@@ -355,11 +356,11 @@ uint64_t vouchable_time() {
   pthread_mutex_lock(&recording.registry_mutex);
   for (Stream* s = recording.registry; s; s = s->reg_next) {
     const uint64_t p = __atomic_load_n(&s->pending_time, __ATOMIC_ACQUIRE);
-    if (p == 1) w = g_trace.writer.last_watermark;  // its time is being read: it may be earlier than w
+    if (p == 1) w = g_writer.last_watermark;  // its time is being read: it may be earlier than w
     else if (p && p < w) w = p;
   }
   pthread_mutex_unlock(&recording.registry_mutex);
-  return w < g_trace.writer.last_watermark ? g_trace.writer.last_watermark : w;
+  return w < g_writer.last_watermark ? g_writer.last_watermark : w;
 }
 
 // Exact watermarks. A pass takes its time T (vouchable_time), then runs membarrier: every
@@ -393,7 +394,7 @@ bool stream_has_news(Stream* s) {
 bool nothing_to_flush() {
   if (stream_has_news(&recording.shared)) return false;
   pthread_mutex_lock(&recording.queue_mutex);
-  const bool queued = g_trace.writer.queue_head != nullptr;
+  const bool queued = g_writer.queue_head != nullptr;
   pthread_mutex_unlock(&recording.queue_mutex);
   if (queued) return false;
   bool news = false;
@@ -427,14 +428,14 @@ void flush_pass() {
   if (exact && unwritten < w) w = unwritten;
   // (Without the barrier an exact file gets no watermark in this pass: readers wait longer.)
   const bool marked = (exact || !g_exact_watermarks) && append_watermark(w);
-  MEMTIDE_CHECK(!marked || w >= g_trace.writer.last_watermark);
-  const uint64_t complete = exact ? w : g_trace.writer.last_watermark;  // every record timed before it is written below
-  if (marked) g_trace.writer.last_watermark = w;
+  MEMTIDE_CHECK(!marked || w >= g_writer.last_watermark);
+  const uint64_t complete = exact ? w : g_writer.last_watermark;  // every record timed before it is written below
+  if (marked) g_writer.last_watermark = w;
   const bool quiet = marked && w == vouched && !shared_news && g_emitted == emitted;
-  g_trace.writer.quiet_passes = quiet ? g_trace.writer.quiet_passes + 1 : 0;
+  g_writer.quiet_passes = quiet ? g_writer.quiet_passes + 1 : 0;
   flush_current(&recording.shared);
-  g_trace.writer.written_up_to.store(pass_began, std::memory_order_relaxed);
-  if (marked && !g_trace.writer.last_pass) checkpoint_pass(complete);  // (no checkpoint follows the last pass)
+  g_writer.written_up_to.store(pass_began, std::memory_order_relaxed);
+  if (marked && !g_writer.last_pass) checkpoint_pass(complete);  // (no checkpoint follows the last pass)
   pthread_mutex_lock(&recording.queue_mutex);  // (threads waiting for the pass, or the backlog to shrink)
   pthread_cond_broadcast(&g_space_cond);
   pthread_mutex_unlock(&recording.queue_mutex);
@@ -448,14 +449,14 @@ void flush_pass() {
 constexpr unsigned kMaxIdleLevel = 3;
 
 void set_idle_level(unsigned level) {
-  if ((level != 0) != (g_trace.writer.idle_level != 0)) {
+  if ((level != 0) != (g_writer.idle_level != 0)) {
     if (level) {
       g_clock_epoch.fetch_or(kEpochIdle, std::memory_order_seq_cst);
     } else {
       g_clock_epoch.fetch_and(~kEpochIdle, std::memory_order_seq_cst);
     }
   }
-  g_trace.writer.idle_level = level;
+  g_writer.idle_level = level;
 }
 
 void* writer_main(void*) {
@@ -474,11 +475,11 @@ void* writer_main(void*) {
   uint64_t next_counter = counter_ns ? now_ns() : ~0ull;
   uint64_t last_tick = now_ns();
   uint64_t last_pass = last_tick;
-  g_trace.writer.written_up_to.store(last_tick, std::memory_order_relaxed);
+  g_writer.written_up_to.store(last_tick, std::memory_order_relaxed);
   bool counters_moved = false;  // since the last flush
   for (;;) {
     pthread_mutex_lock(&recording.queue_mutex);
-    while (!g_trace.writer.stop && !g_trace.writer.queue_head) {
+    while (!g_writer.stop && !g_writer.queue_head) {
       const uint64_t now = now_ns();
       uint64_t wake = next_flush < next_counter ? next_flush : next_counter;
       if (calibrating) wake = std::min(wake, tsc_calibrate_due());
@@ -494,7 +495,7 @@ void* writer_main(void*) {
       ts.tv_nsec = static_cast<long>(at % 1000000000ull);
       pthread_cond_timedwait(&recording.queue_cond, &recording.queue_mutex, &ts);
     }
-    const bool stop = g_trace.writer.stop;
+    const bool stop = g_writer.stop;
     pthread_mutex_unlock(&recording.queue_mutex);
     clock_tick();
     last_tick = now_ns();
@@ -504,22 +505,22 @@ void* writer_main(void*) {
     const uint64_t now = now_ns();
     // A kept trace's new segment wants its checkpoint: passes come sooner until it is written
     // (segments may fill faster than the flush interval).
-    if (checkpoint_pending() && !g_trace.writer.idle_level) next_flush = std::min(next_flush, last_pass + flush_ns / 8);
+    if (checkpoint_pending() && !g_writer.idle_level) next_flush = std::min(next_flush, last_pass + flush_ns / 8);
     // The pass first: a counter sample in stream 0 timed after the pass's time would keep its
     // watermark, which must not go back in time there, from being written.
     if (!stop && now >= next_flush) {
-      const bool idle = g_trace.writer.quiet_passes >= quiet_passes_needed() && nothing_to_flush();
+      const bool idle = g_writer.quiet_passes >= quiet_passes_needed() && nothing_to_flush();
       if (!idle) {
         flush_pass();
         checkpoint_maybe_write(now_ns(), trace_file_bytes());
       } else {
-        g_trace.writer.written_up_to.store(now, std::memory_order_relaxed);
+        g_writer.written_up_to.store(now, std::memory_order_relaxed);
       }
-      set_idle_level(idle && !counters_moved ? std::min(g_trace.writer.idle_level + 1, kMaxIdleLevel) : 0);
+      set_idle_level(idle && !counters_moved ? std::min(g_writer.idle_level + 1, kMaxIdleLevel) : 0);
       counters_moved = false;
       last_pass = now;
-      next_flush = now + (flush_ns << g_trace.writer.idle_level);
-    } else if (g_trace.writer.idle_level && !stop && !nothing_to_flush()) {
+      next_flush = now + (flush_ns << g_writer.idle_level);
+    } else if (g_writer.idle_level && !stop && !nothing_to_flush()) {
       // The program is back: the usual intervals, and a flush at once.
       set_idle_level(0);
       next_flush = now;
@@ -527,7 +528,7 @@ void* writer_main(void*) {
     }
     if (now >= next_counter) {
       counters_moved |= sample_counters(&recording.shared);
-      next_counter = now + (counter_ns << g_trace.writer.idle_level);
+      next_counter = now + (counter_ns << g_writer.idle_level);
     }
     end_if_capped();
     if (stop) break;
@@ -544,19 +545,19 @@ void* writer_main(void*) {
     flush_pass();
     checkpoint_maybe_write(now_ns(), trace_file_bytes());
   }
-  g_trace.writer.last_pass = true;
+  g_writer.last_pass = true;
   uint64_t allocs, frees;
   recorded_counts(allocs, frees);  // (before the pass: what they count is committed, so written below)
   flush_pass();
   if (counter_ns) sample_counters(&recording.shared, /*write=*/true);
-  append_end(static_cast<fmt::EndReason>(g_trace.writer.end_reason), g_trace.writer.end_status, allocs, frees);
+  append_end(static_cast<fmt::EndReason>(g_writer.end_reason), g_writer.end_status, allocs, frees);
   drain_queue();
   flush_current(&recording.shared);
   end_if_capped();
-  pthread_mutex_lock(&g_trace.writer.done_mutex);
-  g_trace.writer.finished = true;
-  pthread_cond_broadcast(&g_trace.writer.done_cond);
-  pthread_mutex_unlock(&g_trace.writer.done_mutex);
+  pthread_mutex_lock(&g_writer.done_mutex);
+  g_writer.finished = true;
+  pthread_cond_broadcast(&g_writer.done_cond);
+  pthread_mutex_unlock(&g_writer.done_mutex);
   return nullptr;
 }
 
@@ -565,10 +566,10 @@ void* writer_main(void*) {
 void enqueue_chunk(Chunk* c, bool may_wait) {
   c->next = nullptr;
   pthread_mutex_lock(&recording.queue_mutex);
-  if (g_trace.writer.queue_tail) g_trace.writer.queue_tail->next = c;
-  else g_trace.writer.queue_head = c;
-  g_trace.writer.queue_tail = c;
-  const size_t queued = g_trace.writer.queued.fetch_add(c->cap, std::memory_order_relaxed) + c->cap;
+  if (g_writer.queue_tail) g_writer.queue_tail->next = c;
+  else g_writer.queue_head = c;
+  g_writer.queue_tail = c;
+  const size_t queued = g_writer.queued.fetch_add(c->cap, std::memory_order_relaxed) + c->cap;
   pthread_mutex_unlock(&recording.queue_mutex);
   // The writer wakes by itself at least every counter or flush interval and then writes what
   // is queued; it is woken early only when much is waiting. (Waking it for every chunk cost a
@@ -593,15 +594,14 @@ void writer_write_block(uint32_t stream, uint64_t base_time, uint64_t base_addr,
   write_block(stream, base_time, base_addr, p, n, flags);
 }
 
-
 void writer_start() {
   tsc_probe();
   // The buffers that a chunk of the largest size needs, taken before the program goes on (it may
   // lower RLIMIT_AS first thing): a writer that could not get memory later (a program that takes
   // all there is) still writes what was recorded, and the End record.
   const size_t most = recording.chunk_max;
-  if (!scratch(g_trace.writer.out, g_trace.writer.out_cap, fmt::block_bound(most)) || !scratch(g_trace.writer.cut, g_trace.writer.cut_cap, fmt::cut_bound(most)) ||
-      !scratch(g_trace.writer.stacks, g_trace.writer.stacks_cap, most)) {
+  if (!scratch(g_writer.out, g_writer.out_cap, fmt::block_bound(most)) || !scratch(g_writer.cut, g_writer.cut_cap, fmt::cut_bound(most)) ||
+      !scratch(g_writer.stacks, g_writer.stacks_cap, most)) {
     message("out of memory for the trace's buffers; not recording");
     recording.state.store(kStopped, std::memory_order_release);
     return;
@@ -616,17 +616,17 @@ void writer_start() {
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setstacksize(&attr, 256 * 1024);
-  g_trace.writer.stop = false;
-  g_trace.writer.running = spawn_recorder_thread(&g_trace.writer.thread, &attr, writer_main, nullptr, /*keep_single=*/true) == 0;
+  g_writer.stop = false;
+  g_writer.running = spawn_recorder_thread(&g_writer.thread, &attr, writer_main, nullptr, /*keep_single=*/true) == 0;
   pthread_attr_destroy(&attr);
-  if (!g_trace.writer.running) {
+  if (!g_writer.running) {
     message("cannot start the writer thread; not recording");
     recording.state.store(kStopped, std::memory_order_release);
   }
 }
 
 void writer_finish(fmt::EndReason reason, uint64_t status, int timeout_ms) {
-  if (!g_trace.writer.running) return;
+  if (!g_writer.running) return;
   // Timed locks: this may run in a signal handler that interrupted a lock holder.
   timespec deadline;
   clock_gettime(CLOCK_REALTIME, &deadline);
@@ -637,27 +637,26 @@ void writer_finish(fmt::EndReason reason, uint64_t status, int timeout_ms) {
     deadline.tv_nsec -= 1000000000L;
   }
   if (pthread_mutex_timedlock(&recording.queue_mutex, &deadline) != 0) return;
-  const bool already = g_trace.writer.stop;
+  const bool already = g_writer.stop;
   if (!already) {
-    g_trace.writer.end_reason = static_cast<int>(reason);
-    g_trace.writer.end_status = status;
-    g_trace.writer.stop = true;
+    g_writer.end_reason = static_cast<int>(reason);
+    g_writer.end_status = status;
+    g_writer.stop = true;
     pthread_cond_signal(&recording.queue_cond);
   }
   pthread_mutex_unlock(&recording.queue_mutex);
 
-  if (pthread_mutex_timedlock(&g_trace.writer.done_mutex, &deadline) != 0) return;
-  while (!g_trace.writer.finished) {
-    if (pthread_cond_timedwait(&g_trace.writer.done_cond, &g_trace.writer.done_mutex, &deadline) == ETIMEDOUT) break;
+  if (pthread_mutex_timedlock(&g_writer.done_mutex, &deadline) != 0) return;
+  while (!g_writer.finished) {
+    if (pthread_cond_timedwait(&g_writer.done_cond, &g_writer.done_mutex, &deadline) == ETIMEDOUT) break;
   }
-  const bool finished = g_trace.writer.finished;
-  pthread_mutex_unlock(&g_trace.writer.done_mutex);
+  const bool finished = g_writer.finished;
+  pthread_mutex_unlock(&g_writer.done_mutex);
   if (finished && !already) {
-    pthread_join(g_trace.writer.thread, nullptr);
-    g_trace.writer.running = false;
+    pthread_join(g_writer.thread, nullptr);
+    g_writer.running = false;
     close_trace_fd();
   }
 }
-
 
 }  // namespace memtide::rec

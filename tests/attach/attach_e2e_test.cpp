@@ -399,6 +399,14 @@ TEST(Attach, RecordsASampleWhenAskedTo) {
   ASSERT_TRUE(j["sampling"].is_object());
   EXPECT_EQ(j["sampling"]["interval_bytes"], 16384);
   EXPECT_GT(j["total_allocations"].get<uint64_t>(), 0u);
+  // A sampled recording's defaults, as `memtide run --sample` gets them: checkpoints on (the
+  // file's header says so), 500 ms flushes and 100 ms counters.
+  std::ifstream f(trace, std::ios::binary);
+  uint8_t header[fmt::kFileHeaderSize] = {};
+  ASSERT_TRUE(f.read(reinterpret_cast<char*>(header), sizeof header));
+  const uint32_t flags = header[16] | header[17] << 8 | header[18] << 16 | uint32_t{header[19]} << 24;
+  EXPECT_NE(flags & fmt::kFileFlagCheckpoints, 0u) << "attach --sample records checkpoints";
+  EXPECT_NE(flags & fmt::kFileFlagSampled, 0u);
 }
 
 TEST(Attach, DetachCommandAndCtrlCEndTheRecording) {

@@ -386,6 +386,45 @@ TEST(Lifecycle, TheProcessAndItsModulesAreTheTracesFirstBlock) {
 
 // One meaning for every option that takes a size (formats/size.h): KB, MB, GB are powers of
 // 1000, KiB, MiB, GiB powers of 1024, a bare number is bytes; a unit letter alone is refused.
+// The defaults of a sampled recording come from the option table's `sampled` column, for the
+// options not given, from the environment and from attach's configuration alike.
+TEST(Options, ASampledRecordingTakesTheTablesSampledDefaultsForWhatWasNotGiven) {
+  using namespace memtide::rec;
+  Options exact;
+  apply_mode_defaults(exact);
+  EXPECT_EQ(exact.flush_interval_ms, 20u);
+  EXPECT_EQ(exact.counter_interval_ms, 10u);
+  EXPECT_EQ(exact.checkpoint_interval_s, 0u);
+
+  Options sampled;
+  ASSERT_EQ(apply_option(sampled, "MEMTIDE_SAMPLE", "512KiB"), nullptr);
+  apply_mode_defaults(sampled);
+  EXPECT_EQ(sampled.flush_interval_ms, 500u);
+  EXPECT_EQ(sampled.counter_interval_ms, 100u);
+  EXPECT_EQ(sampled.checkpoint_interval_s, 10u);
+
+  Options set;
+  ASSERT_EQ(apply_option(set, "MEMTIDE_SAMPLE", "512KiB"), nullptr);
+  ASSERT_EQ(apply_option(set, "MEMTIDE_FLUSH_INTERVAL_MS", "20"), nullptr);
+  ASSERT_EQ(apply_option(set, "MEMTIDE_CHECKPOINT_INTERVAL", "0"), nullptr);
+  EXPECT_TRUE(set.was_given(kOption_flush_interval_ms));
+  EXPECT_FALSE(set.was_given(kOption_counter_interval_ms));
+  apply_mode_defaults(set);
+  EXPECT_EQ(set.flush_interval_ms, 20u) << "a value given, even the exact default, stays";
+  EXPECT_EQ(set.checkpoint_interval_s, 0u);
+  EXPECT_EQ(set.counter_interval_ms, 100u);
+
+  Options kept;
+  ASSERT_EQ(apply_option(kept, "MEMTIDE_KEEP", "64MiB"), nullptr);
+  ASSERT_EQ(apply_option(kept, "MEMTIDE_CHECKPOINT_INTERVAL", "0"), nullptr);
+  apply_mode_defaults(kept);
+  EXPECT_EQ(kept.checkpoint_interval_s, kKeptCheckpointIntervalS) << "a kept set needs checkpoints";
+
+  Options bad;
+  EXPECT_NE(apply_option(bad, "MEMTIDE_FLUSH_INTERVAL_MS", "5"), nullptr);
+  EXPECT_FALSE(bad.was_given(kOption_flush_interval_ms)) << "a refused value is not given";
+}
+
 TEST(Options, SizesParseWithDecimalAndBinaryUnits) {
   struct Case {
     const char* text;
