@@ -31,6 +31,7 @@
 #include "analysis/replayer.h"
 #include "formats/checkpoint.h"
 #include "formats/decoder.h"
+#include "formats/live_rules.h"
 #include "formats/merge.h"
 #include "formats/reader.h"
 #include "formats/sampling.h"
@@ -65,7 +66,7 @@ template <Domain D, bool W>
   Weighted wt{bytes, 1};
   LiveBlock nb;
   if (a.weight) [[unlikely]] {
-    wt = {std::min<uint64_t>(std::max(a.weight, bytes), kMaxBlockBytes), sampled_blocks(a.weight, bytes, a.addr, a.time)};
+    wt = {live::sample_weight(a.weight, bytes), sampled_blocks(a.weight, bytes, a.addr, a.time)};
     nb.sampled = 1;
     weights_[d == Domain::Heap ? 0 : 1][a.addr] = wt.bytes;
     m_.sampling.add_sample(wt.bytes, bytes);
@@ -140,7 +141,7 @@ void Replayer::convert_exact_blocks(uint64_t time) {
     std::vector<uint64_t> dropped, kept;
     uint64_t& all_live = map == 0 ? heap_all_live_ : custom_all_live_;
     live_[map].for_each([&](uint64_t addr, const LiveBlock& b) {
-      if (!b.sampled) (fmt::kept_at_switch(addr) ? kept : dropped).push_back(addr);
+      if (!b.sampled) (live::stays_at_switch(addr) ? kept : dropped).push_back(addr);
     });
     // The dropped ones first: the estimate never passes through a sum larger than both the
     // exact figure before and the estimate after (a false peak).
@@ -152,11 +153,11 @@ void Replayer::convert_exact_blocks(uint64_t time) {
     }
     for (uint64_t addr : kept) {
       LiveBlock* b = live_[map].find(addr);
-      const uint64_t extra = b->bytes * (fmt::kExactKeepFactor - 1);
-      weights_[map][addr] = b->bytes * fmt::kExactKeepFactor;
+      const uint64_t weight = live::weight_after_switch(b->bytes), extra = weight - b->bytes;
+      weights_[map][addr] = weight;
       b->sampled = 1;
       all_live += extra;
-      if (b->counted) ds.change(b->stack, static_cast<int64_t>(extra), static_cast<int64_t>(fmt::kExactKeepFactor - 1), time);
+      if (b->counted) ds.change(b->stack, static_cast<int64_t>(extra), static_cast<int64_t>(kExactKeepFactor - 1), time);
     }
   }
   m_.heap_series.add(time, heap_all_live_);

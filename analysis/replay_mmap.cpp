@@ -5,12 +5,13 @@
 
 #include "analysis/replay_class.h"
 #include "analysis/replayer.h"
+#include "formats/live_rules.h"
 
 namespace memtide::analysis::detail {
 
 void Replayer::seed(CheckpointDomain d, const CheckpointEntry& e) {
   if (d == CheckpointDomain::Mmap) {
-    if (e.size == 0 || e.addr + e.size < e.addr) return;
+    if (fmt::live::maps_nothing(e.addr, e.size)) return;
     const uint64_t id = next_mapping_++;
     ranges_[e.addr] = {e.addr + e.size, id};
     const uint32_t stack = before_range_ ? dom_[static_cast<unsigned>(Domain::Mmap)].index(e.stack) : kNoStack;
@@ -20,7 +21,7 @@ void Replayer::seed(CheckpointDomain d, const CheckpointEntry& e) {
   }
   const unsigned map = d == CheckpointDomain::Heap ? 0 : 1;
   LiveBlock nb;
-  nb.bytes = std::min<uint64_t>(e.size, kMaxBlockBytes);
+  nb.bytes = fmt::live::held_size(e.size);
   nb.api_ = static_cast<uint8_t>(e.api);
   nb.time = e.time;
   if (before_range_) nb.stack = dom_[static_cast<unsigned>(map == 0 ? Domain::Heap : Domain::Custom)].index(e.stack);
@@ -74,10 +75,10 @@ uint64_t Replayer::unmap(uint64_t lo, uint64_t hi, uint64_t time) {
     removed += n;
     mmap_all_live_ -= std::min(mmap_all_live_, n);
     it = ranges_.erase(it);
-    if (start < cut_lo) ranges_[start] = {cut_lo, r.mapping};
-    if (cut_hi < r.end) {
-      it = ranges_.insert_or_assign(cut_hi, MapRange{r.end, r.mapping}).first;
-      ++it;
+    fmt::live::Piece left[2];
+    for (int k = 0, pieces = fmt::live::pieces_left(start, r.end, lo, hi, left); k < pieces; ++k) {
+      const auto placed = ranges_.insert_or_assign(left[k].lo, MapRange{left[k].hi, r.mapping}).first;
+      if (left[k].lo >= hi) it = std::next(placed);  // (the piece after the cut: go on past it)
     }
     auto mit = mappings_.find(r.mapping);
     if (mit == mappings_.end()) continue;
@@ -93,11 +94,11 @@ uint64_t Replayer::unmap(uint64_t lo, uint64_t hi, uint64_t time) {
 
 void Replayer::mmap_alloc(uint32_t stream, const Alloc& a, uint64_t bytes) {
   DomainState& ds = dom_[static_cast<unsigned>(Domain::Mmap)];
-  if (a.size == 0 || a.addr + a.size < a.addr) {
+  if (fmt::live::maps_nothing(a.addr, a.size)) {
     ++m_.anomalies.bad_records;
     return;
   }
-  unmap(a.addr, a.addr + a.size, a.time);  // MAP_FIXED over an existing mapping replaces it
+  unmap(a.addr, a.addr + a.size, a.time);  // (it replaces what was mapped there)
   if (ThreadWork* tw = thread_work(stream)) ++tw->allocs;
   const bool c = counted(a.time);
   const uint64_t id = next_mapping_++;
@@ -125,18 +126,20 @@ void Replayer::mmap_free(uint32_t stream, const Free& f) {
   if (ThreadWork* tw = thread_work(stream)) ++tw->frees;
   uint64_t hi;
   if (f.api == Api::Munmap) {
-    if (f.length == 0 || f.addr + f.length < f.addr) {
+    if (fmt::live::maps_nothing(f.addr, f.length)) {
       ++m_.anomalies.bad_records;
       return;
     }
     hi = f.addr + f.length;
-  } else {  // mremap's old mapping: from addr to the end of the range that holds it
-    auto it = ranges_.upper_bound(f.addr);
-    if (it == ranges_.begin() || std::prev(it)->second.end <= f.addr) {
+  } else {  // mremap's old mapping
+    const auto it = ranges_.upper_bound(f.addr);
+    const bool found = it != ranges_.begin();
+    hi = fmt::live::mremap_old_end(found, found ? std::prev(it)->first : 0, found ? std::prev(it)->second.end : 0,
+                                   f.addr);
+    if (!hi) {
       unknown_free(Domain::Mmap, stream, f);
       return;
     }
-    hi = std::prev(it)->second.end;
   }
   const uint64_t n = unmap(f.addr, hi, f.time);
   if (n == 0) {

@@ -15,6 +15,7 @@
 #include "analysis/stack_history.h"
 #include "analysis/stacks.h"
 #include "formats/check.h"
+#include "formats/live_rules.h"
 #include "formats/records.h"
 #include "formats/sampling.h"
 
@@ -33,9 +34,10 @@ struct StackWork {
   StackMetrics m;
 };
 
+using fmt::live::kMaxBlockBytes;  // larger sizes (hostile) are clamped
+
 // 24 bytes (about as much in the LiveMap when its page is full): the one structure that grows
 // with the live set.
-constexpr uint64_t kMaxBlockBytes = (uint64_t{1} << 56) - 1;  // larger sizes (hostile) are clamped
 struct LiveBlock {
   uint64_t bytes : 56 = 0;  // the block's size
   uint64_t api_ : 6 = 0;

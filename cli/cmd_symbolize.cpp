@@ -101,8 +101,7 @@ void sleep_ms(double ms) {
 
 // The pause between polls of a follower. While no poll finds a new address (a program in its
 // steady state, or idle) it doubles, up to kIdlePauseMs: a poll costs CPU even when there is
-// nothing to resolve (about 80 us: `memtide run -- sleep 10` took 0.078 s of the follower's CPU
-// at 10 ms polls). A new address brings it back to poll_ms. With a manifest, the end of the
+// nothing to resolve (bench/README.md, "Other measurements"). A new address brings it back to poll_ms. With a manifest, the end of the
 // program does not wait for it (SIGUSR1 cuts the pause short); following one trace, the end is
 // seen at most kIdlePauseMs late.
 class PollPause {

@@ -1,6 +1,6 @@
 // The names `memtide symbolize` found, kept on disk per module, so that the next trace of the
-// same program does not open and decompress the same debug information again (libc's alone
-// takes about 40 ms to inflate: most of what `memtide run` adds to a short program).
+// same program does not open and decompress the same debug information again (inflating libc's
+// alone is most of what `memtide run` would add to a short program: bench/README.md).
 //
 // One file per module and fingerprint: the module's build-id, and the path, device, inode,
 // size and modification time of both its file and its separate debug file under

@@ -32,6 +32,7 @@ namespace {
 
 using namespace ckpt;
 using fmt::CheckpointDomain;
+namespace live = fmt::live;
 
 // This trace's checkpoint state (trace_state.h).
 constexpr ckpt::CheckpointTrace& g = g_trace.checkpoint;
@@ -47,7 +48,7 @@ void fail(const char* why) {
 }
 
 // ---------------------------------------------------------------------------------------
-// Applying events, as analysis/replay.cpp does
+// Applying events by the rules of formats/live_rules.h, as analysis/replay.cpp does
 // ---------------------------------------------------------------------------------------
 
 unsigned heap_map(fmt::Api a) { return a == fmt::Api::Custom ? 1 : 0; }
@@ -55,12 +56,11 @@ unsigned heap_map(fmt::Api a) { return a == fmt::Api::Custom ? 1 : 0; }
 void heap_alloc(const Op& e) {
   LiveTable& t = g.live[heap_map(static_cast<fmt::Api>(e.api))];
   if (!e.addr) return;
-  if (Live* old = t.find(e.addr)) {  // allocated twice: the replay releases the first
+  if (Live* old = t.find(e.addr)) {  // allocated twice: the first is released
     t.bytes -= old->weight ? old->weight : old->size();
     t.erase(old);
   }
-  const uint64_t size = std::min(e.size, kMaxBlockBytes);
-  const uint64_t w = e.weight ? std::min(std::max(e.weight, size), kMaxBlockBytes) : 0;
+  const uint64_t size = live::held_size(e.size), w = live::sample_weight(e.weight, size);
   if (!t.insert(Live{e.addr, e.time, size | uint64_t{e.api} << 56, e.stack, w})) return fail("out of memory");
   t.bytes += w ? w : size;
 }
@@ -85,10 +85,10 @@ void unmap(uint64_t lo, uint64_t hi) {
     g.mapped -= std::min(g.mapped, cut_hi - cut_lo);
     const uint64_t api = x.size_api & ~kMaxBlockBytes;
     // Replace x by what is left of it (0, 1 or 2 ranges).
+    live::Piece left[2];
+    const size_t k = static_cast<size_t>(live::pieces_left(x.addr, end, lo, hi, left));
     Range keep[2];
-    size_t k = 0;
-    if (cut_lo > x.addr) keep[k++] = Range{x.addr, x.time, (cut_lo - x.addr) | api, x.stack, 0};
-    if (end > cut_hi) keep[k++] = Range{cut_hi, x.time, (end - cut_hi) | api, x.stack, 0};
+    for (size_t j = 0; j < k; ++j) keep[j] = Range{left[j].lo, x.time, (left[j].hi - left[j].lo) | api, x.stack, 0};
     if (k == 2 && !r.grow(r.size + 1)) return fail("out of memory");
     __builtin_memmove(r.data + i + k, r.data + i + 1, (r.size - i - 1) * sizeof(Range));
     for (size_t j = 0; j < k; ++j) r.data[i + j] = keep[j];
@@ -98,8 +98,8 @@ void unmap(uint64_t lo, uint64_t hi) {
 }
 
 void mmap_alloc(const Op& e) {
-  if (e.size == 0 || e.addr + e.size < e.addr) return;
-  unmap(e.addr, e.addr + e.size);
+  if (live::maps_nothing(e.addr, e.size)) return;
+  unmap(e.addr, e.addr + e.size);  // (it replaces what was mapped there)
   Array<Range>& r = g.ranges;
   if (!r.grow(r.size + 1)) return fail("out of memory");
   size_t i = r.size;
@@ -113,13 +113,14 @@ void mmap_alloc(const Op& e) {
 void mmap_free(const Op& e) {
   uint64_t hi;
   if (static_cast<fmt::Api>(e.api) == fmt::Api::Munmap) {
-    if (e.size == 0 || e.addr + e.size < e.addr) return;
+    if (live::maps_nothing(e.addr, e.size)) return;
     hi = e.addr + e.size;
-  } else {  // mremap's old mapping: to the end of the range that holds it
+  } else {  // mremap's old mapping
     const Range* holder = nullptr;
     for (size_t i = 0; i < g.ranges.size && g.ranges.data[i].addr <= e.addr; ++i) holder = &g.ranges.data[i];
-    if (!holder || holder->addr + holder->size() <= e.addr) return;
-    hi = holder->addr + holder->size();
+    hi = live::mremap_old_end(holder != nullptr, holder ? holder->addr : 0, holder ? holder->addr + holder->size() : 0,
+                              e.addr);
+    if (!hi) return;
   }
   unmap(e.addr, hi);
 }
@@ -135,8 +136,8 @@ void switch_sampling(uint64_t interval) {
           ++i;
           continue;
         }
-        if (fmt::kept_at_switch(b.addr)) {
-          b.weight = b.size() * fmt::kExactKeepFactor;
+        if (live::stays_at_switch(b.addr)) {
+          b.weight = live::weight_after_switch(b.size());
           t.bytes += b.weight - b.size();
           ++i;
         } else {
@@ -166,7 +167,7 @@ void apply(const Op& e) {
   StreamCounts* c = counts_of(e.stream);
   const bool mapped = fmt::family_of(api) == fmt::Family::Mmap;
   if (e.kind == kAlloc) {
-    if (mapped && (e.size == 0 || e.addr + e.size < e.addr)) return;
+    if (mapped && live::maps_nothing(e.addr, e.size)) return;
     if (c) ++c->allocs;
     mapped ? mmap_alloc(e) : heap_alloc(e);
   } else {

@@ -8,13 +8,14 @@
 
 #include "formats/checkpoint.h"
 #include "formats/decoder.h"
+#include "formats/live_rules.h"
 #include "recorder/base.h"
 
 namespace memtide::rec::ckpt {
 
 using fmt::CheckpointDomain;
 
-inline constexpr uint64_t kMaxBlockBytes = (uint64_t{1} << 56) - 1;  // as the replay clamps sizes
+using fmt::live::kMaxBlockBytes;
 
 // A growable array on the recorder's heap (never the program's).
 template <class T>

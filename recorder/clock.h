@@ -18,8 +18,8 @@ inline uint64_t monotonic_ns() {
 
 // The event clock: CLOCK_MONOTONIC nanoseconds. Where the TSC is invariant and the kernel
 // itself keeps time with it (so it is synchronised across cores), the writer thread calibrates
-// it against CLOCK_MONOTONIC, and from then on events read the TSC (~15 ns instead of ~19 ns
-// here) and convert with that calibration. Two steps: a first calibration over the writer's
+// it against CLOCK_MONOTONIC, and from then on events read the TSC (cheaper than the system
+// call's clock: bench/README.md, "Other measurements") and convert with that calibration. Two steps: a first calibration over the writer's
 // first few milliseconds (so that a busy program's first events do not pay for the system
 // call), then a finer one over 100 ms, anchored where the first one is at that point, so that
 // time goes on without a jump (it may then differ from CLOCK_MONOTONIC by the first one's error
@@ -46,7 +46,7 @@ uint64_t tsc_calibrate_due();  // about when the next step is (now_ns)
 // clock orders its reading too): a bare RDTSC may execute ahead of the loads before it, and a free timed before
 // the load that handed its thread the pointer, or an allocation timed before the allocator's
 // own synchronisation, would then be ordered before the event it follows on another thread
-// (`Ordering.CrossThreadAddressReuseReplaysExactly`; up to ~0.3 µs early on a 2-vCPU EPYC).
+// (`Ordering.CrossThreadAddressReuseReplaysExactly` fails without the fence).
 // MEMTIDE_UNORDERED_TSC_FOR_BENCH builds a library without the fence, only to measure the
 // fence's share of an event's cost (bench/README.md, "Threads, exact mode"): its traces may
 // order events of different threads wrongly.
@@ -60,7 +60,7 @@ inline uint64_t now_ns() {
   return monotonic_ns();
 }
 
-// Event times. Reading the clock costs 8 to 15 ns, a large part of an event's cost. While only
+// Event times. Reading the clock is a large part of an event's cost. While only
 // one thread records, ordering across threads does not depend on times, so up to
 // kReuseEvents Allocs and Frees in a row after a clock reading take the time of the record
 // before them (dt 0, which also compresses better) instead of reading the clock. The writer

@@ -445,7 +445,7 @@ void flush_pass() {
 // a hundred times a second: each flush found idle doubles the flush and counter intervals, up
 // to 2^kMaxIdleLevel times (160 ms between flushes by default), and the first wake that finds
 // something to write brings them back. Meanwhile no event reuses a time (kEpochIdle), so the
-// clock needs no tick. An idle recorder took 10 ms of CPU a second.
+// clock needs no tick.
 constexpr unsigned kMaxIdleLevel = 3;
 
 void set_idle_level(unsigned level) {
